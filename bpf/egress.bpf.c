@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Egress enforcement for every sandbox under egret's root cgroup: socket creation stamps the
+ * sandbox on the socket, connect and sendmsg check the destination.
+ */
+#include "lib/egress.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+SEC("cgroup/sock_create")
+int egret_sock_new(struct bpf_sock *sk)
+{
+	sandbox_stamp_sock(sk);
+	return SK_PASS;
+}
+
+SEC("cgroup/connect4")
+int egret_connect4(struct bpf_sock_addr *ctx)
+{
+	return egress_sock_addr(ctx, AF_INET, EGRET_HOOK_CONNECT4);
+}
+
+SEC("cgroup/connect6")
+int egret_connect6(struct bpf_sock_addr *ctx)
+{
+	return egress_sock_addr(ctx, AF_INET6, EGRET_HOOK_CONNECT6);
+}
+
+SEC("cgroup/sendmsg4")
+int egret_sendmsg4(struct bpf_sock_addr *ctx)
+{
+	return egress_sock_addr(ctx, AF_INET, EGRET_HOOK_SENDMSG4);
+}
+
+SEC("cgroup/sendmsg6")
+int egret_sendmsg6(struct bpf_sock_addr *ctx)
+{
+	return egress_sock_addr(ctx, AF_INET6, EGRET_HOOK_SENDMSG6);
+}

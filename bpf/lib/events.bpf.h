@@ -1,0 +1,32 @@
+/* Writing records into the shared ring buffer; a failed reservation is counted, never silent. */
+#ifndef EGRET_EVENTS_BPF_H
+#define EGRET_EVENTS_BPF_H
+
+#include "lib/maps.bpf.h"
+
+static __always_inline void *event_reserve(__u64 size)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+
+	if (!e)
+		counter_inc(EGRET_CNT_RINGBUF_DROPS);
+	return e;
+}
+
+static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type, __u64 sandbox_id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 uid_gid = bpf_get_current_uid_gid();
+
+	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->sandbox_id = sandbox_id;
+	h->type = type;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->uid = (__u32)uid_gid;
+	h->gid = uid_gid >> 32;
+	h->pad = 0;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
+#endif /* EGRET_EVENTS_BPF_H */

@@ -1,0 +1,60 @@
+#!/bin/sh
+# Set up egret on a Debian 12 machine, as root, from a clean clone:
+#
+#   deploy/bootstrap.sh run [EGRETD OPTIONS]   install packages, build, run egretd in the
+#                                              foreground on the default policy and sink
+#   deploy/bootstrap.sh test                   install packages, build, run every test
+#
+# Packages come from deploy/packages.txt; the build goes to ./build (or $EGRET_BUILD_DIR).
+set -eu
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${EGRET_BUILD_DIR:-$top/build}
+
+die() {
+	echo "bootstrap: $*" >&2
+	exit 1
+}
+
+install_packages() {
+	pkgs=$(grep -v '^#' "$top/deploy/packages.txt" | tr '\n' ' ')
+	missing=
+	for p in $pkgs; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+			missing="$missing $p"
+	done
+	[ -z "$missing" ] && return 0
+	echo "bootstrap: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || die "apt-get update failed"
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
+		die "apt-get install failed for:$missing"
+}
+
+build() {
+	cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake --build "$build" -j "$(nproc)"
+}
+
+[ "$(id -u)" = 0 ] || die "run me as root: egret loads BPF programs and manages cgroups"
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+case $cmd in
+run)
+	install_packages
+	build
+	echo "bootstrap: starting egretd (Ctrl-C stops it; enforcement stays attached)"
+	exec "$build/egretd" "$@"
+	;;
+test)
+	install_packages
+	build
+	cd "$build"
+	exec ctest --output-on-failure --verbose
+	;;
+*)
+	echo "usage: deploy/bootstrap.sh run [EGRETD OPTIONS] | test" >&2
+	exit 2
+	;;
+esac

@@ -1,0 +1,59 @@
+/* Egress enforcement ABI shared by bpf/egress.bpf.c and user/: address form, verdicts,
+ * reasons, hooks, and the connect event record. Mirrored by NetConnect in
+ * proto/egret/v1/events.proto; keep the enums in step.
+ */
+#ifndef EGRET_EGRESS_H
+#define EGRET_EGRESS_H
+
+/* Every address is 16 bytes in network order; IPv4 is stored IPv4-mapped (::ffff:a.b.c.d). */
+#define EGRET_ADDR_LEN 16
+
+/* NetConnect.Verdict */
+enum egret_verdict {
+	EGRET_VERDICT_ALLOW = 1,
+	EGRET_VERDICT_DENY = 2,
+	EGRET_VERDICT_AUDIT = 3,
+};
+
+/* NetConnect.Reason */
+enum egret_reason {
+	EGRET_REASON_METADATA = 1,
+	EGRET_REASON_DENY_RULE = 2,
+	EGRET_REASON_DEFAULT_DENY = 3,
+	EGRET_REASON_ALLOW_RULE = 4,
+	EGRET_REASON_SOCKET_TYPE = 5,
+	EGRET_REASON_DNS = 6,
+};
+
+/* NetConnect.Hook */
+enum egret_hook {
+	EGRET_HOOK_CONNECT4 = 1,
+	EGRET_HOOK_CONNECT6 = 2,
+	EGRET_HOOK_SENDMSG4 = 3,
+	EGRET_HOOK_SENDMSG6 = 4,
+	EGRET_HOOK_SOCK_CREATE = 5,
+	EGRET_HOOK_SKB_EGRESS = 6,
+	EGRET_HOOK_SYSCALL = 7,
+};
+
+/* Per-socket state in the `sock_meta` sk_storage map, stamped at socket creation. */
+struct egret_sock_meta {
+	__u64 sandbox_id; /* sandbox of the creating task */
+};
+
+/* EGRET_EV_CONNECT */
+struct egret_connect_event {
+	struct egret_event_hdr hdr;
+	__u8 daddr[EGRET_ADDR_LEN]; /* destination, network order, IPv4 mapped */
+	__u32 rule_id;		    /* matching rule, 0 when none */
+	__u16 dport;		    /* destination port, host order */
+	__u8 family;		    /* AF_INET or AF_INET6, as the socket used it */
+	__u8 protocol;		    /* IPPROTO_TCP, IPPROTO_UDP, ... */
+	__u8 hook;		    /* enum egret_hook */
+	__u8 verdict;		    /* enum egret_verdict */
+	__u8 reason;		    /* enum egret_reason */
+	__u8 v4_mapped;		    /* 1: an IPv6 socket asked for ::ffff:a.b.c.d */
+	__u8 pad[4];
+};
+
+#endif /* EGRET_EGRESS_H */

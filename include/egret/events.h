@@ -1,0 +1,38 @@
+/* The record header every egret BPF program writes into the shared `events` ring buffer, and
+ * the ring's counters. Shared by bpf/ and user/: no includes, fixed-width types only; the user
+ * side includes <linux/types.h> first.
+ */
+#ifndef EGRET_EVENTS_H
+#define EGRET_EVENTS_H
+
+#define EGRET_RINGBUF_BYTES (8u << 20) /* events ring buffer size, a power of two */
+#define EGRET_COMM_LEN	    16
+
+/* Record types; the first field of every record is struct egret_event_hdr. */
+enum egret_event_type {
+	EGRET_EV_CONNECT = 1, /* struct egret_connect_event, include/egret/egress.h */
+};
+
+/* Indexes into the per-CPU `counters` array. */
+enum egret_counter {
+	EGRET_CNT_RINGBUF_DROPS = 0, /* records lost: ring buffer full */
+	EGRET_CNT_ALLOWED,	     /* connects / sends allowed */
+	EGRET_CNT_DENIED,	     /* connects / sends denied */
+	EGRET_CNT_AUDITED,	     /* would have been denied, passed in audit mode */
+	EGRET_CNT_DROPS_REPORTED,    /* written by egretd: ring buffer drops already reported */
+	EGRET_CNT_MAX = 64,
+};
+
+struct egret_event_hdr {
+	__u64 ts_ns;	  /* bpf_ktime_get_boot_ns() */
+	__u64 sandbox_id; /* cgroup id of the sandbox (root level + 1); 0: the root cgroup itself */
+	__u32 type;	  /* enum egret_event_type */
+	__u32 pid;	  /* thread group id of the current task */
+	__u32 tid;	  /* thread id */
+	__u32 uid;	  /* real uid */
+	__u32 gid;	  /* real gid */
+	__u32 pad;
+	__u8 comm[EGRET_COMM_LEN]; /* task comm, NUL-padded */
+};
+
+#endif /* EGRET_EVENTS_H */

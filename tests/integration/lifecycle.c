@@ -1,0 +1,281 @@
+/* egretd's life and death: fail closed, enforcement that outlives egretd, adoption of pins by a
+ * restarted egretd with no unprotected moment, egretctl refusing to run anything unprotected,
+ * explicit uninstall, and the agent events that bracket a stream.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <criterion/criterion.h>
+
+#include "cgroup.h"
+#include "harness.h"
+
+#define PORT 80
+
+static int listener;
+
+static void setup(void)
+{
+	static struct egret_instance inst;
+
+	harness_require_root();
+	T = &inst;
+	cr_assert_eq(harness_init(T), 0);
+	cr_assert_eq(netns_new(), 0);
+	cr_assert_eq(netns_addr("lo", "169.254.169.254/32"), 0);
+	cr_assert_eq(netns_addr("lo", "fd00:ec2::254/128"), 0);
+	listener = tcp_listen("169.254.169.254", PORT);
+	cr_assert(listener >= 0);
+}
+
+static void teardown(void)
+{
+	close(listener);
+	harness_cleanup(T);
+}
+
+static int connect_metadata(void *arg)
+{
+	return tcp_connect("169.254.169.254", PORT, AF_INET, 2000);
+}
+
+TestSuite(lifecycle, .init = setup, .fini = teardown, .timeout = 120);
+
+Test(lifecycle, sigkill_leaves_enforcement_attached)
+{
+	char out[4096];
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_assert_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM);
+	cr_assert_eq(harness_stop(T, SIGKILL), 128 + SIGKILL);
+	cr_expect_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM,
+		     "enforcement went away with egretd");
+	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "enforcement: attached"), "%s", out);
+	cr_expect(strstr(out, "egretd: not running"), "%s", out);
+	cr_expect_eq(in_sandbox(T, NULL, connect_metadata, NULL), 0, "positive control failed");
+}
+
+/* A sandboxed child connecting in a loop while egretd is killed and restarted: not one connect
+ * may get through.
+ */
+Test(lifecycle, restart_adopts_pins_without_a_gap)
+{
+	char out[4096], sandbox[PATH_MAX];
+	int stop[2], status, successes;
+	pid_t child;
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_assert_eq(pipe2(stop, O_CLOEXEC), 0);
+	cr_assert_eq(sandbox_path(T, "loop", sandbox, sizeof(sandbox)), 0);
+	mkdir(sandbox, 0755);
+	child = fork();
+	if (child == 0) {
+		int n = 0, tries = 0;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(stop[1]);
+		fcntl(stop[0], F_SETFL, O_NONBLOCK);
+		if (cgroup__join(sandbox, getpid()))
+			_exit(255);
+		while (read(stop[0], out, 1) < 0 && errno == EAGAIN) {
+			n += tcp_connect("169.254.169.254", PORT, AF_INET, 500) == 0;
+			tries++;
+		}
+		_exit(tries == 0 ? 254 : (n > 200 ? 200 : n));
+	}
+	close(stop[0]);
+	usleep(100000);
+	cr_assert_eq(harness_stop(T, SIGKILL), 128 + SIGKILL);
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	usleep(200000);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	usleep(100000);
+	close(stop[1]);
+	waitpid(child, &status, 0);
+	successes = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	cr_expect_eq(successes, 0, "%d connects to the metadata address got through", successes);
+	cr_expect(strstr(harness_log(T), "(5 adopted)"), "restart did not adopt the pins:\n%s",
+		  harness_log(T));
+	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "5 adopted from a previous egretd"), "%s", out);
+}
+
+Test(lifecycle, run_refuses_while_nothing_is_attached)
+{
+	char out[4096], marker[PATH_MAX + 16];
+	struct stat st;
+
+	snprintf(marker, sizeof(marker), "%s/ran", T->tmpdir);
+	cr_assert_eq(mkdir(T->cgroup_root, 0755), 0);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--", "touch", marker, NULL), 125, "%s",
+		     out);
+	cr_expect(strstr(out, "refusing to run"), "%s", out);
+	cr_expect_neq(stat(marker, &st), 0, "the command ran unprotected");
+	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 1, "%s", out);
+	cr_expect(strstr(out, "NOT attached"), "%s", out);
+
+	/* positive control: once egretd is up, the same command runs, inside a sandbox */
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "ok", "--", "touch", marker,
+			      NULL),
+		     0, "%s", out);
+	cr_expect_eq(stat(marker, &st), 0, "the command did not run");
+}
+
+Test(lifecycle, run_places_the_command_in_its_sandbox)
+{
+	char out[4096], expect[PATH_MAX + 16];
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_assert_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "named", "--", "cat",
+			      "/proc/self/cgroup", NULL),
+		     0, "%s", out);
+	snprintf(expect, sizeof(expect), "0::%s/named\n", T->cgroup_root + strlen(T->cgroup_mount));
+	cr_expect(strstr(out, expect), "expected '%s' in:\n%s", expect, out);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--", "sh", "-c", "exit 7", NULL), 7,
+		     "exit status not passed through: %s", out);
+	cr_expect(strstr(out, "egretctl: sandbox sbx-"), "generated name not shown: %s", out);
+	cr_expect_eq(
+		egretctl(T, out, sizeof(out), "run", "--sandbox", "../escape", "--", "true", NULL),
+		2, "%s", out);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--", "/nonexistent/cmd", NULL), 127,
+		     "%s", out);
+}
+
+/* 64 programs of one attach type is the kernel's per-cgroup limit: with 64 dummies on
+ * connect6, attaching egret_connect6 fails for real (E2BIG).
+ */
+static void fill_connect6_slots(const char *cgroup)
+{
+	struct bpf_insn ret1[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_CGROUP_INET6_CONNECT);
+	int cg = open(cgroup, O_RDONLY | O_DIRECTORY);
+
+	cr_assert(cg >= 0);
+	for (int i = 0; i < 64; i++) {
+		int fd = bpf_prog_load(BPF_PROG_TYPE_CGROUP_SOCK_ADDR, "dummy", "GPL", ret1, 2,
+				       &opts);
+
+		cr_assert(fd >= 0, "dummy load: %s", strerror(errno));
+		cr_assert_eq(bpf_prog_attach(fd, cg, BPF_CGROUP_INET6_CONNECT, BPF_F_ALLOW_MULTI),
+			     0, "dummy attach %d: %s", i, strerror(errno));
+		close(fd);
+	}
+	close(cg);
+}
+
+Test(lifecycle, attach_failure_fails_closed)
+{
+	char expect[PATH_MAX + 64], out[4096];
+	int rc;
+
+	cr_assert_eq(mkdir(T->cgroup_root, 0755), 0);
+	fill_connect6_slots(T->cgroup_root);
+	rc = harness_start(T, NULL);
+	cr_expect_eq(rc, 1, "egretd should exit 1, got %d:\n%s", rc, harness_log(T));
+	snprintf(expect, sizeof(expect),
+		 "failed to attach 'egret_connect6' to %s: Argument list "
+		 "too long",
+		 T->cgroup_root);
+	cr_expect(strstr(harness_log(T), expect), "expected '%s' in:\n%s", expect, harness_log(T));
+	/* what was attached before the failure stays pinned and enforcing */
+	cr_expect_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--", "true", NULL), 125, "%s", out);
+	cr_expect(strstr(out, "egret_connect6"), "%s", out);
+}
+
+Test(lifecycle, pins_of_another_cgroup_are_refused)
+{
+	char other[PATH_MAX + 16];
+	const char *argv[] = { "--cgroup", other, NULL };
+	struct egret_instance second;
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	/* a second egretd on another cgroup root but the same state dir */
+	second = *T;
+	snprintf(other, sizeof(other), "%s/nested", T->cgroup_root);
+	snprintf(second.log_path, sizeof(second.log_path), "%s/second.log", T->tmpdir);
+	snprintf(second.control, sizeof(second.control), "%s/second.sock", T->tmpdir);
+	cr_expect_eq(harness_start(&second, argv), 1, "%s", harness_log(&second));
+	cr_expect(strstr(harness_log(&second), "is attached to another cgroup"), "%s",
+		  harness_log(&second));
+	cr_expect_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM);
+}
+
+Test(lifecycle, uninstall_is_explicit)
+{
+	char out[4096];
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_expect_eq(egretctl(T, out, sizeof(out), "uninstall", NULL), 1, "%s", out);
+	cr_expect(strstr(out, "stop it first"), "%s", out);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM, "a clean stop detached");
+	cr_expect_eq(egretctl(T, out, sizeof(out), "uninstall", NULL), 0, "%s", out);
+	cr_expect_eq(in_sandbox(T, "box", connect_metadata, NULL), 0, "uninstall left it attached");
+	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 1, "%s", out);
+}
+
+Test(lifecycle, bad_state_dir_fails_closed)
+{
+	char dir[PATH_MAX + 16];
+	const char *argv[] = { "--state-dir", dir, NULL };
+
+	snprintf(dir, sizeof(dir), "%s/not-bpffs", T->tmpdir);
+	cr_expect_eq(harness_start(T, argv), 1);
+	cr_expect(strstr(harness_log(T), "is not on a bpf file system"), "%s", harness_log(T));
+}
+
+Test(lifecycle, stream_is_bracketed_and_gapless)
+{
+	char out[65536], seq[32], *argv[] = { EGRETCTL_BIN, "tail", T->sink_path, NULL };
+	struct events evs;
+	size_t last;
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM);
+	usleep(200000);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0, "%s", harness_log(T));
+	cr_assert_eq(events_read(T->sink_path, &evs), 0);
+	cr_assert_eq(evs.n, 5, "start, 3 denials, stop; got %zu", evs.n);
+	last = evs.n - 1;
+	for (size_t i = 0; i < evs.n; i++) {
+		cr_expect_eq(evs.ev[i]->seq, i + 1, "seq %llu at %zu",
+			     (unsigned long long)evs.ev[i]->seq, i);
+		cr_expect_str_eq(evs.ev[i]->stream_id, evs.ev[0]->stream_id);
+		cr_expect_eq(strlen(evs.ev[i]->stream_id), 32);
+	}
+	cr_expect_eq(evs.ev[0]->payload_case, EGRET__V1__EVENT__PAYLOAD_AGENT);
+	cr_expect_eq(evs.ev[0]->agent->kind, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
+	cr_expect_eq(evs.ev[0]->agent->programs, 5);
+	cr_expect_eq(evs.ev[last]->agent->kind, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_STOP);
+	cr_expect_str_eq(evs.ev[last]->agent->reason, "Terminated");
+	for (size_t i = 1; i < last; i++)
+		cr_expect_eq(evs.ev[i]->payload_case, EGRET__V1__EVENT__PAYLOAD_NET_CONNECT);
+	events_free(&evs);
+
+	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "%s", out);
+	for (int i = 1; i <= 5; i++) {
+		snprintf(seq, sizeof(seq), "\"seq\":%d,", i);
+		cr_expect(strstr(out, seq), "tail output lacks %s:\n%s", seq, out);
+	}
+	cr_expect(strstr(out, "\"dst_addr\":\"169.254.169.254\""), "%s", out);
+	cr_expect(strstr(out, "\"verdict\":\"VERDICT_DENY\""), "%s", out);
+	cr_expect(strstr(out, "\"sandbox\":{\"cgroup_id\":"), "%s", out);
+}

@@ -1,0 +1,557 @@
+/* Integration test harness: private egret instances, sandboxed children, network namespaces,
+ * sockets with timeouts, event stream reading. See harness.h.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "loader.h"
+#include "paths.h"
+#include "util.h"
+#include "wire.h"
+
+struct egret_instance *T;
+static unsigned int instance_seq;
+
+void harness_require_root(void)
+{
+	if (geteuid() != 0)
+		cr_assert_fail(
+			"integration tests need root (they load BPF programs and create cgroups "
+			"and network namespaces); run them with sudo, as CI does");
+}
+
+int harness_init(struct egret_instance *e)
+{
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	err = cgroup__find_v2_mount(e->cgroup_mount, sizeof(e->cgroup_mount));
+	if (err)
+		return err;
+	snprintf(e->name, sizeof(e->name), HARNESS_PREFIX "%d-%u", (int)getpid(), instance_seq++);
+	snprintf(e->cgroup_root, sizeof(e->cgroup_root), "%s/%s", e->cgroup_mount, e->name);
+	snprintf(e->state_dir, sizeof(e->state_dir), "%s/%s", EGRET_BPFFS, e->name);
+	snprintf(e->tmpdir, sizeof(e->tmpdir), "/tmp/%s", e->name);
+	snprintf(e->control, sizeof(e->control), "%s/control.sock", e->tmpdir);
+	snprintf(e->sink_path, sizeof(e->sink_path), "%s/events.pb", e->tmpdir);
+	snprintf(e->log_path, sizeof(e->log_path), "%s/egretd.log", e->tmpdir);
+	if (mkdir(e->tmpdir, 0700) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int notify_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	unlink(path);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return -errno;
+	return fd;
+}
+
+/* Start egretd on the instance and wait for READY=1 on a private NOTIFY_SOCKET. Returns 0 when
+ * ready, else egretd's exit status (it exited) or -errno.
+ */
+int harness_start(struct egret_instance *e, const char *const extra[])
+{
+	char notify[PATH_MAX], sink[PATH_MAX + 8], buf[512];
+	const char *argv[64];
+	int n = 0, nfd, status;
+
+	snprintf(notify, sizeof(notify), "%s/notify.sock", e->tmpdir);
+	snprintf(sink, sizeof(sink), "file:%s", e->sink_path);
+	nfd = notify_socket(notify);
+	if (nfd < 0)
+		return nfd;
+	argv[n++] = EGRETD_BIN;
+	argv[n++] = "--cgroup";
+	argv[n++] = e->cgroup_root;
+	argv[n++] = "--state-dir";
+	argv[n++] = e->state_dir;
+	argv[n++] = "--control";
+	argv[n++] = e->control;
+	argv[n++] = "--sink";
+	argv[n++] = sink;
+	for (int i = 0; extra && extra[i] && n < 62; i++)
+		argv[n++] = extra[i];
+	argv[n] = NULL;
+	e->egretd = fork();
+	if (e->egretd == 0) {
+		int log = open(e->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(log, 2);
+		dup2(log, 1);
+		setenv("NOTIFY_SOCKET", notify, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	for (int waited = 0; waited < 30000; waited += 50) {
+		struct pollfd p = { .fd = nfd, .events = POLLIN };
+
+		if (poll(&p, 1, 50) == 1) {
+			ssize_t len = recv(nfd, buf, sizeof(buf) - 1, 0);
+
+			buf[len > 0 ? len : 0] = '\0';
+			if (strstr(buf, "READY=1")) {
+				close(nfd);
+				return 0;
+			}
+		}
+		if (waitpid(e->egretd, &status, WNOHANG) == e->egretd) {
+			e->egretd = 0;
+			close(nfd);
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		}
+	}
+	close(nfd);
+	return -ETIMEDOUT;
+}
+
+/* Signal egretd and reap it: its exit status, or 128 + the signal that killed it. */
+int harness_stop(struct egret_instance *e, int sig)
+{
+	int status;
+
+	if (!e->egretd)
+		return -ESRCH;
+	kill(e->egretd, sig);
+	if (waitpid(e->egretd, &status, 0) < 0)
+		return -errno;
+	e->egretd = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+const char *harness_log(struct egret_instance *e)
+{
+	static char buf[16384];
+
+	if (read_file(e->log_path, buf, sizeof(buf)) < 0)
+		buf[0] = '\0';
+	return buf;
+}
+
+/* Kill everything in a cgroup subtree and remove it, deepest first. */
+static void remove_cgroup_tree(const char *path)
+{
+	char sub[PATH_MAX * 2];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(sub, sizeof(sub), "%s/cgroup.kill", path);
+	write_file(sub, "1");
+	d = opendir(path);
+	if (d) {
+		while ((de = readdir(d))) {
+			if (de->d_type != DT_DIR || de->d_name[0] == '.')
+				continue;
+			snprintf(sub, sizeof(sub), "%s/%s", path, de->d_name);
+			remove_cgroup_tree(sub);
+		}
+		closedir(d);
+	}
+	for (int i = 0; i < 100 && rmdir(path) && errno == EBUSY; i++)
+		usleep(10000);
+}
+
+static void remove_tree(const char *path)
+{
+	char cmd[PATH_MAX + 16];
+
+	if (strncmp(path, "/tmp/" HARNESS_PREFIX, strlen("/tmp/" HARNESS_PREFIX)) != 0)
+		return;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd))
+		fprintf(stderr, "harness: could not remove %s\n", path);
+}
+
+static void cleanup_named(const char *mount, const char *name)
+{
+	struct egret_paths p;
+	char path[PATH_MAX * 2];
+
+	memset(&p, 0, sizeof(p));
+	snprintf(p.cgroup_mount, sizeof(p.cgroup_mount), "%s", mount);
+	snprintf(p.cgroup_root, sizeof(p.cgroup_root), "%s/%s", mount, name);
+	snprintf(p.state_dir, sizeof(p.state_dir), "%s/%s", EGRET_BPFFS, name);
+	loader__uninstall(&p);
+	remove_cgroup_tree(p.cgroup_root);
+	snprintf(path, sizeof(path), "/tmp/%s", name);
+	remove_tree(path);
+}
+
+void harness_cleanup(struct egret_instance *e)
+{
+	if (!e || !e->name[0])
+		return;
+	if (e->egretd)
+		harness_stop(e, SIGKILL);
+	if (getenv("EGRET_TEST_VERBOSE"))
+		fprintf(stderr, "--- egretd log of %s ---\n%s\n", e->name, harness_log(e));
+	cleanup_named(e->cgroup_mount, e->name);
+	e->name[0] = '\0';
+}
+
+static bool owner_alive(const char *name)
+{
+	int pid = atoi(name + strlen(HARNESS_PREFIX));
+
+	return pid > 0 && kill(pid, 0) == 0;
+}
+
+static void sweep_dir(const char *dir, const char *mount)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (str_starts_with(de->d_name, HARNESS_PREFIX) && !owner_alive(de->d_name)) {
+			fprintf(stderr, "harness: removing leftovers of %s\n", de->d_name);
+			cleanup_named(mount, de->d_name);
+		}
+	}
+	closedir(d);
+}
+
+/* Remove what tests of earlier runs left when they crashed: their owner process is gone. */
+void harness_sweep_stale(void)
+{
+	char mount[PATH_MAX];
+
+	if (geteuid() != 0 || cgroup__find_v2_mount(mount, sizeof(mount)))
+		return;
+	sweep_dir(mount, mount);
+	sweep_dir(EGRET_BPFFS, mount);
+	sweep_dir("/tmp", mount);
+}
+
+/* Run argv with stdout and stderr captured into out; returns the exit status, or 128 + signal. */
+int run_cmd(char *const argv[], char *out, size_t outsz)
+{
+	size_t used = 0;
+	int pfd[2], status;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	for (;;) {
+		char tmp[4096];
+		ssize_t n = read(pfd[0], tmp, sizeof(tmp));
+
+		if (n <= 0)
+			break;
+		if (out && used + 1 < outsz) {
+			size_t take = (size_t)n < outsz - 1 - used ? (size_t)n : outsz - 1 - used;
+
+			memcpy(out + used, tmp, take);
+			used += take;
+		}
+	}
+	if (out && outsz)
+		out[used] = '\0';
+	close(pfd[0]);
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* egretctl with the instance's --cgroup/--state-dir/--control, then the NULL-terminated args. */
+int egretctl(struct egret_instance *e, char *out, size_t outsz, ...)
+{
+	char *argv[64];
+	va_list ap;
+	int n = 0;
+
+	argv[n++] = EGRETCTL_BIN;
+	argv[n++] = "--cgroup";
+	argv[n++] = e->cgroup_root;
+	argv[n++] = "--state-dir";
+	argv[n++] = e->state_dir;
+	argv[n++] = "--control";
+	argv[n++] = e->control;
+	va_start(ap, outsz);
+	while (n < 63 && (argv[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	return run_cmd(argv, out, outsz);
+}
+
+int sandbox_path(struct egret_instance *e, const char *sandbox, char *out, size_t size)
+{
+	return join_path(out, size, e->cgroup_root, sandbox);
+}
+
+int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		char dir[PATH_MAX];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (sandbox) {
+			if (sandbox_path(e, sandbox, dir, sizeof(dir)) ||
+			    (mkdir(dir, 0755) && errno != EEXIST) || cgroup__join(dir, getpid()))
+				_exit(255);
+		}
+		_exit(fn(arg) & 0xff);
+	}
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+		return -1;
+	return WEXITSTATUS(status);
+}
+
+int netns_run(const char *cmdline)
+{
+	char *argv[] = { "/bin/sh", "-c", (char *)cmdline, NULL };
+	char out[2048];
+	int rc = run_cmd(argv, out, sizeof(out));
+
+	if (rc)
+		fprintf(stderr, "harness: '%s' failed (%d): %s\n", cmdline, rc, out);
+	return rc;
+}
+
+/* Move the calling test process into a new network namespace with lo up. */
+int netns_new(void)
+{
+	if (unshare(CLONE_NEWNET))
+		return -errno;
+	return netns_run("ip link set lo up") ? -EIO : 0;
+}
+
+int netns_addr(const char *dev, const char *cidr)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "ip addr add %s dev %s%s", cidr, dev,
+		 strchr(cidr, ':') ? " nodad" : "");
+	return netns_run(cmd) ? -EIO : 0;
+}
+
+static int resolve(const char *addr, uint16_t port, int family, struct sockaddr_storage *ss,
+		   socklen_t *len)
+{
+	struct addrinfo hints = { .ai_family = family,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV };
+	struct addrinfo *res;
+	char service[8];
+
+	snprintf(service, sizeof(service), "%u", port);
+	if (getaddrinfo(addr, service, &hints, &res))
+		return EINVAL;
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*len = res->ai_addrlen;
+	freeaddrinfo(res);
+	return 0;
+}
+
+static int bound_socket(const char *addr, uint16_t port, int type)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, one = 1;
+
+	if (resolve(addr, port, AF_UNSPEC, &ss, &len))
+		return -EINVAL;
+	fd = socket(ss.ss_family, type | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (ss.ss_family == AF_INET6)
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, len) || (type == SOCK_STREAM && listen(fd, 128))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* A listener on addr:port (IPv6 sockets v6-only); the fd, or -errno. */
+int tcp_listen(const char *addr, uint16_t port)
+{
+	return bound_socket(addr, port, SOCK_STREAM);
+}
+
+int udp_bind(const char *addr, uint16_t port)
+{
+	return bound_socket(addr, port, SOCK_DGRAM);
+}
+
+/* TCP connect with a timeout: 0, or the errno (ETIMEDOUT when nothing answered). */
+int tcp_connect(const char *addr, uint16_t port, int family, int timeout_ms)
+{
+	struct sockaddr_storage ss;
+	struct pollfd p;
+	socklen_t len, elen = sizeof(int);
+	int fd, err = 0;
+
+	if (resolve(addr, port, family, &ss, &len))
+		return EINVAL;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&ss, len) == 0)
+		goto out;
+	if (errno != EINPROGRESS) {
+		err = errno;
+		goto out;
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	if (poll(&p, 1, timeout_ms) != 1)
+		err = ETIMEDOUT;
+	else
+		getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen);
+out:
+	close(fd);
+	return err;
+}
+
+int udp_sendto(const char *addr, uint16_t port, int family)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, err = 0;
+
+	if (resolve(addr, port, family, &ss, &len))
+		return EINVAL;
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	if (sendto(fd, "x", 1, 0, (struct sockaddr *)&ss, len) < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+int udp_connect_send(const char *addr, uint16_t port, int family)
+{
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, err = 0;
+
+	if (resolve(addr, port, family, &ss, &len))
+		return EINVAL;
+	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&ss, len) || send(fd, "x", 1, 0) < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+int events_read(const char *path, struct events *out)
+{
+	struct wire_reader r;
+	const uint8_t *msg;
+	size_t len, cap = 0;
+	FILE *f = fopen(path, "re");
+	int n;
+
+	out->ev = NULL;
+	out->n = 0;
+	if (!f)
+		return -errno;
+	wire_reader__init(&r, f);
+	while ((n = wire_reader__next(&r, &msg, &len)) == 1) {
+		Egret__V1__Event *ev = egret__v1__event__unpack(NULL, len, msg);
+
+		if (!ev) {
+			n = -EBADMSG;
+			break;
+		}
+		if (out->n == cap) {
+			cap = cap ? cap * 2 : 64;
+			out->ev = realloc(out->ev, cap * sizeof(*out->ev));
+		}
+		out->ev[out->n++] = ev;
+	}
+	wire_reader__free(&r);
+	fclose(f);
+	/* a record still being written is not an error for a reader racing the writer */
+	return n == -EPIPE ? 0 : n;
+}
+
+void events_free(struct events *ev)
+{
+	for (size_t i = 0; i < ev->n; i++)
+		egret__v1__event__free_unpacked(ev->ev[i], NULL);
+	free(ev->ev);
+	ev->ev = NULL;
+	ev->n = 0;
+}
+
+const Egret__V1__Event *events_find(const struct events *ev,
+				    bool (*match)(const Egret__V1__Event *, const void *),
+				    const void *arg, size_t *count)
+{
+	const Egret__V1__Event *first = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < ev->n; i++) {
+		if (!match(ev->ev[i], arg))
+			continue;
+		if (!first)
+			first = ev->ev[i];
+		n++;
+	}
+	if (count)
+		*count = n;
+	return first;
+}
+
+/* Poll the event file until an event matches; 0 with every event read so far in out. */
+int events_wait(const char *path, bool (*match)(const Egret__V1__Event *, const void *),
+		const void *arg, int timeout_ms, struct events *out)
+{
+	for (int waited = 0;; waited += 50) {
+		int err = events_read(path, out);
+
+		if (!err && events_find(out, match, arg, NULL))
+			return 0;
+		if (waited >= timeout_ms)
+			return err ? err : -ETIMEDOUT;
+		events_free(out);
+		usleep(50000);
+	}
+}

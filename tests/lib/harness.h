@@ -1,0 +1,79 @@
+/* Test harness shared by every integration test: a private egret instance (its own cgroup root,
+ * bpffs state dir, control socket, sink and temp dir, never egret's defaults), processes in
+ * sandboxes, network namespaces with the addresses a test needs, listeners and connects with
+ * timeouts, and reading the event stream. Everything a test creates is removed by
+ * harness_cleanup, which the suites call from .fini so it runs when an assertion fails too;
+ * leftovers of a crashed test are swept by harness_sweep_stale before the next run.
+ */
+#ifndef EGRET_TEST_HARNESS_H
+#define EGRET_TEST_HARNESS_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "egret/v1/events.pb-c.h"
+
+#define HARNESS_PREFIX "egret-test-"
+
+struct egret_instance {
+	char name[64]; /* egret-test-<pid>-<n> */
+	char cgroup_mount[PATH_MAX];
+	char cgroup_root[PATH_MAX];
+	char state_dir[PATH_MAX];
+	char tmpdir[PATH_MAX];
+	char control[PATH_MAX];
+	char sink_path[PATH_MAX];
+	char log_path[PATH_MAX];
+	pid_t egretd; /* running egretd, 0 when none */
+};
+
+/* the instance of the current test (one per test process) */
+extern struct egret_instance *T;
+
+void harness_require_root(void);
+int harness_init(struct egret_instance *e);
+int harness_start(struct egret_instance *e, const char *const extra[]);
+int harness_stop(struct egret_instance *e, int sig);
+void harness_cleanup(struct egret_instance *e);
+void harness_sweep_stale(void);
+const char *harness_log(struct egret_instance *e);
+
+/* commands */
+int run_cmd(char *const argv[], char *out, size_t outsz);
+int egretctl(struct egret_instance *e, char *out, size_t outsz, ...);
+
+/* sandboxes: fn runs in a child in <root>/<sandbox> (sandbox NULL: outside egret's root);
+ * returns fn's return value (0-255), or -1 when the child could not run it
+ */
+int sandbox_path(struct egret_instance *e, const char *sandbox, char *out, size_t size);
+int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
+
+/* network namespace of the calling test process */
+int netns_new(void);
+int netns_addr(const char *dev, const char *cidr);
+int netns_run(const char *cmdline);
+
+/* sockets: 0 or an errno */
+int tcp_listen(const char *addr, uint16_t port);
+int udp_bind(const char *addr, uint16_t port);
+int tcp_connect(const char *addr, uint16_t port, int family, int timeout_ms);
+int udp_sendto(const char *addr, uint16_t port, int family);
+int udp_connect_send(const char *addr, uint16_t port, int family);
+
+/* the event stream */
+struct events {
+	Egret__V1__Event **ev;
+	size_t n;
+};
+int events_read(const char *path, struct events *out);
+void events_free(struct events *ev);
+int events_wait(const char *path, bool (*match)(const Egret__V1__Event *, const void *),
+		const void *arg, int timeout_ms, struct events *out);
+const Egret__V1__Event *events_find(const struct events *ev,
+				    bool (*match)(const Egret__V1__Event *, const void *),
+				    const void *arg, size_t *count);
+
+#endif /* EGRET_TEST_HARNESS_H */

@@ -1,0 +1,181 @@
+/* Ring buffer -> Event. Each record type has a handler that fills the payload; the envelope
+ * (time, sandbox, process) comes from the common record header.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "collector.h"
+#include "egress.h"
+#include "log.h"
+#include "util.h"
+
+struct record_handler {
+	__u32 type;
+	size_t size; /* minimum record size */
+	void (*handle)(struct collector *c, const void *rec);
+};
+
+static const struct record_handler handlers[] = {
+	{ EGRET_EV_CONNECT, sizeof(struct egret_connect_event), egress__on_connect },
+};
+
+static void report_bad_record(struct collector *c, __u32 type, size_t size)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
+	char detail[96];
+
+	c->bad_records++;
+	snprintf(detail, sizeof(detail), "kernel record of type %u and %zu bytes not decodable",
+		 type, size);
+	loss.source = EGRET__V1__LOSS__SOURCE__SOURCE_DECODE;
+	loss.count = 1;
+	loss.detail = detail;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LOSS;
+	ev.loss = &loss;
+	stream__emit(c->stream, &ev);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	const struct egret_event_hdr *h = data;
+	struct collector *c = ctx;
+
+	if (size >= sizeof(*h)) {
+		for (size_t i = 0; i < ARRAY_SIZE(handlers); i++) {
+			if (handlers[i].type != h->type || size < handlers[i].size)
+				continue;
+			handlers[i].handle(c, data);
+			c->records++;
+			return 0;
+		}
+	}
+	report_bad_record(c, size >= sizeof(*h) ? h->type : 0, size);
+	return 0;
+}
+
+int collector__init(struct collector *c, struct stream *s, const char *cgroup_root, int events_fd,
+		    int counters_fd)
+{
+	int err;
+
+	memset(c, 0, sizeof(*c));
+	c->stream = s;
+	c->counters_fd = counters_fd;
+	err = sandbox_names__init(&c->names, cgroup_root);
+	if (err)
+		return err;
+	c->rb = ring_buffer__new(events_fd, on_record, c, NULL);
+	if (!c->rb) {
+		err = -errno;
+		log_err("failed to open the events ring buffer: %s", strerror(errno));
+		return err;
+	}
+	return 0;
+}
+
+int collector__fd(const struct collector *c)
+{
+	return ring_buffer__epoll_fd(c->rb);
+}
+
+/* Drain what the ring holds now; returns the number of records or -errno. */
+int collector__poll(struct collector *c)
+{
+	int n = ring_buffer__consume(c->rb);
+
+	collector__check_drops(c);
+	return n;
+}
+
+/* Sum of a per-CPU counter. */
+int collector__counter(int counters_fd, __u32 idx, uint64_t *sum)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1];
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	if (bpf_map_lookup_elem(counters_fd, &idx, vals))
+		return -errno;
+	*sum = 0;
+	for (int i = 0; i < ncpu; i++)
+		*sum += vals[i];
+	return 0;
+}
+
+static int counter_store(int counters_fd, __u32 idx, uint64_t v)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t vals[ncpu > 0 ? ncpu : 1];
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	memset(vals, 0, sizeof(vals));
+	vals[0] = v;
+	return bpf_map_update_elem(counters_fd, &idx, vals, BPF_ANY) ? -errno : 0;
+}
+
+/* Ring buffer drops not yet reported become one Loss event. The reported total lives in the
+ * pinned counters map, so drops while egretd was down are reported by the next egretd.
+ */
+void collector__check_drops(struct collector *c)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
+	uint64_t drops, reported;
+	char detail[96];
+
+	if (collector__counter(c->counters_fd, EGRET_CNT_RINGBUF_DROPS, &drops) ||
+	    collector__counter(c->counters_fd, EGRET_CNT_DROPS_REPORTED, &reported) ||
+	    drops <= reported)
+		return;
+	snprintf(detail, sizeof(detail), "events ring buffer full: %llu kernel records lost",
+		 (unsigned long long)(drops - reported));
+	loss.source = EGRET__V1__LOSS__SOURCE__SOURCE_RINGBUF;
+	loss.count = drops - reported;
+	loss.detail = detail;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LOSS;
+	ev.loss = &loss;
+	stream__emit(c->stream, &ev);
+	log_warn("%s", detail);
+	counter_store(c->counters_fd, EGRET_CNT_DROPS_REPORTED, drops);
+}
+
+void collector__envelope(struct collector *c, const struct egret_event_hdr *h, struct envelope *e)
+{
+	const char *name;
+
+	*e = (struct envelope){ .ev = EGRET__V1__EVENT__INIT,
+				.sandbox = EGRET__V1__SANDBOX__INIT,
+				.process = EGRET__V1__PROCESS__INIT };
+	e->ev.time_unix_nano = stream__unix_ns(c->stream, h->ts_ns);
+	memcpy(e->comm, h->comm, EGRET_COMM_LEN);
+	e->comm[EGRET_COMM_LEN] = '\0';
+	e->process.pid = h->pid;
+	e->process.tid = h->tid;
+	e->process.uid = h->uid;
+	e->process.gid = h->gid;
+	e->process.comm = e->comm;
+	e->ev.process = &e->process;
+	name = sandbox_names__lookup(&c->names, h->sandbox_id);
+	if (name)
+		snprintf(e->sandbox_name, sizeof(e->sandbox_name), "%s", name);
+	else
+		snprintf(e->sandbox_name, sizeof(e->sandbox_name), "cgroup-%llu",
+			 (unsigned long long)h->sandbox_id);
+	e->sandbox.cgroup_id = h->sandbox_id;
+	e->sandbox.name = e->sandbox_name;
+	e->ev.sandbox = &e->sandbox;
+}
+
+void collector__free(struct collector *c)
+{
+	ring_buffer__free(c->rb);
+	c->rb = NULL;
+	sandbox_names__free(&c->names);
+}

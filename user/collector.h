@@ -1,0 +1,44 @@
+/* The kernel side of the pipeline: drains the events ring buffer, turns each record into an
+ * Event (envelope from the record header, payload from the record's handler) and reports ring
+ * buffer drops as Loss events.
+ */
+#ifndef EGRET_COLLECTOR_H
+#define EGRET_COLLECTOR_H
+
+#include <linux/types.h>
+#include <stdint.h>
+
+#include "egret/events.h"
+#include "sandbox.h"
+#include "stream.h"
+
+struct ring_buffer;
+
+struct collector {
+	struct stream *stream;
+	struct sandbox_names names;
+	struct ring_buffer *rb;
+	int counters_fd;
+	uint64_t records;     /* kernel records decoded */
+	uint64_t bad_records; /* records egretd could not decode (reported as Loss) */
+};
+
+/* An Event with its envelope's sub-messages and string storage. */
+struct envelope {
+	Egret__V1__Event ev;
+	Egret__V1__Sandbox sandbox;
+	Egret__V1__Process process;
+	char comm[EGRET_COMM_LEN + 1];
+	char sandbox_name[SANDBOX_NAME_MAX + 24];
+};
+
+int collector__init(struct collector *c, struct stream *s, const char *cgroup_root, int events_fd,
+		    int counters_fd);
+int collector__fd(const struct collector *c);
+int collector__poll(struct collector *c);
+void collector__check_drops(struct collector *c);
+int collector__counter(int counters_fd, __u32 idx, uint64_t *sum);
+void collector__envelope(struct collector *c, const struct egret_event_hdr *h, struct envelope *e);
+void collector__free(struct collector *c);
+
+#endif /* EGRET_COLLECTOR_H */

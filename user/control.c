@@ -1,0 +1,375 @@
+/* Control socket server (egretd) and client (egretctl). See control.h for the protocol. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "control.h"
+#include "log.h"
+#include "util.h"
+
+#define CONN_IDLE_NS (5ull * 1000000000ull)
+#define REPLY_CHUNK  32768
+
+struct control_conn {
+	struct watch w;
+	struct control *srv;
+	struct control_conn *next;
+	uint64_t deadline;
+	char *reply; /* framed messages still to send */
+	size_t len, off;
+};
+
+static int sun_for(struct sockaddr_un *sa, const char *path)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa->sun_path, path);
+	return 0;
+}
+
+static void reply_append(struct control_req *r, char tag, const void *data, size_t len)
+{
+	size_t need = r->len + 3 + len;
+
+	if (need > r->cap) {
+		size_t cap = r->cap ? r->cap : 4096;
+		char *nb;
+
+		while (cap < need)
+			cap *= 2;
+		nb = realloc(r->reply, cap);
+		if (!nb)
+			return;
+		r->reply = nb;
+		r->cap = cap;
+	}
+	/* internal framing: tag, 2-byte length, data; split into messages on send */
+	r->reply[r->len] = tag;
+	r->reply[r->len + 1] = (char)(len >> 8);
+	r->reply[r->len + 2] = (char)(len & 0xff);
+	memcpy(r->reply + r->len + 3, data, len);
+	r->len += 3 + len;
+}
+
+static void reply_vtext(struct control_req *r, char tag, const char *fmt, va_list ap)
+{
+	char *text = NULL;
+	int n = vasprintf(&text, fmt, ap);
+
+	for (int off = 0; n > 0 && off < n; off += REPLY_CHUNK) {
+		int len = n - off < REPLY_CHUNK ? n - off : REPLY_CHUNK;
+
+		reply_append(r, tag, text + off, (size_t)len);
+	}
+	free(text);
+}
+
+void control__out(struct control_req *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	reply_vtext(r, 'o', fmt, ap);
+	va_end(ap);
+}
+
+void control__err(struct control_req *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	reply_vtext(r, 'e', fmt, ap);
+	va_end(ap);
+}
+
+static void conn_free(struct control_conn *cc)
+{
+	struct control *c = cc->srv;
+
+	for (struct control_conn **p = &c->conns; *p; p = &(*p)->next) {
+		if (*p == cc) {
+			*p = cc->next;
+			break;
+		}
+	}
+	loop__del(c->loop, &cc->w);
+	close(cc->w.fd);
+	free(cc->reply);
+	free(cc);
+	c->nconns--;
+}
+
+/* Send queued reply messages; frees the connection when all are out or the peer is gone. */
+static void conn_send(struct control_conn *cc)
+{
+	while (cc->off < cc->len) {
+		char *p = cc->reply + cc->off;
+		size_t dlen = ((size_t)(uint8_t)p[1] << 8) | (uint8_t)p[2];
+		char msg[REPLY_CHUNK + 1];
+
+		msg[0] = p[0];
+		memcpy(msg + 1, p + 3, dlen);
+		if (send(cc->w.fd, msg, dlen + 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+			if (errno == EAGAIN) {
+				loop__mod(cc->srv->loop, &cc->w, EPOLLOUT);
+				return;
+			}
+			break;
+		}
+		cc->off += 3 + dlen;
+	}
+	conn_free(cc);
+}
+
+/* Split a request into words; returns argc, or -EINVAL when it is not NUL-terminated words. */
+int control__parse_request(char *msg, size_t len, char **argv, int max)
+{
+	int argc = 0;
+
+	if (len == 0 || msg[len - 1] != '\0')
+		return -EINVAL;
+	for (size_t i = 0; i < len;) {
+		if (argc == max)
+			return -E2BIG;
+		argv[argc++] = msg + i;
+		i += strlen(msg + i) + 1;
+	}
+	return argc;
+}
+
+static bool peer_allowed(struct control *c, const struct ucred *cr, char *why, size_t size)
+{
+	char cg[PATH_MAX];
+
+	if (cr->uid != 0 && !(c->has_group && cr->gid == c->group)) {
+		snprintf(why, size, "uid %u is not allowed on the control socket", cr->uid);
+		return false;
+	}
+	if (cgroup__of_pid(cr->pid, c->cgroup_mount, cg, sizeof(cg)) == 0 &&
+	    cgroup__is_within(cg, c->cgroup_root)) {
+		snprintf(why, size, "requests from inside a sandbox are refused");
+		return false;
+	}
+	return true;
+}
+
+static int32_t dispatch(struct control *c, struct control_req *r)
+{
+	for (size_t i = 0; i < c->ncmds; i++) {
+		if (strcmp(c->cmds[i].name, r->argv[0]) == 0)
+			return c->cmds[i].fn(c->ctx, r);
+	}
+	control__err(r, "unknown request '%s'\n", r->argv[0]);
+	return 2;
+}
+
+static void conn_event(struct watch *w, uint32_t events)
+{
+	struct control_conn *cc = w->data;
+	struct control *c = cc->srv;
+	struct control_req r = { 0 };
+	char msg[CONTROL_MSG_MAX], why[128];
+	char *argv[CONTROL_MAX_ARGS];
+	socklen_t crlen = sizeof(r.peer);
+	int32_t status = 2;
+	ssize_t n;
+
+	if (cc->reply) {
+		conn_send(cc);
+		return;
+	}
+	n = recv(w->fd, msg, sizeof(msg), MSG_DONTWAIT | MSG_TRUNC);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n <= 0) {
+		conn_free(cc);
+		return;
+	}
+	getsockopt(w->fd, SOL_SOCKET, SO_PEERCRED, &r.peer, &crlen);
+	if (!peer_allowed(c, &r.peer, why, sizeof(why))) {
+		c->refused++;
+		log_warn("control: refused pid %d uid %u: %s", r.peer.pid, r.peer.uid, why);
+		control__err(&r, "%s\n", why);
+		status = 1;
+	} else if ((size_t)n > sizeof(msg)) {
+		control__err(&r, "request larger than %d bytes\n", CONTROL_MSG_MAX);
+	} else if ((r.argc = control__parse_request(msg, (size_t)n, argv, CONTROL_MAX_ARGS)) <= 0) {
+		control__err(&r, "malformed request\n");
+	} else {
+		r.argv = argv;
+		c->served++;
+		status = dispatch(c, &r);
+	}
+	reply_append(&r, 'x', &status, sizeof(status));
+	cc->reply = r.reply;
+	cc->len = r.len;
+	conn_send(cc);
+}
+
+static void listen_event(struct watch *w, uint32_t events)
+{
+	struct control *c = w->data;
+	struct control_conn *cc;
+	int fd;
+
+	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		if (c->nconns >= CONTROL_MAX_CONNS || !(cc = calloc(1, sizeof(*cc)))) {
+			close(fd);
+			continue;
+		}
+		cc->w = (struct watch){ .fd = fd, .fn = conn_event, .data = cc };
+		cc->srv = c;
+		cc->deadline = now_ns(CLOCK_MONOTONIC) + CONN_IDLE_NS;
+		cc->next = c->conns;
+		c->conns = cc;
+		c->nconns++;
+		loop__add(c->loop, &cc->w, EPOLLIN);
+	}
+}
+
+/* Drop connections that sent nothing (or read nothing) within CONN_IDLE_NS. */
+void control__expire(struct control *c)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	struct control_conn *cc = c->conns, *next;
+
+	for (; cc; cc = next) {
+		next = cc->next;
+		if (now > cc->deadline)
+			conn_free(cc);
+	}
+}
+
+/* An existing socket file: another egretd answering on it is an error; a dead one is removed. */
+static int claim_path(const char *path, const struct sockaddr_un *sa)
+{
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (const struct sockaddr *)sa, sizeof(*sa)) == 0) {
+		log_err("another egretd is serving the control socket %s: stop it, or give this one "
+			"its own --control",
+			path);
+		err = -EADDRINUSE;
+	} else if (errno == ECONNREFUSED) {
+		unlink(path);
+	}
+	close(fd);
+	return err;
+}
+
+int control__listen(struct control *c, struct loop *loop, const char *path)
+{
+	struct sockaddr_un sa;
+	char dir[PATH_MAX];
+	mode_t old;
+	int fd, err;
+
+	c->loop = loop;
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	err = sun_for(&sa, path);
+	if (err) {
+		log_err("control socket path %s is too long", path);
+		return err;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	err = mkdir_p(dirname(dir), 0755);
+	if (!err)
+		err = claim_path(path, &sa);
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	old = umask(c->has_group ? 0117 : 0177);
+	err = bind(fd, (struct sockaddr *)&sa, sizeof(sa)) ? -errno : 0;
+	umask(old);
+	if (!err && c->has_group && chown(path, 0, c->group))
+		err = -errno;
+	if (!err && listen(fd, 16))
+		err = -errno;
+	if (err) {
+		log_err("failed to listen on control socket %s: %s", path, strerror(-err));
+		close(fd);
+		return err;
+	}
+	c->listen = (struct watch){ .fd = fd, .fn = listen_event, .data = c };
+	return loop__add(loop, &c->listen, EPOLLIN);
+}
+
+void control__close(struct control *c)
+{
+	while (c->conns)
+		conn_free(c->conns);
+	if (c->listen.fd > 0) {
+		loop__del(c->loop, &c->listen);
+		close(c->listen.fd);
+		unlink(c->path);
+	}
+	c->listen.fd = -1;
+}
+
+/* Send argv to egretd at path, copy its reply to out / err, return its exit status; -errno
+ * when egretd cannot be reached.
+ */
+int control__call(const char *path, int argc, char *const argv[], FILE *out, FILE *err,
+		  int timeout_s)
+{
+	struct timeval tv = { .tv_sec = timeout_s };
+	char msg[CONTROL_MSG_MAX];
+	struct sockaddr_un sa;
+	size_t len = 0;
+	int fd, ret;
+
+	for (int i = 0; i < argc; i++) {
+		size_t n = strlen(argv[i]) + 1;
+
+		if (len + n > sizeof(msg))
+			return -E2BIG;
+		memcpy(msg + len, argv[i], n);
+		len += n;
+	}
+	ret = sun_for(&sa, path);
+	if (ret)
+		return ret;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
+	    send(fd, msg, len, MSG_NOSIGNAL) < 0) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	for (;;) {
+		ssize_t n = recv(fd, msg, sizeof(msg), 0);
+		int32_t status;
+
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -ECONNRESET;
+			break;
+		}
+		if (msg[0] == 'x' && n == 5) {
+			memcpy(&status, msg + 1, 4);
+			ret = status;
+			break;
+		}
+		fwrite(msg + 1, 1, (size_t)n - 1, msg[0] == 'e' ? err : out);
+	}
+	close(fd);
+	return ret;
+}

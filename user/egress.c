@@ -1,0 +1,36 @@
+/* Egress events: struct egret_connect_event -> egret.v1.NetConnect. */
+#include <netinet/in.h>
+#include <stdio.h>
+
+#include "addr.h"
+#include "collector.h"
+#include "egress.h"
+
+_Static_assert(sizeof(struct egret_event_hdr) == 56, "egret_event_hdr layout");
+_Static_assert(sizeof(struct egret_connect_event) == 88, "egret_connect_event layout");
+
+void egress__on_connect(struct collector *c, const void *rec)
+{
+	const struct egret_connect_event *r = rec;
+	Egret__V1__NetConnect nc = EGRET__V1__NET_CONNECT__INIT;
+	char dst[ADDR_STRLEN], proto[8];
+	struct envelope e;
+
+	collector__envelope(c, &r->hdr, &e);
+	addr__format(r->daddr, dst, sizeof(dst));
+	nc.verdict = (Egret__V1__NetConnect__Verdict)r->verdict;
+	nc.reason = (Egret__V1__NetConnect__Reason)r->reason;
+	nc.hook = (Egret__V1__NetConnect__Hook)r->hook;
+	nc.protocol = (char *)addr__proto_name(r->protocol, proto, sizeof(proto));
+	nc.dst_addr = dst;
+	nc.dst_port = r->dport;
+	nc.v4_mapped = r->v4_mapped;
+	nc.family = r->family;
+	nc.rule_id = r->rule_id;
+	e.ev.class_uid = OCSF_NETWORK_ACTIVITY;
+	e.ev.activity_id = r->verdict == EGRET_VERDICT_DENY ? OCSF_NET_ACTIVITY_REFUSE
+							    : OCSF_NET_ACTIVITY_OPEN;
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_NET_CONNECT;
+	e.ev.net_connect = &nc;
+	stream__emit(c->stream, &e.ev);
+}

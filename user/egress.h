@@ -1,0 +1,14 @@
+/* The user side of egress enforcement: turning connect records into NetConnect events. */
+#ifndef EGRET_USER_EGRESS_H
+#define EGRET_USER_EGRESS_H
+
+#include <linux/types.h>
+
+#include "egret/events.h"
+#include "egret/egress.h"
+
+struct collector;
+
+void egress__on_connect(struct collector *c, const void *rec);
+
+#endif /* EGRET_USER_EGRESS_H */

@@ -1,0 +1,405 @@
+/* egretd: loads and attaches egret's BPF programs to the sandbox root cgroup (fail closed),
+ * streams what they see as egret.v1 events to the sinks, and serves egretctl on the control
+ * socket. Stopping egretd never removes enforcement: the links stay pinned.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <grp.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "control.h"
+#include "loader.h"
+#include "log.h"
+#include "loop.h"
+#include "notify.h"
+#include "paths.h"
+#include "sink.h"
+#include "stream.h"
+#include "util.h"
+
+#define MAX_SINKS STREAM_MAX_SINKS
+#define TICK_MS	  1000
+
+struct options {
+	const char *cgroup;
+	const char *state_dir;
+	const char *control;
+	const char *control_group;
+	const char *sinks[MAX_SINKS];
+	unsigned int nsinks;
+	bool verbose;
+};
+
+struct daemon {
+	struct options opt;
+	struct egret_paths paths;
+	struct loader loader;
+	struct stream stream;
+	struct sink sinks[MAX_SINKS];
+	struct collector collector;
+	struct control control;
+	struct loop loop;
+	struct watch sigw, rbw;
+	uint64_t started_ns;
+	char stop_reason[64];
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: egretd [OPTIONS]\n"
+		"\n"
+		"Enforce default-deny egress for every sandbox under egret's root cgroup and stream\n"
+		"what happens in them as egret.v1 events. Runs in the foreground; stop it with\n"
+		"SIGTERM. Enforcement stays attached after egretd exits (remove it with\n"
+		"'egretctl uninstall').\n"
+		"\n"
+		"Options:\n"
+		"  --cgroup PATH          sandbox root cgroup: absolute, or relative to the cgroup v2\n"
+		"                         mount (default: <cgroup2 mount>/" EGRET_DEFAULT_CGROUP_NAME
+		")\n"
+		"  --state-dir DIR        bpffs directory for pinned links and maps\n"
+		"                         (default: " EGRET_DEFAULT_STATE_DIR ")\n"
+		"  --control PATH         control socket for egretctl (default: " EGRET_DEFAULT_CONTROL
+		")\n"
+		"  --control-group GROUP  group allowed on the control socket besides root\n"
+		"  --sink URI             where events go; repeat for several. URIs: file:PATH\n"
+		"                         (default: " EGRET_DEFAULT_SINK ")\n"
+		"  -v, --verbose          debug logging, including the BPF verifier's output\n"
+		"  -V, --version          print the version and exit\n"
+		"  -h, --help             print this help and exit\n"
+		"\n"
+		"Exit status: 0 after a clean stop, 1 when enforcement or a sink could not be set up\n"
+		"(enforcement already pinned stays in place), 2 for a usage error.\n");
+}
+
+__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "egretd: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see egretd --help)\n");
+	return 2;
+}
+
+static int parse_options(int argc, char **argv, struct options *o)
+{
+	enum {
+		OPT_CGROUP = 256,
+		OPT_STATE,
+		OPT_CONTROL,
+		OPT_CONTROL_GROUP,
+		OPT_SINK
+	};
+	static const struct option longopts[] = {
+		{ "cgroup", required_argument, NULL, OPT_CGROUP },
+		{ "state-dir", required_argument, NULL, OPT_STATE },
+		{ "control", required_argument, NULL, OPT_CONTROL },
+		{ "control-group", required_argument, NULL, OPT_CONTROL_GROUP },
+		{ "sink", required_argument, NULL, OPT_SINK },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":vVh", longopts, NULL)) != -1) {
+		switch (c) {
+		case OPT_CGROUP:
+			o->cgroup = optarg;
+			break;
+		case OPT_STATE:
+			o->state_dir = optarg;
+			break;
+		case OPT_CONTROL:
+			o->control = optarg;
+			break;
+		case OPT_CONTROL_GROUP:
+			o->control_group = optarg;
+			break;
+		case OPT_SINK:
+			if (o->nsinks == MAX_SINKS)
+				return bad_usage("at most %d --sink options", MAX_SINKS);
+			if (sink__check_uri(optarg))
+				return bad_usage("bad --sink '%s': expected file:PATH", optarg);
+			o->sinks[o->nsinks++] = optarg;
+			break;
+		case 'v':
+			o->verbose = true;
+			break;
+		case 'V':
+			printf("egretd %s\n", EGRET_VERSION);
+			exit(0);
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case ':':
+			return bad_usage("option '%s' needs a value", argv[optind - 1]);
+		default:
+			return bad_usage("unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return bad_usage("unexpected argument '%s'", argv[optind]);
+	if (!o->nsinks)
+		o->sinks[o->nsinks++] = EGRET_DEFAULT_SINK;
+	return 0;
+}
+
+static void emit_agent(struct daemon *d, Egret__V1__AgentLifecycle__Kind kind)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__AgentLifecycle al = EGRET__V1__AGENT_LIFECYCLE__INIT;
+
+	al.kind = kind;
+	al.cgroup_root = d->paths.cgroup_root;
+	al.state_dir = d->paths.state_dir;
+	al.programs = d->loader.attached;
+	al.adopted = d->loader.adopted;
+	al.reason = d->stop_reason;
+	ev.class_uid = OCSF_APPLICATION_LIFECYCLE;
+	ev.activity_id = kind == EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START
+				 ? OCSF_APP_ACTIVITY_START
+				 : OCSF_APP_ACTIVITY_STOP;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_AGENT;
+	ev.agent = &al;
+	stream__emit(&d->stream, &ev);
+	stream__flush(&d->stream);
+}
+
+static int cmd_status(void *ctx, struct control_req *r)
+{
+	static const char *const names[] = { "ringbuf_drops", "allowed", "denied", "audited" };
+	struct daemon *d = ctx;
+	int fd = loader__map_fd(&d->loader, "counters");
+
+	control__out(
+		r, "egretd: running (pid %d, up %llus, version %s)\n", getpid(),
+		(unsigned long long)((now_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000ull),
+		EGRET_VERSION);
+	control__out(r, "stream: %s, last seq %llu\n", d->stream.id,
+		     (unsigned long long)d->stream.seq);
+	for (unsigned int i = 0; i < d->stream.nsinks; i++) {
+		struct sink *s = d->stream.sinks[i];
+
+		control__out(r, "sink: %s, %llu records, %s\n", s->uri,
+			     (unsigned long long)s->records,
+			     s->last_err ? strerror(-s->last_err) : "healthy");
+	}
+	control__out(r, "programs: %u in force, %u adopted from a previous egretd\n",
+		     d->loader.attached, d->loader.adopted);
+	for (unsigned int i = 0; fd >= 0 && i < ARRAY_SIZE(names); i++) {
+		uint64_t v = 0;
+
+		collector__counter(fd, i, &v);
+		control__out(r, "%s%s %llu%s", i ? "" : "counters: ", names[i],
+			     (unsigned long long)v, i + 1 < ARRAY_SIZE(names) ? ", " : "\n");
+	}
+	return 0;
+}
+
+static const struct control_cmd control_cmds[] = {
+	{ "status", cmd_status },
+};
+
+static void on_signal(struct watch *w, uint32_t events)
+{
+	struct daemon *d = w->data;
+	struct signalfd_siginfo si;
+
+	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP)
+			continue; /* nothing to reload yet */
+		snprintf(d->stop_reason, sizeof(d->stop_reason), "%s",
+			 strsignal((int)si.ssi_signo));
+		d->loop.stop = true;
+	}
+}
+
+static void on_ringbuf(struct watch *w, uint32_t events)
+{
+	struct daemon *d = w->data;
+
+	collector__poll(&d->collector);
+}
+
+static int setup_signals(struct daemon *d)
+{
+	sigset_t set;
+	int fd;
+
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	d->sigw = (struct watch){ .fd = fd, .fn = on_signal, .data = d };
+	return loop__add(&d->loop, &d->sigw, EPOLLIN);
+}
+
+/* Enforcement first: nothing else matters if it cannot be set up. */
+static int setup_enforcement(struct daemon *d)
+{
+	int err;
+
+	err = paths__init(&d->paths, d->opt.cgroup, d->opt.state_dir, d->opt.control);
+	if (!err)
+		err = paths__create_root(&d->paths);
+	if (!err)
+		err = bpffs__ensure(d->paths.state_dir);
+	if (!err)
+		err = loader__open(&d->loader, &d->paths);
+	if (!err)
+		err = loader__load(&d->loader);
+	if (!err)
+		err = loader__attach(&d->loader);
+	if (err) {
+		log_err("enforcement is not set up; exiting (whatever a previous egretd pinned under "
+			"%s stays in force)",
+			d->paths.state_dir[0] ? d->paths.state_dir : EGRET_DEFAULT_STATE_DIR);
+		return err;
+	}
+	log_info("%u programs in force on %s (%u adopted), pinned under %s", d->loader.attached,
+		 d->paths.cgroup_root, d->loader.adopted, d->paths.state_dir);
+	return 0;
+}
+
+static int setup_pipeline(struct daemon *d)
+{
+	int err;
+
+	stream__init(&d->stream);
+	for (unsigned int i = 0; i < d->opt.nsinks; i++) {
+		err = sink__open(&d->sinks[i], d->opt.sinks[i]);
+		if (err)
+			return err;
+		stream__add_sink(&d->stream, &d->sinks[i]);
+	}
+	err = collector__init(&d->collector, &d->stream, d->paths.cgroup_root,
+			      loader__map_fd(&d->loader, "events"),
+			      loader__map_fd(&d->loader, "counters"));
+	if (err)
+		return err;
+	d->rbw = (struct watch){ .fd = collector__fd(&d->collector), .fn = on_ringbuf, .data = d };
+	return loop__add(&d->loop, &d->rbw, EPOLLIN);
+}
+
+static int setup_control(struct daemon *d)
+{
+	struct control *c = &d->control;
+
+	c->listen.fd = -1;
+	if (d->opt.control_group) {
+		struct group *g = getgrnam(d->opt.control_group);
+
+		if (!g) {
+			log_err("--control-group %s: no such group", d->opt.control_group);
+			return -ENOENT;
+		}
+		c->has_group = true;
+		c->group = g->gr_gid;
+	}
+	c->cgroup_mount = d->paths.cgroup_mount;
+	c->cgroup_root = d->paths.cgroup_root;
+	c->cmds = control_cmds;
+	c->ncmds = ARRAY_SIZE(control_cmds);
+	c->ctx = d;
+	return control__listen(c, &d->loop, d->paths.control);
+}
+
+static void run(struct daemon *d)
+{
+	uint64_t next_tick = 0;
+
+	while (!d->loop.stop) {
+		uint64_t now;
+
+		loop__run_once(&d->loop, TICK_MS);
+		now = now_ns(CLOCK_MONOTONIC);
+		if (now >= next_tick) {
+			collector__check_drops(&d->collector);
+			control__expire(&d->control);
+			stream__sync_clock(&d->stream);
+			next_tick = now + TICK_MS * 1000000ull;
+		}
+		stream__flush(&d->stream);
+	}
+}
+
+static void shutdown_daemon(struct daemon *d)
+{
+	notify__send("STOPPING=1");
+	if (d->rbw.fd > 0)
+		collector__poll(&d->collector);
+	if (d->stream.nsinks)
+		emit_agent(d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_STOP);
+	control__close(&d->control);
+	if (d->rbw.fd > 0)
+		collector__free(&d->collector);
+	for (unsigned int i = 0; i < d->stream.nsinks; i++)
+		sink__close(d->stream.sinks[i]);
+	stream__free(&d->stream);
+	loader__close(&d->loader);
+	loop__close(&d->loop);
+}
+
+int main(int argc, char **argv)
+{
+	static struct daemon d;
+	char ready[PATH_MAX + 128];
+	int err;
+
+	d.loader.cgroup_fd = -1;
+	d.control.listen.fd = -1;
+	err = parse_options(argc, argv, &d.opt);
+	if (err)
+		return err;
+	log_init("egretd", d.opt.verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+	d.started_ns = now_ns(CLOCK_MONOTONIC);
+	err = loop__init(&d.loop);
+	if (!err)
+		err = setup_signals(&d);
+	if (!err)
+		err = setup_enforcement(&d);
+	if (err) {
+		loader__close(&d.loader);
+		return 1;
+	}
+	err = setup_pipeline(&d);
+	if (!err)
+		err = setup_control(&d);
+	if (err) {
+		snprintf(d.stop_reason, sizeof(d.stop_reason), "setup failed: %s", strerror(-err));
+		shutdown_daemon(&d);
+		return 1;
+	}
+	emit_agent(&d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
+	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%d\nSTATUS=enforcing on %s", getpid(),
+		 d.paths.cgroup_root);
+	notify__send(ready);
+	log_info("ready: events to %s, control on %s", d.opt.sinks[0], d.paths.control);
+	run(&d);
+	log_info("stopping (%s); enforcement stays attached", d.stop_reason);
+	shutdown_daemon(&d);
+	return 0;
+}

@@ -1,0 +1,566 @@
+/* Loading, attaching and adopting egret's BPF programs.
+ *
+ * Every program is attached to the root cgroup through a BPF link pinned at
+ * <state>/links/<program>, and every map (but .rodata/.bss) is pinned at <state>/maps/<map>.
+ * Pins keep enforcement attached when egretd exits or is killed. A starting egretd loads its
+ * objects (reusing compatible pinned maps, so state survives), then for each program either
+ * swaps the new program into the pinned link with BPF_LINK_UPDATE, which is atomic, or attaches
+ * and pins a new link. Nothing is ever detached on the way, so there is no unprotected moment;
+ * removing enforcement is loader__uninstall, called only by `egretctl uninstall`.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/libbpf.h>
+
+#include "egress.skel.h"
+#include "loader.h"
+#include "log.h"
+#include "util.h"
+
+const struct egret_prog_spec loader_progs[] = {
+	{ "egret_sock_new", BPF_CGROUP_INET_SOCK_CREATE, true },
+	{ "egret_connect4", BPF_CGROUP_INET4_CONNECT, true },
+	{ "egret_connect6", BPF_CGROUP_INET6_CONNECT, true },
+	{ "egret_sendmsg4", BPF_CGROUP_UDP4_SENDMSG, true },
+	{ "egret_sendmsg6", BPF_CGROUP_UDP6_SENDMSG, true },
+};
+const unsigned int loader_nprogs = ARRAY_SIZE(loader_progs);
+
+struct loader_unit {
+	const struct unit_ops *ops;
+	void *skel;
+	struct bpf_object *obj;
+};
+
+struct unit_ops {
+	const char *name;
+	int (*open)(struct loader_unit *u, const struct egret_paths *p);
+	void (*destroy)(void *skel);
+};
+
+static int egress_open(struct loader_unit *u, const struct egret_paths *p)
+{
+	struct egress_bpf *skel = egress_bpf__open();
+
+	if (!skel)
+		return -errno;
+	skel->rodata->sandbox_level = p->root_level + 1;
+	u->skel = skel;
+	u->obj = skel->obj;
+	return 0;
+}
+
+static void egress_destroy(void *skel)
+{
+	egress_bpf__destroy(skel);
+}
+
+static const struct unit_ops unit_table[] = {
+	{ "egress", egress_open, egress_destroy },
+};
+
+static struct loader_unit unit_storage[ARRAY_SIZE(unit_table)];
+
+static const struct egret_prog_spec *prog_spec(const char *name)
+{
+	for (unsigned int i = 0; i < loader_nprogs; i++) {
+		if (strcmp(loader_progs[i].name, name) == 0)
+			return &loader_progs[i];
+	}
+	return NULL;
+}
+
+int loader__open(struct loader *l, const struct egret_paths *paths)
+{
+	int err;
+
+	memset(l, 0, sizeof(*l));
+	l->paths = paths;
+	l->cgroup_fd = open(paths->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (l->cgroup_fd < 0) {
+		err = -errno;
+		log_err("failed to open cgroup %s: %s", paths->cgroup_root, strerror(errno));
+		return err;
+	}
+	for (unsigned int i = 0; i < ARRAY_SIZE(unit_table); i++) {
+		struct loader_unit *u = &unit_storage[i];
+
+		u->ops = &unit_table[i];
+		err = u->ops->open(u, paths);
+		if (err) {
+			log_err("failed to open BPF object '%s': %s", u->ops->name, strerror(-err));
+			return err;
+		}
+		l->units[l->nunits++] = u;
+	}
+	return 0;
+}
+
+static struct loader_map *map_entry(struct loader *l, const char *name)
+{
+	for (unsigned int i = 0; i < l->nmaps; i++) {
+		if (strcmp(l->maps[i].name, name) == 0)
+			return &l->maps[i];
+	}
+	return NULL;
+}
+
+int loader__map_fd(const struct loader *l, const char *name)
+{
+	for (unsigned int i = 0; i < l->nmaps; i++) {
+		if (strcmp(l->maps[i].name, name) == 0)
+			return l->maps[i].fd;
+	}
+	return -ENOENT;
+}
+
+static bool map_compatible(struct bpf_map *map, int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return false;
+	return info.type == bpf_map__type(map) && info.key_size == bpf_map__key_size(map) &&
+	       info.value_size == bpf_map__value_size(map) &&
+	       info.max_entries == bpf_map__max_entries(map) &&
+	       info.map_flags == bpf_map__map_flags(map);
+}
+
+/* Before load: share a map an earlier object created, or adopt a compatible pinned one. */
+static int prepare_map(struct loader *l, struct bpf_map *map, enum map_origin *origin)
+{
+	const char *name = bpf_map__name(map);
+	struct loader_map *m = map_entry(l, name);
+	char pin[PATH_MAX];
+	int fd, err;
+
+	*origin = MAP_NEW;
+	if (m)
+		return bpf_map__reuse_fd(map, m->fd);
+	err = paths__state(l->paths, pin, sizeof(pin), "maps", name);
+	if (err)
+		return err;
+	fd = bpf_obj_get(pin);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!map_compatible(map, fd)) {
+		log_warn("pinned map %s does not match this egretd's layout: replacing it once the "
+			 "new programs are in force (its contents are lost)",
+			 pin);
+		*origin = MAP_REPLACED;
+		close(fd);
+		return 0;
+	}
+	err = bpf_map__reuse_fd(map, fd);
+	close(fd);
+	if (!err)
+		*origin = MAP_REUSED;
+	return err;
+}
+
+static int load_unit(struct loader *l, struct loader_unit *u)
+{
+	enum map_origin origins[LOADER_MAX_MAPS];
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	unsigned int i = 0;
+	int err;
+
+	bpf_object__for_each_program(prog, u->obj)
+	{
+		if (!prog_spec(bpf_program__name(prog))) {
+			log_err("program '%s' in object '%s' is missing from loader_progs",
+				bpf_program__name(prog), u->ops->name);
+			return -EINVAL;
+		}
+	}
+	bpf_object__for_each_map(map, u->obj)
+	{
+		if (bpf_map__is_internal(map) || i >= LOADER_MAX_MAPS)
+			continue;
+		err = prepare_map(l, map, &origins[i++]);
+		if (err) {
+			log_err("failed to adopt map '%s': %s", bpf_map__name(map), strerror(-err));
+			return err;
+		}
+	}
+	err = bpf_object__load(u->obj);
+	if (err) {
+		log_err("failed to load BPF object '%s': %s (run with --verbose for the verifier "
+			"log)",
+			u->ops->name, strerror(-err));
+		return err;
+	}
+	i = 0;
+	bpf_object__for_each_map(map, u->obj)
+	{
+		struct loader_map *m;
+
+		if (bpf_map__is_internal(map) || map_entry(l, bpf_map__name(map)))
+			continue;
+		if (l->nmaps >= LOADER_MAX_MAPS)
+			return -E2BIG;
+		m = &l->maps[l->nmaps++];
+		snprintf(m->name, sizeof(m->name), "%s", bpf_map__name(map));
+		m->fd = bpf_map__fd(map);
+		m->origin = origins[i++];
+	}
+	return 0;
+}
+
+int loader__load(struct loader *l)
+{
+	for (unsigned int i = 0; i < l->nunits; i++) {
+		int err = load_unit(l, l->units[i]);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+enum link_state {
+	LINK_OURS,    /* attached to our root cgroup with the right attach type */
+	LINK_STALE,   /* its cgroup is gone, or it was detached */
+	LINK_FOREIGN, /* attached to another cgroup */
+};
+
+static int link_state(int fd, const struct loader *l, const struct egret_prog_spec *spec,
+		      enum link_state *state)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	if (!spec->cgroup) {
+		*state = LINK_OURS;
+		return 0;
+	}
+	if (info.type != BPF_LINK_TYPE_CGROUP || info.cgroup.cgroup_id == 0)
+		*state = LINK_STALE;
+	else if (info.cgroup.cgroup_id != l->paths->root_id ||
+		 info.cgroup.attach_type != spec->attach_type)
+		*state = LINK_FOREIGN;
+	else
+		*state = LINK_OURS;
+	return 0;
+}
+
+/* Swap prog into the pinned link at pin; -ENOENT when there is no usable pinned link. */
+static int adopt_link(struct loader *l, struct bpf_program *prog,
+		      const struct egret_prog_spec *spec, const char *pin)
+{
+	enum link_state state = LINK_STALE;
+	int fd, err;
+
+	fd = bpf_obj_get(pin);
+	if (fd < 0)
+		return errno == ENOENT ? -ENOENT : -errno;
+	err = link_state(fd, l, spec, &state);
+	if (!err && state == LINK_FOREIGN) {
+		log_err("pinned link %s is attached to another cgroup than %s: give each cgroup "
+			"root its own --state-dir",
+			pin, l->paths->cgroup_root);
+		err = -EXDEV;
+	} else if (!err && state == LINK_STALE) {
+		log_info("pinned link %s is no longer attached: replacing it", pin);
+		unlink(pin);
+		err = -ENOENT;
+	} else if (!err && bpf_link_update(fd, bpf_program__fd(prog), NULL)) {
+		err = -errno;
+		log_err("failed to update pinned link %s with '%s' on %s: %s", pin, spec->name,
+			l->paths->cgroup_root, strerror(errno));
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	l->link_fds[l->nlinks++] = fd;
+	l->adopted++;
+	return 0;
+}
+
+static int attach_new(struct loader *l, struct bpf_program *prog,
+		      const struct egret_prog_spec *spec, const char *pin)
+{
+	struct bpf_link *link;
+	int err;
+
+	if (spec->cgroup)
+		link = bpf_program__attach_cgroup(prog, l->cgroup_fd);
+	else
+		link = bpf_program__attach(prog);
+	if (!link) {
+		err = -errno;
+		log_err("failed to attach '%s' to %s: %s", spec->name,
+			spec->cgroup ? l->paths->cgroup_root : "its tracepoint", strerror(-err));
+		return err;
+	}
+	err = bpf_link__pin(link, pin);
+	if (err) {
+		log_err("failed to pin link '%s' at %s: %s", spec->name, pin, strerror(-err));
+		bpf_link__destroy(link);
+		return err;
+	}
+	/* keep the fd in our table; a disconnected bpf_link is freed without closing it */
+	l->link_fds[l->nlinks++] = bpf_link__fd(link);
+	bpf_link__disconnect(link);
+	bpf_link__destroy(link);
+	return 0;
+}
+
+static int attach_prog(struct loader *l, struct bpf_program *prog)
+{
+	const struct egret_prog_spec *spec = prog_spec(bpf_program__name(prog));
+	char pin[PATH_MAX];
+	int err;
+
+	if (l->nlinks >= LOADER_MAX_PROGS)
+		return -E2BIG;
+	err = paths__state(l->paths, pin, sizeof(pin), "links", spec->name);
+	if (err)
+		return err;
+	err = adopt_link(l, prog, spec, pin);
+	if (err == -ENOENT)
+		err = attach_new(l, prog, spec, pin);
+	if (!err)
+		l->attached++;
+	return err;
+}
+
+/* Pin the maps this load created, replacing incompatible pins now that no program uses them. */
+static int pin_maps(struct loader *l)
+{
+	char pin[PATH_MAX];
+
+	for (unsigned int i = 0; i < l->nmaps; i++) {
+		struct loader_map *m = &l->maps[i];
+
+		if (m->origin == MAP_REUSED)
+			continue;
+		if (paths__state(l->paths, pin, sizeof(pin), "maps", m->name))
+			return -ENAMETOOLONG;
+		if (m->origin == MAP_REPLACED)
+			unlink(pin);
+		if (bpf_obj_pin(m->fd, pin)) {
+			int err = -errno;
+
+			log_err("failed to pin map '%s' at %s: %s", m->name, pin, strerror(errno));
+			return err;
+		}
+		m->origin = MAP_REUSED;
+	}
+	return 0;
+}
+
+static bool is_current_prog(const struct loader *l, const char *name)
+{
+	for (unsigned int i = 0; i < l->nunits; i++) {
+		if (bpf_object__find_program_by_name(l->units[i]->obj, name))
+			return true;
+	}
+	return false;
+}
+
+/* Links pinned by an older egretd for programs this one no longer has would go on enforcing a
+ * policy nobody updates: detach them, now that everything current is in force.
+ */
+static void drop_stale_links(struct loader *l)
+{
+	char dir[PATH_MAX], pin[PATH_MAX * 2];
+	struct dirent *de;
+	DIR *d;
+
+	if (paths__state(l->paths, dir, sizeof(dir), "links", NULL))
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		int fd;
+
+		if (de->d_name[0] == '.' || is_current_prog(l, de->d_name))
+			continue;
+		snprintf(pin, sizeof(pin), "%s/%s", dir, de->d_name);
+		fd = bpf_obj_get(pin);
+		if (fd >= 0) {
+			bpf_link_detach(fd);
+			close(fd);
+		}
+		unlink(pin);
+		log_info("detached stale link %s", pin);
+	}
+	closedir(d);
+}
+
+int loader__attach(struct loader *l)
+{
+	struct bpf_program *prog;
+	int err;
+
+	for (unsigned int i = 0; i < l->nunits; i++) {
+		bpf_object__for_each_program(prog, l->units[i]->obj)
+		{
+			err = attach_prog(l, prog);
+			if (err)
+				return err;
+		}
+	}
+	err = pin_maps(l);
+	if (err)
+		return err;
+	drop_stale_links(l);
+	return 0;
+}
+
+/* Close egretd's handles. Pins keep every link attached and every map alive. */
+void loader__close(struct loader *l)
+{
+	for (unsigned int i = 0; i < l->nlinks; i++)
+		close(l->link_fds[i]);
+	for (unsigned int i = 0; i < l->nunits; i++)
+		l->units[i]->ops->destroy(l->units[i]->skel);
+	if (l->cgroup_fd >= 0)
+		close(l->cgroup_fd);
+	memset(l, 0, sizeof(*l));
+	l->cgroup_fd = -1;
+}
+
+static int prog_name_by_id(__u32 id, char *name, size_t size)
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_prog_get_fd_by_id(id), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		err = -errno;
+	else
+		snprintf(name, size, "%s", info.name);
+	close(fd);
+	return err;
+}
+
+static bool cgroup_has_prog(int cgroup_fd, const struct egret_prog_spec *spec)
+{
+	__u32 ids[64], cnt = ARRAY_SIZE(ids);
+	char name[BPF_OBJ_NAME_LEN];
+
+	if (bpf_prog_query(cgroup_fd, spec->attach_type, 0, NULL, ids, &cnt))
+		return false;
+	for (__u32 i = 0; i < cnt; i++) {
+		if (prog_name_by_id(ids[i], name, sizeof(name)) == 0 &&
+		    strcmp(name, spec->name) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool pin_has_prog(const struct egret_paths *paths, const struct egret_prog_spec *spec)
+{
+	struct bpf_link_info info = {};
+	char pin[PATH_MAX], name[BPF_OBJ_NAME_LEN];
+	__u32 len = sizeof(info);
+	bool ok = false;
+	int fd;
+
+	if (paths__state(paths, pin, sizeof(pin), "links", spec->name))
+		return false;
+	fd = bpf_obj_get(pin);
+	if (fd < 0)
+		return false;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
+	    prog_name_by_id(info.prog_id, name, sizeof(name)) == 0)
+		ok = strcmp(name, spec->name) == 0;
+	close(fd);
+	return ok;
+}
+
+/* Number of egret programs not in force on the root cgroup (0: fully protected), their names
+ * space-separated in missing; a negative errno when the kernel cannot be asked.
+ */
+int loader__check(const struct egret_paths *paths, char *missing, size_t size)
+{
+	size_t used = 0;
+	int fd, n = 0;
+
+	missing[0] = '\0';
+	fd = open(paths->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (unsigned int i = 0; i < loader_nprogs; i++) {
+		const struct egret_prog_spec *spec = &loader_progs[i];
+		bool ok = spec->cgroup ? cgroup_has_prog(fd, spec) : pin_has_prog(paths, spec);
+
+		if (ok)
+			continue;
+		n++;
+		used += snprintf(missing + used, used < size ? size - used : 0, "%s%s",
+				 used ? " " : "", spec->name);
+	}
+	close(fd);
+	return n;
+}
+
+/* Detach every pinned link (BPF_LINK_DETACH takes effect even while egretd still holds the
+ * link) and remove the pins of links and maps.
+ */
+int loader__uninstall(const struct egret_paths *paths)
+{
+	static const char *const subs[] = { "links", "maps" };
+	char dir[PATH_MAX], pin[PATH_MAX * 2];
+	int err = 0;
+
+	for (unsigned int s = 0; s < ARRAY_SIZE(subs); s++) {
+		struct dirent *de;
+		DIR *d;
+
+		if (paths__state(paths, dir, sizeof(dir), subs[s], NULL))
+			return -ENAMETOOLONG;
+		d = opendir(dir);
+		if (!d) {
+			if (errno != ENOENT)
+				err = -errno;
+			continue;
+		}
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(pin, sizeof(pin), "%s/%s", dir, de->d_name);
+			if (s == 0) {
+				int fd = bpf_obj_get(pin);
+
+				if (fd >= 0 && bpf_link_detach(fd) && errno != EINVAL)
+					err = -errno;
+				if (fd >= 0)
+					close(fd);
+			}
+			if (unlink(pin) && !err)
+				err = -errno;
+		}
+		closedir(d);
+		rmdir(dir);
+	}
+	rmdir(paths->state_dir);
+	return err;
+}
+
+/* A pinned map of a running or past egretd, for egretctl's counters; -errno on failure. */
+int loader__pinned_map(const struct egret_paths *paths, const char *name)
+{
+	char pin[PATH_MAX];
+	int fd;
+
+	if (paths__state(paths, pin, sizeof(pin), "maps", name))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(pin);
+	return fd < 0 ? -errno : fd;
+}

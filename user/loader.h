@@ -1,0 +1,66 @@
+/* Loading egret's BPF objects, attaching them to the root cgroup through pinned BPF links, and
+ * adopting the links and maps a previous egretd left pinned, without a moment in which the
+ * sandboxes are unprotected. Also the checks egretctl makes before it runs anything.
+ */
+#ifndef EGRET_LOADER_H
+#define EGRET_LOADER_H
+
+#include <stdbool.h>
+#include <bpf/bpf.h>
+
+#include "paths.h"
+
+#define LOADER_MAX_UNITS 8
+#define LOADER_MAX_MAPS	 32
+#define LOADER_MAX_PROGS 32
+
+/* A program egret attaches, and how: egretctl checks exactly this list. */
+struct egret_prog_spec {
+	const char *name;
+	enum bpf_attach_type attach_type;
+	bool cgroup; /* attached to the root cgroup (else: a tracepoint) */
+};
+
+extern const struct egret_prog_spec loader_progs[];
+extern const unsigned int loader_nprogs;
+
+struct loader_unit;
+
+enum map_origin {
+	MAP_NEW,      /* created by this load */
+	MAP_REUSED,   /* adopted from its pin */
+	MAP_REPLACED, /* its pin held an incompatible map; swapped after the programs switch */
+};
+
+struct loader_map {
+	char name[32];
+	int fd;
+	enum map_origin origin;
+};
+
+struct loader {
+	const struct egret_paths *paths;
+	int cgroup_fd;
+	unsigned int nunits;
+	struct loader_unit *units[LOADER_MAX_UNITS];
+	unsigned int nmaps;
+	struct loader_map maps[LOADER_MAX_MAPS];
+	unsigned int nlinks;
+	int link_fds[LOADER_MAX_PROGS];
+	unsigned int attached; /* programs in force */
+	unsigned int adopted;  /* of those, pinned links updated in place */
+};
+
+/* egretd */
+int loader__open(struct loader *l, const struct egret_paths *paths);
+int loader__load(struct loader *l);
+int loader__attach(struct loader *l);
+int loader__map_fd(const struct loader *l, const char *name);
+void loader__close(struct loader *l);
+
+/* egretctl */
+int loader__check(const struct egret_paths *paths, char *missing, size_t size);
+int loader__uninstall(const struct egret_paths *paths);
+int loader__pinned_map(const struct egret_paths *paths, const char *name);
+
+#endif /* EGRET_LOADER_H */

@@ -1,0 +1,53 @@
+/* Logging to stderr with a program prefix, and libbpf's output routed through the same filter
+ * (libbpf debug chatter only with --verbose).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <bpf/libbpf.h>
+
+#include "log.h"
+
+static const char *log_prog = "egret";
+static enum log_level log_level = LOG_LVL_INFO;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (level == LIBBPF_DEBUG && log_level < LOG_LVL_DEBUG)
+		return 0;
+	if (level == LIBBPF_INFO && log_level < LOG_LVL_INFO)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+void log_init(const char *prog, enum log_level level)
+{
+	log_prog = prog;
+	log_level = level;
+	libbpf_set_print(libbpf_print);
+}
+
+void log_set_level(enum log_level level)
+{
+	log_level = level;
+}
+
+bool log_enabled(enum log_level level)
+{
+	return level <= log_level;
+}
+
+void log_msg(enum log_level level, const char *fmt, ...)
+{
+	static const char *const tags[] = { "error: ", "warning: ", "", "debug: " };
+	char buf[2048];
+	va_list ap;
+
+	if (!log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: %s%s\n", log_prog, tags[level], buf);
+}

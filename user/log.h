@@ -1,0 +1,26 @@
+/* One logging pair for egretd and egretctl: messages go to stderr, lowercase, no final period,
+ * naming the thing they are about.
+ */
+#ifndef EGRET_LOG_H
+#define EGRET_LOG_H
+
+#include <stdbool.h>
+
+enum log_level {
+	LOG_LVL_ERR,
+	LOG_LVL_WARN,
+	LOG_LVL_INFO,
+	LOG_LVL_DEBUG,
+};
+
+void log_init(const char *prog, enum log_level level);
+void log_set_level(enum log_level level);
+bool log_enabled(enum log_level level);
+void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_err(...)   log_msg(LOG_LVL_ERR, __VA_ARGS__)
+#define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
+
+#endif /* EGRET_LOG_H */

@@ -1,0 +1,142 @@
+/* Sandbox names. A sandbox is a direct child cgroup of egret's root; its name is the directory
+ * name and its id the cgroup id (the directory's inode). The table is filled by scanning the
+ * root, again on a miss, at most every SCAN_INTERVAL_NS so a flood of events from a removed
+ * sandbox does not turn into a flood of directory scans.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "sandbox.h"
+#include "util.h"
+
+#define SCAN_INTERVAL_NS 100000000ull
+
+bool sandbox__valid_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > SANDBOX_NAME_MAX)
+		return false;
+	if (!((name[0] >= 'a' && name[0] <= 'z') || (name[0] >= 'A' && name[0] <= 'Z') ||
+	      (name[0] >= '0' && name[0] <= '9')))
+		return false;
+	for (size_t i = 1; i < len; i++) {
+		char c = name[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '-' || c == '_' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+void sandbox__generate_name(char *out, size_t size)
+{
+	char hex[17];
+
+	random_hex(hex, 4);
+	snprintf(out, size, "sbx-%s", hex);
+}
+
+static struct sandbox_entry *slot_for(struct sandbox_names *t, uint64_t id)
+{
+	size_t mask = t->cap - 1, i = (size_t)(id * 0x9e3779b97f4a7c15ull) & mask;
+
+	while (t->slots[i].id && t->slots[i].id != id)
+		i = (i + 1) & mask;
+	return &t->slots[i];
+}
+
+int sandbox_names__init(struct sandbox_names *t, const char *root)
+{
+	memset(t, 0, sizeof(*t));
+	snprintf(t->root, sizeof(t->root), "%s", root);
+	t->cap = 256;
+	t->slots = calloc(t->cap, sizeof(*t->slots));
+	return t->slots ? 0 : -ENOMEM;
+}
+
+static void grow(struct sandbox_names *t)
+{
+	struct sandbox_entry *old = t->slots;
+	size_t oldcap = t->cap;
+
+	t->slots = calloc(oldcap * 2, sizeof(*t->slots));
+	if (!t->slots) {
+		t->slots = old;
+		return;
+	}
+	t->cap = oldcap * 2;
+	t->used = 0;
+	for (size_t i = 0; i < oldcap; i++) {
+		if (old[i].id)
+			sandbox_names__set(t, old[i].id, old[i].name);
+	}
+	free(old);
+}
+
+void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name)
+{
+	struct sandbox_entry *e;
+
+	if (!id)
+		return;
+	if ((t->used + 1) * 4 > t->cap * 3)
+		grow(t);
+	e = slot_for(t, id);
+	if (!e->id) {
+		if ((t->used + 1) * 4 > t->cap * 3)
+			return; /* could not grow: leave unnamed rather than overfill */
+		t->used++;
+	}
+	e->id = id;
+	snprintf(e->name, sizeof(e->name), "%s", name);
+}
+
+static void scan(struct sandbox_names *t)
+{
+	char path[8192];
+	struct dirent *de;
+	struct stat st;
+	DIR *d = opendir(t->root);
+
+	t->last_scan_ns = now_ns(CLOCK_MONOTONIC);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || (de->d_type != DT_DIR && de->d_type != DT_UNKNOWN))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", t->root, de->d_name);
+		if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+			sandbox_names__set(t, st.st_ino, de->d_name);
+	}
+	closedir(d);
+}
+
+/* The sandbox's name, "" for the root cgroup itself, NULL when unknown. */
+const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id)
+{
+	struct sandbox_entry *e;
+
+	if (!id)
+		return "";
+	e = slot_for(t, id);
+	if (e->id)
+		return e->name;
+	if (now_ns(CLOCK_MONOTONIC) - t->last_scan_ns < SCAN_INTERVAL_NS)
+		return NULL;
+	scan(t);
+	e = slot_for(t, id);
+	return e->id ? e->name : NULL;
+}
+
+void sandbox_names__free(struct sandbox_names *t)
+{
+	free(t->slots);
+	t->slots = NULL;
+}

@@ -1,0 +1,33 @@
+/* Sandbox names: validation, generated names, and the cgroup id -> name table egretd uses to
+ * label events.
+ */
+#ifndef EGRET_SANDBOX_H
+#define EGRET_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SANDBOX_NAME_MAX 64
+
+bool sandbox__valid_name(const char *name);
+void sandbox__generate_name(char *out, size_t size);
+
+struct sandbox_entry {
+	uint64_t id;
+	char name[SANDBOX_NAME_MAX + 1];
+};
+
+struct sandbox_names {
+	char root[4096];
+	struct sandbox_entry *slots;
+	size_t cap, used;
+	uint64_t last_scan_ns;
+};
+
+int sandbox_names__init(struct sandbox_names *t, const char *root);
+const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id);
+void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name);
+void sandbox_names__free(struct sandbox_names *t);
+
+#endif /* EGRET_SANDBOX_H */

@@ -1,0 +1,23 @@
+/* Small file-system and string helpers shared by egretd, egretctl and the tests. All return 0
+ * or a negative errno.
+ */
+#ifndef EGRET_UTIL_H
+#define EGRET_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+int mkdir_p(const char *path, mode_t mode);
+int write_file(const char *path, const char *data);
+int read_file(const char *path, char *buf, size_t size);
+int join_path(char *out, size_t size, const char *dir, const char *name);
+bool str_starts_with(const char *s, const char *prefix);
+int parse_u64(const char *s, uint64_t max, uint64_t *out);
+void random_hex(char *out, size_t nbytes);
+uint64_t now_ns(int clock);
+
+#endif /* EGRET_UTIL_H */

@@ -1,0 +1,28 @@
+/* The wire framing of the event stream: each egret.v1.Event preceded by its length as a
+ * base-128 varint. Encoding for sinks, and a reader for egretctl tail and the tests.
+ */
+#ifndef EGRET_WIRE_H
+#define EGRET_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define WIRE_VARINT_MAX 10
+#define WIRE_RECORD_MAX (16u << 20) /* larger length prefixes mean "not an egret stream" */
+
+size_t wire__varint_put(uint64_t v, uint8_t *out);
+int wire__varint_get(const uint8_t *buf, size_t len, uint64_t *v, size_t *used);
+
+struct wire_reader {
+	FILE *f;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t offset; /* stream offset of the next record */
+};
+
+void wire_reader__init(struct wire_reader *r, FILE *f);
+int wire_reader__next(struct wire_reader *r, const uint8_t **msg, size_t *len);
+void wire_reader__free(struct wire_reader *r);
+
+#endif /* EGRET_WIRE_H */
