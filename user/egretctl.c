@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,18 +64,6 @@ static void usage(FILE *f)
 		"  -h, --help         print this help\n");
 }
 
-__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "egretctl: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (see egretctl --help)\n");
-	return 2;
-}
-
 enum {
 	OPT_CGROUP = 256,
 	OPT_STATE,
@@ -113,8 +100,8 @@ static int global_opt(int c)
 static int opt_error(int c, char **argv)
 {
 	if (c == ':')
-		return bad_usage("option '%s' needs a value", argv[optind - 1]);
-	return bad_usage("unknown option '%s'", argv[optind - 1]);
+		return log_usage("option '%s' needs a value", argv[optind - 1]);
+	return log_usage("unknown option '%s'", argv[optind - 1]);
 }
 
 static int resolve_paths(struct egret_paths *p)
@@ -222,16 +209,16 @@ static int do_run(int argc, char **argv)
 		if (c == OPT_SANDBOX)
 			name = optarg;
 		else if (c == OPT_PRESERVE && parse_u64(optarg, 1024, &keep))
-			return bad_usage("bad --preserve-fds '%s': expected a count", optarg);
+			return log_usage("bad --preserve-fds '%s': expected a count", optarg);
 		else if (c == 'q')
 			quiet = true;
 		else if (c != OPT_PRESERVE)
 			return opt_error(c, argv);
 	}
 	if (optind >= argc)
-		return bad_usage("%s", "run needs a command: egretctl run [--sandbox NAME] -- CMD");
+		return log_usage("%s", "run needs a command: egretctl run [--sandbox NAME] -- CMD");
 	if (name && !sandbox__valid_name(name))
-		return bad_usage("bad sandbox name '%s': 1-64 of [A-Za-z0-9._-], starting with a "
+		return log_usage("bad sandbox name '%s': 1-64 of [A-Za-z0-9._-], starting with a "
 				 "letter or digit",
 				 name);
 	if (resolve_paths(&p) || require_enforcement(&p))
@@ -281,7 +268,7 @@ static int do_status(int argc, char **argv)
 			return opt_error(c, argv);
 	}
 	if (optind < argc)
-		return bad_usage("unexpected argument '%s'", argv[optind]);
+		return log_usage("unexpected argument '%s'", argv[optind]);
 	if (resolve_paths(&p))
 		return 1;
 	if (paths__open_root(&p)) {
@@ -322,7 +309,7 @@ static int do_tail(int argc, char **argv)
 	if (optind < argc)
 		path = argv[optind++];
 	if (optind < argc)
-		return bad_usage("unexpected argument '%s'", argv[optind]);
+		return log_usage("unexpected argument '%s'", argv[optind]);
 	f = strcmp(path, "-") ? fopen(path, "re") : stdin;
 	if (!f) {
 		fprintf(stderr, "egretctl: cannot open %s: %s\n", path, strerror(errno));
@@ -385,7 +372,7 @@ static int do_uninstall(int argc, char **argv)
 		force = true;
 	}
 	if (optind < argc)
-		return bad_usage("unexpected argument '%s'", argv[optind]);
+		return log_usage("unexpected argument '%s'", argv[optind]);
 	if (resolve_paths(&p))
 		return 1;
 	devnull = fopen("/dev/null", "we");
@@ -459,5 +446,5 @@ int main(int argc, char **argv)
 		if (strcmp(cmds[i].name, argv[optind]) == 0)
 			return cmds[i].fn(argc - optind, argv + optind);
 	}
-	return bad_usage("unknown command '%s'", argv[optind]);
+	return log_usage("unknown command '%s'", argv[optind]);
 }

@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -83,18 +82,6 @@ static void usage(FILE *f)
 		"(enforcement already pinned stays in place), 2 for a usage error.\n");
 }
 
-__attribute__((format(printf, 1, 2))) static int bad_usage(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "egretd: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, " (see egretd --help)\n");
-	return 2;
-}
-
 static int parse_options(int argc, char **argv, struct options *o)
 {
 	enum {
@@ -134,9 +121,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			break;
 		case OPT_SINK:
 			if (o->nsinks == MAX_SINKS)
-				return bad_usage("at most %d --sink options", MAX_SINKS);
+				return log_usage("at most %d --sink options", MAX_SINKS);
 			if (sink__check_uri(optarg))
-				return bad_usage("bad --sink '%s': expected file:PATH", optarg);
+				return log_usage("bad --sink '%s': expected file:PATH", optarg);
 			o->sinks[o->nsinks++] = optarg;
 			break;
 		case 'v':
@@ -149,13 +136,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 			usage(stdout);
 			exit(0);
 		case ':':
-			return bad_usage("option '%s' needs a value", argv[optind - 1]);
+			return log_usage("option '%s' needs a value", argv[optind - 1]);
 		default:
-			return bad_usage("unknown option '%s'", argv[optind - 1]);
+			return log_usage("unknown option '%s'", argv[optind - 1]);
 		}
 	}
 	if (optind < argc)
-		return bad_usage("unexpected argument '%s'", argv[optind]);
+		return log_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->nsinks)
 		o->sinks[o->nsinks++] = EGRET_DEFAULT_SINK;
 	return 0;
@@ -371,10 +358,12 @@ int main(int argc, char **argv)
 
 	d.loader.cgroup_fd = -1;
 	d.control.listen.fd = -1;
+	log_init("egretd", LOG_LVL_INFO);
 	err = parse_options(argc, argv, &d.opt);
 	if (err)
 		return err;
-	log_init("egretd", d.opt.verbose ? LOG_LVL_DEBUG : LOG_LVL_INFO);
+	if (d.opt.verbose)
+		log_set_level(LOG_LVL_DEBUG);
 	d.started_ns = now_ns(CLOCK_MONOTONIC);
 	err = loop__init(&d.loop);
 	if (!err)

@@ -51,3 +51,16 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "%s: %s%s\n", log_prog, tags[level], buf);
 }
+
+/* A usage error: one line naming the problem and where help is; returns exit status 2. */
+int log_usage(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", log_prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see %s --help)\n", log_prog);
+	return 2;
+}

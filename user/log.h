@@ -18,6 +18,8 @@ void log_set_level(enum log_level level);
 bool log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+int log_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 #define log_err(...)   log_msg(LOG_LVL_ERR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
 #define log_info(...)  log_msg(LOG_LVL_INFO, __VA_ARGS__)

@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +23,7 @@
 
 #include "cgroup.h"
 #include "harness.h"
+#include "paths.h"
 
 #define PORT 80
 
@@ -278,4 +283,21 @@ Test(lifecycle, stream_is_bracketed_and_gapless)
 	cr_expect(strstr(out, "\"dst_addr\":\"169.254.169.254\""), "%s", out);
 	cr_expect(strstr(out, "\"verdict\":\"VERDICT_DENY\""), "%s", out);
 	cr_expect(strstr(out, "\"sandbox\":{\"cgroup_id\":"), "%s", out);
+}
+
+/* In a private mount namespace without bpffs, egretd mounts one itself. */
+Test(lifecycle, bpffs_is_mounted_when_absent)
+{
+	struct statfs sfs;
+
+	cr_assert_eq(unshare(CLONE_NEWNS), 0);
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	while (umount2(EGRET_BPFFS, MNT_DETACH) == 0)
+		;
+	cr_assert(statfs(EGRET_BPFFS, &sfs) == 0 && sfs.f_type != BPF_FS_MAGIC,
+		  "bpffs still mounted");
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_expect(strstr(harness_log(T), "mounted bpffs on /sys/fs/bpf"), "%s", harness_log(T));
+	cr_expect(statfs(EGRET_BPFFS, &sfs) == 0 && sfs.f_type == BPF_FS_MAGIC);
+	cr_expect_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM);
 }

@@ -446,7 +446,8 @@ out:
 	return err;
 }
 
-int udp_sendto(const char *addr, uint16_t port, int family)
+/* One datagram, by sendto or by connect + send: 0 or the errno. */
+static int udp_send(const char *addr, uint16_t port, int family, bool connected)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
@@ -457,27 +458,21 @@ int udp_sendto(const char *addr, uint16_t port, int family)
 	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return errno;
-	if (sendto(fd, "x", 1, 0, (struct sockaddr *)&ss, len) < 0)
+	if (connected ? connect(fd, (struct sockaddr *)&ss, len) || send(fd, "x", 1, 0) < 0
+		      : sendto(fd, "x", 1, 0, (struct sockaddr *)&ss, len) < 0)
 		err = errno;
 	close(fd);
 	return err;
 }
 
+int udp_sendto(const char *addr, uint16_t port, int family)
+{
+	return udp_send(addr, port, family, false);
+}
+
 int udp_connect_send(const char *addr, uint16_t port, int family)
 {
-	struct sockaddr_storage ss;
-	socklen_t len;
-	int fd, err = 0;
-
-	if (resolve(addr, port, family, &ss, &len))
-		return EINVAL;
-	fd = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return errno;
-	if (connect(fd, (struct sockaddr *)&ss, len) || send(fd, "x", 1, 0) < 0)
-		err = errno;
-	close(fd);
-	return err;
+	return udp_send(addr, port, family, true);
 }
 
 int events_read(const char *path, struct events *out)
