@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Egress enforcement for every sandbox under egret's root cgroup: socket creation stamps the
- * sandbox on the socket, connect and sendmsg check the destination.
+/* Egress enforcement for every sandbox under egret's root cgroup: socket creation (stamps the
+ * sandbox, refuses socket types sandboxes may not have), connect and sendmsg (check the
+ * destination), and the egress skb backstop for every packet the socket hooks did not see.
  */
 #include "lib/egress.bpf.h"
 
@@ -9,8 +10,7 @@ char LICENSE[] SEC("license") = "GPL";
 SEC("cgroup/sock_create")
 int egret_sock_new(struct bpf_sock *sk)
 {
-	sandbox_stamp_sock(sk);
-	return SK_PASS;
+	return egress_sock_create(sk);
 }
 
 SEC("cgroup/connect4")
@@ -35,4 +35,10 @@ SEC("cgroup/sendmsg6")
 int egret_sendmsg6(struct bpf_sock_addr *ctx)
 {
 	return egress_sock_addr(ctx, AF_INET6, EGRET_HOOK_SENDMSG6);
+}
+
+SEC("cgroup_skb/egress")
+int egret_egress(struct __sk_buff *skb)
+{
+	return egress_skb(skb);
 }

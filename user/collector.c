@@ -9,7 +9,9 @@
 #include <bpf/libbpf.h>
 
 #include "collector.h"
+#include "confine.h"
 #include "egress.h"
+#include "egret/egress.h"
 #include "log.h"
 #include "util.h"
 
@@ -21,6 +23,8 @@ struct record_handler {
 
 static const struct record_handler handlers[] = {
 	{ EGRET_EV_CONNECT, sizeof(struct egret_connect_event), egress__on_connect },
+	{ EGRET_EV_CGROUP, sizeof(struct egret_cgroup_event), confine__on_cgroup },
+	{ EGRET_EV_TAMPER, sizeof(struct egret_tamper_event), confine__on_tamper },
 };
 
 static void report_bad_record(struct collector *c, __u32 type, size_t size)
@@ -178,4 +182,34 @@ void collector__free(struct collector *c)
 	ring_buffer__free(c->rb);
 	c->rb = NULL;
 	sandbox_names__free(&c->names);
+}
+
+/* The counters map as a small table: per hook, allowed / denied / audited; then the totals of
+ * loss and tamper. Used by egretd's status and by egretctl when egretd is down.
+ */
+void collector__format_counters(int counters_fd, char *buf, size_t size)
+{
+	static const char *const hooks[] = { "",	 "connect4",	"connect6", "sendmsg4",
+					     "sendmsg6", "sock_create", "egress",   "syscall" };
+	size_t used = 0;
+	uint64_t v[4], drops = 0, tamper = 0;
+
+	used += (size_t)snprintf(buf + used, size - used, "%-12s %10s %10s %10s\n", "hook",
+				 "allowed", "denied", "audited");
+	for (__u32 h = 1; h < ARRAY_SIZE(hooks) && used < size; h++) {
+		for (__u32 verdict = 1; verdict <= 3; verdict++) {
+			v[verdict] = 0;
+			collector__counter(counters_fd, EGRET_CNT_VERDICT_BASE + h * 4 + verdict,
+					   &v[verdict]);
+		}
+		used += (size_t)snprintf(buf + used, size - used, "%-12s %10llu %10llu %10llu\n",
+					 hooks[h], (unsigned long long)v[EGRET_VERDICT_ALLOW],
+					 (unsigned long long)v[EGRET_VERDICT_DENY],
+					 (unsigned long long)v[EGRET_VERDICT_AUDIT]);
+	}
+	collector__counter(counters_fd, EGRET_CNT_RINGBUF_DROPS, &drops);
+	collector__counter(counters_fd, EGRET_CNT_TAMPER, &tamper);
+	if (used < size)
+		snprintf(buf + used, size - used, "ring buffer drops %llu, tamper attempts %llu\n",
+			 (unsigned long long)drops, (unsigned long long)tamper);
 }

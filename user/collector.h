@@ -14,7 +14,16 @@
 
 struct ring_buffer;
 
+/* What the rest of egretd wants to hear from the kernel side. */
+struct collector_hooks {
+	void *ctx;
+	void (*sandbox_created)(void *ctx, uint64_t id, const char *name);
+	void (*sandbox_destroyed)(void *ctx, uint64_t id);
+	const char *(*rule_text)(void *ctx, uint32_t rule_id, char *buf, size_t size);
+};
+
 struct collector {
+	struct collector_hooks hooks;
 	struct stream *stream;
 	struct sandbox_names names;
 	struct ring_buffer *rb;
@@ -39,6 +48,7 @@ int collector__poll(struct collector *c);
 void collector__check_drops(struct collector *c);
 int collector__counter(int counters_fd, __u32 idx, uint64_t *sum);
 void collector__envelope(struct collector *c, const struct egret_event_hdr *h, struct envelope *e);
+void collector__format_counters(int counters_fd, char *buf, size_t size);
 void collector__free(struct collector *c);
 
 #endif /* EGRET_COLLECTOR_H */

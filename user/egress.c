@@ -5,15 +5,17 @@
 #include "addr.h"
 #include "collector.h"
 #include "egress.h"
+#include "egret/policy.h"
 
 _Static_assert(sizeof(struct egret_event_hdr) == 56, "egret_event_hdr layout");
 _Static_assert(sizeof(struct egret_connect_event) == 88, "egret_connect_event layout");
+_Static_assert(sizeof(struct egret_sock_meta) == 32, "egret_sock_meta layout");
 
 void egress__on_connect(struct collector *c, const void *rec)
 {
 	const struct egret_connect_event *r = rec;
 	Egret__V1__NetConnect nc = EGRET__V1__NET_CONNECT__INIT;
-	char dst[ADDR_STRLEN], proto[8];
+	char dst[ADDR_STRLEN], proto[8], rule[400];
 	struct envelope e;
 
 	collector__envelope(c, &r->hdr, &e);
@@ -27,6 +29,10 @@ void egress__on_connect(struct collector *c, const void *rec)
 	nc.v4_mapped = r->v4_mapped;
 	nc.family = r->family;
 	nc.rule_id = r->rule_id;
+	if (r->rule_id && c->hooks.rule_text)
+		nc.rule = (char *)c->hooks.rule_text(c->hooks.ctx, r->rule_id, rule, sizeof(rule));
+	nc.sock_type = r->sock_type;
+	nc.killed = r->killed;
 	e.ev.class_uid = OCSF_NETWORK_ACTIVITY;
 	e.ev.activity_id = r->verdict == EGRET_VERDICT_DENY ? OCSF_NET_ACTIVITY_REFUSE
 							    : OCSF_NET_ACTIVITY_OPEN;

@@ -19,6 +19,7 @@
 #include "paths.h"
 #include "pbjson.h"
 #include "sandbox.h"
+#include "seccomp.h"
 #include "util.h"
 #include "wire.h"
 
@@ -47,6 +48,17 @@ static void usage(FILE *f)
 		"              run CMD in sandbox NAME (created when missing, generated when not\n"
 		"              given); refuses unless egret's programs are attached\n"
 		"  status      is enforcement attached (exit 0) or not (exit 1); egretd's state\n"
+		"  allow [--sandbox NAME] RULE...\n"
+		"  deny [--sandbox NAME] RULE...\n"
+		"              add a live rule, in the words of a policy line after allow/deny\n"
+		"              (192.0.2.0/24, 198.51.100.7 tcp/443, domain example.com ...)\n"
+		"  revoke [--sandbox NAME] ID|RULE...\n"
+		"              remove a live rule, by id or by its words\n"
+		"  list [--sandbox NAME]\n"
+		"              the rules in force, with ids and where each comes from\n"
+		"  reload [--discard-live]\n"
+		"              re-read the policy file (atomic: a file with an error changes\n"
+		"              nothing); --discard-live also drops the live rules\n"
 		"  tail [FILE|-]\n"
 		"              decode an event stream (default: stdin) to one JSON object a line\n"
 		"  uninstall [--force]\n"
@@ -128,9 +140,9 @@ static void close_inherited(int keep)
 	closedir(d);
 }
 
-static int enter_sandbox(const struct egret_paths *p, const char *name)
+static int create_sandbox(const struct egret_paths *p, const char *name)
 {
-	char dir[PATH_MAX], self[PATH_MAX];
+	char dir[PATH_MAX];
 	int err;
 
 	err = join_path(dir, sizeof(dir), p->cgroup_root, name);
@@ -142,6 +154,35 @@ static int enter_sandbox(const struct egret_paths *p, const char *name)
 			strerror(errno));
 		return err;
 	}
+	return 0;
+}
+
+/* Ask egretd to install the sandbox's rules now. Without egretd the sandbox still runs under
+ * enforcement, with no network until egretd registers it (its sockets are denied meanwhile).
+ */
+static int prepare_sandbox(const struct egret_paths *p, const char *name)
+{
+	char *req[] = { "prepare", (char *)name };
+	int rc = control__call(p->control, 2, req, stdout, stderr, 30);
+
+	if (rc < 0)
+		fprintf(stderr,
+			"egretctl: warning: egretd is not answering on %s (%s): sandbox %s "
+			"has no network until egretd registers it\n",
+			p->control, strerror(-rc), name);
+	else if (rc > 0)
+		fprintf(stderr, "egretctl: egretd could not prepare sandbox %s\n", name);
+	return rc > 0 ? -EPERM : 0;
+}
+
+static int enter_sandbox(const struct egret_paths *p, const char *name)
+{
+	char dir[PATH_MAX], self[PATH_MAX];
+	int err;
+
+	err = join_path(dir, sizeof(dir), p->cgroup_root, name);
+	if (err)
+		return err;
 	err = cgroup__join(dir, getpid());
 	if (err) {
 		fprintf(stderr, "egretctl: failed to move into sandbox cgroup %s: %s\n", dir,
@@ -229,8 +270,18 @@ static int do_run(int argc, char **argv)
 		if (!quiet)
 			fprintf(stderr, "egretctl: sandbox %s\n", name);
 	}
-	if (enter_sandbox(&p, name) || require_enforcement(&p))
+	/* last look before joining: once inside, bpf(2) is a tamper attempt (and links are
+	 * pinned, so only an explicit uninstall could detach them meanwhile)
+	 */
+	if (create_sandbox(&p, name) || prepare_sandbox(&p, name) || require_enforcement(&p) ||
+	    enter_sandbox(&p, name))
 		return EXIT_RUN_FAILED;
+	c = seccomp__install_sandbox_filter();
+	if (c) {
+		fprintf(stderr, "egretctl: cannot install the sandbox's seccomp filter: %s\n",
+			strerror(-c));
+		return EXIT_RUN_FAILED;
+	}
 	close_inherited((int)keep);
 	execvp(argv[optind], argv + optind);
 	fprintf(stderr, "egretctl: cannot run %s: %s\n", argv[optind], strerror(errno));
@@ -239,19 +290,13 @@ static int do_run(int argc, char **argv)
 
 static void print_counters(const struct egret_paths *p)
 {
-	static const char *const names[] = { "ringbuf_drops", "allowed", "denied", "audited" };
 	int fd = loader__pinned_map(p, "counters");
+	char buf[2048];
 
 	if (fd < 0)
 		return;
-	printf("counters:");
-	for (unsigned int i = 0; i < ARRAY_SIZE(names); i++) {
-		uint64_t v = 0;
-
-		collector__counter(fd, i, &v);
-		printf(" %s %llu%s", names[i], (unsigned long long)v,
-		       i + 1 < ARRAY_SIZE(names) ? "," : "\n");
-	}
+	collector__format_counters(fd, buf, sizeof(buf));
+	fputs(buf, stdout);
 	close(fd);
 }
 
@@ -398,6 +443,37 @@ static int do_uninstall(int argc, char **argv)
 	return 0;
 }
 
+/* Policy commands are egretd's: forward the words, minus egretctl's own options. */
+static int do_forward(int argc, char **argv)
+{
+	char *words[CONTROL_MAX_ARGS];
+	struct egret_paths p;
+	int n = 0, rc;
+
+	for (int i = 0; i < argc && n < CONTROL_MAX_ARGS; i++) {
+		bool global = !strcmp(argv[i], "--cgroup") || !strcmp(argv[i], "--state-dir") ||
+			      !strcmp(argv[i], "--control");
+
+		if (global && i + 1 < argc) {
+			optarg = argv[++i];
+			global_opt(!strcmp(argv[i - 1], "--cgroup")	 ? OPT_CGROUP
+				   : !strcmp(argv[i - 1], "--state-dir") ? OPT_STATE
+									 : OPT_CONTROL);
+			continue;
+		}
+		words[n++] = argv[i];
+	}
+	if (resolve_paths(&p))
+		return 1;
+	rc = control__call(p.control, n, words, stdout, stderr, 120);
+	if (rc < 0) {
+		fprintf(stderr, "egretctl: egretd is not answering on %s: %s\n", p.control,
+			strerror(-rc));
+		return 1;
+	}
+	return rc;
+}
+
 static int do_help(int argc, char **argv)
 {
 	usage(stdout);
@@ -408,9 +484,11 @@ static const struct cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } cmds[] = {
-	{ "run", do_run },   { "status", do_status },
-	{ "tail", do_tail }, { "uninstall", do_uninstall },
-	{ "help", do_help },
+	{ "run", do_run },	  { "status", do_status },
+	{ "tail", do_tail },	  { "uninstall", do_uninstall },
+	{ "allow", do_forward },  { "deny", do_forward },
+	{ "revoke", do_forward }, { "list", do_forward },
+	{ "reload", do_forward }, { "help", do_help },
 };
 
 int main(int argc, char **argv)

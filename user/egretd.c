@@ -17,6 +17,7 @@
 
 #include "collector.h"
 #include "control.h"
+#include "engine.h"
 #include "loader.h"
 #include "log.h"
 #include "loop.h"
@@ -26,10 +27,13 @@
 #include "stream.h"
 #include "util.h"
 
-#define MAX_SINKS STREAM_MAX_SINKS
-#define TICK_MS	  1000
+#define MAX_SINKS    STREAM_MAX_SINKS
+#define TICK_MS	     1000
+#define RESCAN_TICKS 10 /* sandboxes whose cgroup event was lost are found within 10 s */
 
 struct options {
+	const char *policy;
+	const char *live_rules;
 	const char *cgroup;
 	const char *state_dir;
 	const char *control;
@@ -43,6 +47,7 @@ struct daemon {
 	struct options opt;
 	struct egret_paths paths;
 	struct loader loader;
+	struct engine engine;
 	struct stream stream;
 	struct sink sinks[MAX_SINKS];
 	struct collector collector;
@@ -64,6 +69,10 @@ static void usage(FILE *f)
 		"'egretctl uninstall').\n"
 		"\n"
 		"Options:\n"
+		"  --policy FILE          the policy (default: " EGRET_DEFAULT_POLICY ");\n"
+		"                         SIGHUP or 'egretctl reload' re-reads it\n"
+		"  --live-rules FILE      where rules added with egretctl allow/deny are kept\n"
+		"                         across restarts (default: " EGRET_DEFAULT_LIVE_RULES ")\n"
 		"  --cgroup PATH          sandbox root cgroup: absolute, or relative to the cgroup v2\n"
 		"                         mount (default: <cgroup2 mount>/" EGRET_DEFAULT_CGROUP_NAME
 		")\n"
@@ -89,9 +98,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_STATE,
 		OPT_CONTROL,
 		OPT_CONTROL_GROUP,
-		OPT_SINK
+		OPT_SINK,
+		OPT_POLICY,
+		OPT_LIVE,
 	};
 	static const struct option longopts[] = {
+		{ "policy", required_argument, NULL, OPT_POLICY },
+		{ "live-rules", required_argument, NULL, OPT_LIVE },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
 		{ "state-dir", required_argument, NULL, OPT_STATE },
 		{ "control", required_argument, NULL, OPT_CONTROL },
@@ -107,6 +120,12 @@ static int parse_options(int argc, char **argv, struct options *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":vVh", longopts, NULL)) != -1) {
 		switch (c) {
+		case OPT_POLICY:
+			o->policy = optarg;
+			break;
+		case OPT_LIVE:
+			o->live_rules = optarg;
+			break;
 		case OPT_CGROUP:
 			o->cgroup = optarg;
 			break;
@@ -145,6 +164,10 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return log_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->nsinks)
 		o->sinks[o->nsinks++] = EGRET_DEFAULT_SINK;
+	if (!o->policy)
+		o->policy = EGRET_DEFAULT_POLICY;
+	if (!o->live_rules)
+		o->live_rules = EGRET_DEFAULT_LIVE_RULES;
 	return 0;
 }
 
@@ -171,14 +194,14 @@ static void emit_agent(struct daemon *d, Egret__V1__AgentLifecycle__Kind kind)
 
 static int cmd_status(void *ctx, struct control_req *r)
 {
-	static const char *const names[] = { "ringbuf_drops", "allowed", "denied", "audited" };
 	struct daemon *d = ctx;
-	int fd = loader__map_fd(&d->loader, "counters");
+	char counters[2048];
 
 	control__out(
 		r, "egretd: running (pid %d, up %llus, version %s)\n", getpid(),
 		(unsigned long long)((now_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000ull),
 		EGRET_VERSION);
+	engine__status(&d->engine, r);
 	control__out(r, "stream: %s, last seq %llu\n", d->stream.id,
 		     (unsigned long long)d->stream.seq);
 	for (unsigned int i = 0; i < d->stream.nsinks; i++) {
@@ -190,18 +213,35 @@ static int cmd_status(void *ctx, struct control_req *r)
 	}
 	control__out(r, "programs: %u in force, %u adopted from a previous egretd\n",
 		     d->loader.attached, d->loader.adopted);
-	for (unsigned int i = 0; fd >= 0 && i < ARRAY_SIZE(names); i++) {
-		uint64_t v = 0;
-
-		collector__counter(fd, i, &v);
-		control__out(r, "%s%s %llu%s", i ? "" : "counters: ", names[i],
-			     (unsigned long long)v, i + 1 < ARRAY_SIZE(names) ? ", " : "\n");
-	}
+	collector__format_counters(loader__map_fd(&d->loader, "counters"), counters,
+				   sizeof(counters));
+	control__out(r, "%s", counters);
 	return 0;
 }
 
+static int cmd_engine(control_fn fn, void *ctx, struct control_req *r)
+{
+	struct daemon *d = ctx;
+
+	return fn(&d->engine, r);
+}
+
+#define ENGINE_CMD(name)                                        \
+	static int cmd_##name(void *ctx, struct control_req *r) \
+	{                                                       \
+		return cmd_engine(engine__cmd_##name, ctx, r);  \
+	}
+ENGINE_CMD(allow)
+ENGINE_CMD(deny)
+ENGINE_CMD(revoke)
+ENGINE_CMD(list)
+ENGINE_CMD(reload)
+ENGINE_CMD(prepare)
+
 static const struct control_cmd control_cmds[] = {
-	{ "status", cmd_status },
+	{ "status", cmd_status },   { "allow", cmd_allow }, { "deny", cmd_deny },
+	{ "revoke", cmd_revoke },   { "list", cmd_list },   { "reload", cmd_reload },
+	{ "prepare", cmd_prepare },
 };
 
 static void on_signal(struct watch *w, uint32_t events)
@@ -210,8 +250,15 @@ static void on_signal(struct watch *w, uint32_t events)
 	struct signalfd_siginfo si;
 
 	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_signo == SIGHUP)
-			continue; /* nothing to reload yet */
+		char err[POLICY_ERR_LEN];
+
+		if (si.ssi_signo == SIGHUP) {
+			if (engine__reload(&d->engine, "SIGHUP", false, err, sizeof(err)))
+				log_err("reload on SIGHUP: %s: nothing changed", err);
+			else
+				log_info("reloaded %s on SIGHUP", d->opt.policy);
+			continue;
+		}
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "%s",
 			 strsignal((int)si.ssi_signo));
 		d->loop.stop = true;
@@ -255,11 +302,22 @@ static int setup_enforcement(struct daemon *d)
 	if (!err)
 		err = bpffs__ensure(d->paths.state_dir);
 	if (!err)
+		err = tracefs__ensure();
+	if (!err)
 		err = loader__open(&d->loader, &d->paths);
 	if (!err)
 		err = loader__load(&d->loader);
 	if (!err)
+		err = engine__init(&d->engine, d->opt.policy, d->opt.live_rules,
+				   d->paths.cgroup_root, loader__map_fd(&d->loader, "policy_v1"),
+				   loader__map_fd(&d->loader, "sandboxes"));
+	/* a rule set is in force before any program that reads it */
+	if (!err)
+		err = engine__start(&d->engine);
+	if (!err)
 		err = loader__attach(&d->loader);
+	if (!err)
+		engine__rescan(&d->engine);
 	if (err) {
 		log_err("enforcement is not set up; exiting (whatever a previous egretd pinned under "
 			"%s stays in force)",
@@ -269,6 +327,21 @@ static int setup_enforcement(struct daemon *d)
 	log_info("%u programs in force on %s (%u adopted), pinned under %s", d->loader.attached,
 		 d->paths.cgroup_root, d->loader.adopted, d->paths.state_dir);
 	return 0;
+}
+
+static void on_sandbox_created(void *ctx, uint64_t id, const char *name)
+{
+	engine__sandbox_created(ctx, id, name);
+}
+
+static void on_sandbox_destroyed(void *ctx, uint64_t id)
+{
+	engine__sandbox_destroyed(ctx, id);
+}
+
+static const char *on_rule_text(void *ctx, uint32_t id, char *buf, size_t size)
+{
+	return engine__rule_text(ctx, id, buf, size);
 }
 
 static int setup_pipeline(struct daemon *d)
@@ -287,6 +360,13 @@ static int setup_pipeline(struct daemon *d)
 			      loader__map_fd(&d->loader, "counters"));
 	if (err)
 		return err;
+	d->collector.hooks = (struct collector_hooks){
+		.ctx = &d->engine,
+		.sandbox_created = on_sandbox_created,
+		.sandbox_destroyed = on_sandbox_destroyed,
+		.rule_text = on_rule_text,
+	};
+	d->engine.stream = &d->stream;
 	d->rbw = (struct watch){ .fd = collector__fd(&d->collector), .fn = on_ringbuf, .data = d };
 	return loop__add(&d->loop, &d->rbw, EPOLLIN);
 }
@@ -316,7 +396,7 @@ static int setup_control(struct daemon *d)
 
 static void run(struct daemon *d)
 {
-	uint64_t next_tick = 0;
+	uint64_t next_tick = 0, ticks = 0;
 
 	while (!d->loop.stop) {
 		uint64_t now;
@@ -324,6 +404,8 @@ static void run(struct daemon *d)
 		loop__run_once(&d->loop, TICK_MS);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next_tick) {
+			if (++ticks % RESCAN_TICKS == 0)
+				engine__rescan(&d->engine);
 			collector__check_drops(&d->collector);
 			control__expire(&d->control);
 			stream__sync_clock(&d->stream);
@@ -346,6 +428,7 @@ static void shutdown_daemon(struct daemon *d)
 	for (unsigned int i = 0; i < d->stream.nsinks; i++)
 		sink__close(d->stream.sinks[i]);
 	stream__free(&d->stream);
+	engine__free(&d->engine);
 	loader__close(&d->loader);
 	loop__close(&d->loop);
 }
@@ -358,6 +441,7 @@ int main(int argc, char **argv)
 
 	d.loader.cgroup_fd = -1;
 	d.control.listen.fd = -1;
+	d.engine.trie_fd = -1;
 	log_init("egretd", LOG_LVL_INFO);
 	err = parse_options(argc, argv, &d.opt);
 	if (err)
@@ -371,6 +455,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = setup_enforcement(&d);
 	if (err) {
+		engine__free(&d.engine);
 		loader__close(&d.loader);
 		return 1;
 	}
@@ -383,6 +468,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	emit_agent(&d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
+	engine__announce(&d.engine);
 	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%d\nSTATUS=enforcing on %s", getpid(),
 		 d.paths.cgroup_root);
 	notify__send(ready);

@@ -17,6 +17,7 @@
 
 #include <bpf/libbpf.h>
 
+#include "confine.skel.h"
 #include "egress.skel.h"
 #include "loader.h"
 #include "log.h"
@@ -28,6 +29,15 @@ const struct egret_prog_spec loader_progs[] = {
 	{ "egret_connect6", BPF_CGROUP_INET6_CONNECT, true },
 	{ "egret_sendmsg4", BPF_CGROUP_UDP4_SENDMSG, true },
 	{ "egret_sendmsg6", BPF_CGROUP_UDP6_SENDMSG, true },
+	{ "egret_egress", BPF_CGROUP_INET_EGRESS, true },
+	{ "egret_socket", BPF_TRACE_RAW_TP, false },
+	{ "egret_uring", BPF_TRACE_RAW_TP, false },
+	{ "egret_bpf", BPF_TRACE_RAW_TP, false },
+	{ "egret_cg_attach", BPF_TRACE_RAW_TP, false },
+	{ "egret_fork", BPF_TRACE_RAW_TP, false },
+	{ "egret_sigsys", BPF_TRACE_RAW_TP, false },
+	{ "egret_cg_mkdir", BPF_TRACE_RAW_TP, false },
+	{ "egret_cg_rmdir", BPF_TRACE_RAW_TP, false },
 };
 const unsigned int loader_nprogs = ARRAY_SIZE(loader_progs);
 
@@ -43,25 +53,31 @@ struct unit_ops {
 	void (*destroy)(void *skel);
 };
 
-static int egress_open(struct loader_unit *u, const struct egret_paths *p)
-{
-	struct egress_bpf *skel = egress_bpf__open();
+/* Every object gets the same load-time configuration (bpf/lib/sandbox.bpf.h). */
+#define UNIT_OPEN(stem)                                                            \
+	static int stem##_open(struct loader_unit *u, const struct egret_paths *p) \
+	{                                                                          \
+		struct stem##_bpf *skel = stem##_bpf__open();                      \
+                                                                                   \
+		if (!skel)                                                         \
+			return -errno;                                             \
+		skel->rodata->sandbox_level = p->root_level + 1;                   \
+		skel->rodata->root_cgroup_id = p->root_id;                         \
+		u->skel = skel;                                                    \
+		u->obj = skel->obj;                                                \
+		return 0;                                                          \
+	}                                                                          \
+	static void stem##_destroy(void *skel)                                     \
+	{                                                                          \
+		stem##_bpf__destroy(skel);                                         \
+	}
 
-	if (!skel)
-		return -errno;
-	skel->rodata->sandbox_level = p->root_level + 1;
-	u->skel = skel;
-	u->obj = skel->obj;
-	return 0;
-}
-
-static void egress_destroy(void *skel)
-{
-	egress_bpf__destroy(skel);
-}
+UNIT_OPEN(egress)
+UNIT_OPEN(confine)
 
 static const struct unit_ops unit_table[] = {
 	{ "egress", egress_open, egress_destroy },
+	{ "confine", confine_open, confine_destroy },
 };
 
 static struct loader_unit unit_storage[ARRAY_SIZE(unit_table)];
@@ -254,6 +270,34 @@ static int link_state(int fd, const struct loader *l, const struct egret_prog_sp
 }
 
 /* Swap prog into the pinned link at pin; -ENOENT when there is no usable pinned link. */
+static int attach_new(struct loader *l, struct bpf_program *prog,
+		      const struct egret_prog_spec *spec, const char *pin);
+
+/* Tracepoint links cannot be updated in place: attach the new program beside the old one, move
+ * the pin over with rename(2), then let the old link go. Both run for a moment; neither is
+ * ever missing.
+ */
+static int replace_link(struct loader *l, struct bpf_program *prog,
+			const struct egret_prog_spec *spec, const char *pin, int old_fd)
+{
+	char tmp[PATH_MAX + 8];
+	int err;
+
+	snprintf(tmp, sizeof(tmp), "%s_next", pin); /* bpffs names take no dots */
+	unlink(tmp);
+	err = attach_new(l, prog, spec, tmp);
+	if (err)
+		return err;
+	if (rename(tmp, pin)) {
+		err = -errno;
+		log_err("failed to move pin %s to %s: %s", tmp, pin, strerror(errno));
+		return err;
+	}
+	close(old_fd);
+	l->adopted++;
+	return 0;
+}
+
 static int adopt_link(struct loader *l, struct bpf_program *prog,
 		      const struct egret_prog_spec *spec, const char *pin)
 {
@@ -273,6 +317,9 @@ static int adopt_link(struct loader *l, struct bpf_program *prog,
 		log_info("pinned link %s is no longer attached: replacing it", pin);
 		unlink(pin);
 		err = -ENOENT;
+	} else if (!err && !spec->cgroup) {
+		err = replace_link(l, prog, spec, pin, fd);
+		return err ? (close(fd), err) : 0;
 	} else if (!err && bpf_link_update(fd, bpf_program__fd(prog), NULL)) {
 		err = -errno;
 		log_err("failed to update pinned link %s with '%s' on %s: %s", pin, spec->name,
@@ -360,6 +407,11 @@ static int pin_maps(struct loader *l)
 	return 0;
 }
 
+static bool is_current_map(const struct loader *l, const char *name)
+{
+	return map_entry((struct loader *)l, name) != NULL;
+}
+
 static bool is_current_prog(const struct loader *l, const char *name)
 {
 	for (unsigned int i = 0; i < l->nunits; i++) {
@@ -372,7 +424,7 @@ static bool is_current_prog(const struct loader *l, const char *name)
 /* Links pinned by an older egretd for programs this one no longer has would go on enforcing a
  * policy nobody updates: detach them, now that everything current is in force.
  */
-static void drop_stale_links(struct loader *l)
+static void drop_stale_pins(struct loader *l)
 {
 	char dir[PATH_MAX], pin[PATH_MAX * 2];
 	struct dirent *de;
@@ -398,6 +450,17 @@ static void drop_stale_links(struct loader *l)
 		log_info("detached stale link %s", pin);
 	}
 	closedir(d);
+	/* maps of an older layout, used by nothing now */
+	if (paths__state(l->paths, dir, sizeof(dir), "maps", NULL) || !(d = opendir(dir)))
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.' || is_current_map(l, de->d_name))
+			continue;
+		snprintf(pin, sizeof(pin), "%s/%s", dir, de->d_name);
+		unlink(pin);
+		log_info("removed stale map pin %s", pin);
+	}
+	closedir(d);
 }
 
 int loader__attach(struct loader *l)
@@ -416,7 +479,7 @@ int loader__attach(struct loader *l)
 	err = pin_maps(l);
 	if (err)
 		return err;
-	drop_stale_links(l);
+	drop_stale_pins(l);
 	return 0;
 }
 
@@ -538,7 +601,9 @@ int loader__uninstall(const struct egret_paths *paths)
 			if (s == 0) {
 				int fd = bpf_obj_get(pin);
 
-				if (fd >= 0 && bpf_link_detach(fd) && errno != EINVAL)
+				/* tracepoint links cannot be detached: unpinning releases them */
+				if (fd >= 0 && bpf_link_detach(fd) && errno != EINVAL &&
+				    errno != EOPNOTSUPP)
 					err = -errno;
 				if (fd >= 0)
 					close(fd);

@@ -139,3 +139,22 @@ int bpffs__ensure(const char *state_dir)
 	}
 	return 0;
 }
+
+/* libbpf finds tracepoint ids under tracefs: mount it at /sys/kernel/tracing when the host has
+ * not (it is not mounted on every machine).
+ */
+int tracefs__ensure(void)
+{
+	struct statfs sfs;
+
+	if (statfs(EGRET_TRACEFS "/events", &sfs) == 0)
+		return 0;
+	if (mount("tracefs", EGRET_TRACEFS, "tracefs", 0, NULL)) {
+		int err = -errno;
+
+		log_err("failed to mount tracefs on %s: %s", EGRET_TRACEFS, strerror(errno));
+		return err;
+	}
+	log_info("mounted tracefs on %s", EGRET_TRACEFS);
+	return 0;
+}

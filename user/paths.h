@@ -14,6 +14,7 @@
 #define EGRET_DEFAULT_CONTROL	  "/run/egret/control.sock"
 #define EGRET_DEFAULT_SINK	  "file:/var/log/egret/events.pb"
 #define EGRET_BPFFS		  "/sys/fs/bpf"
+#define EGRET_TRACEFS		  "/sys/kernel/tracing"
 
 struct egret_paths {
 	char cgroup_mount[PATH_MAX]; /* the cgroup v2 mount point */
@@ -31,5 +32,6 @@ int paths__open_root(struct egret_paths *p);
 int paths__state(const struct egret_paths *p, char *out, size_t size, const char *sub,
 		 const char *name);
 int bpffs__ensure(const char *state_dir);
+int tracefs__ensure(void);
 
 #endif /* EGRET_PATHS_H */

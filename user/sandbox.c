@@ -43,7 +43,7 @@ void sandbox__generate_name(char *out, size_t size)
 	snprintf(out, size, "sbx-%s", hex);
 }
 
-static struct sandbox_entry *slot_for(struct sandbox_names *t, uint64_t id)
+static struct sandbox_entry *slot_for(const struct sandbox_names *t, uint64_t id)
 {
 	size_t mask = t->cap - 1, i = (size_t)(id * 0x9e3779b97f4a7c15ull) & mask;
 
@@ -98,7 +98,8 @@ void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name)
 	snprintf(e->name, sizeof(e->name), "%s", name);
 }
 
-static void scan(struct sandbox_names *t)
+/* Fill the table from the root cgroup's children. */
+void sandbox_names__scan(struct sandbox_names *t)
 {
 	char path[8192];
 	struct dirent *de;
@@ -130,9 +131,41 @@ const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id)
 		return e->name;
 	if (now_ns(CLOCK_MONOTONIC) - t->last_scan_ns < SCAN_INTERVAL_NS)
 		return NULL;
-	scan(t);
+	sandbox_names__scan(t);
 	e = slot_for(t, id);
 	return e->id ? e->name : NULL;
+}
+
+/* The name of id without scanning; NULL when the table does not have it. */
+const char *sandbox_names__get(const struct sandbox_names *t, uint64_t id)
+{
+	struct sandbox_entry *e = id ? slot_for(t, id) : NULL;
+
+	return e && e->id ? e->name : NULL;
+}
+
+/* Linear-probing delete: shift later entries of the run back into the hole. */
+void sandbox_names__del(struct sandbox_names *t, uint64_t id)
+{
+	size_t mask = t->cap - 1, hole, i;
+	struct sandbox_entry *e = id ? slot_for(t, id) : NULL;
+
+	if (!e || !e->id)
+		return;
+	hole = (size_t)(e - t->slots);
+	t->slots[hole].id = 0;
+	t->used--;
+	for (i = (hole + 1) & mask; t->slots[i].id; i = (i + 1) & mask) {
+		size_t home = (size_t)(t->slots[i].id * 0x9e3779b97f4a7c15ull) & mask;
+
+		/* move it if its home is not in (hole, i] */
+		if ((i > hole && (home <= hole || home > i)) ||
+		    (i < hole && home <= hole && home > i)) {
+			t->slots[hole] = t->slots[i];
+			t->slots[i].id = 0;
+			hole = i;
+		}
+	}
 }
 
 void sandbox_names__free(struct sandbox_names *t)

@@ -28,6 +28,9 @@ struct sandbox_names {
 int sandbox_names__init(struct sandbox_names *t, const char *root);
 const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id);
 void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name);
+const char *sandbox_names__get(const struct sandbox_names *t, uint64_t id);
+void sandbox_names__del(struct sandbox_names *t, uint64_t id);
+void sandbox_names__scan(struct sandbox_names *t);
 void sandbox_names__free(struct sandbox_names *t);
 
 #endif /* EGRET_SANDBOX_H */

@@ -14,6 +14,11 @@ struct flow {
 	__u8 mapped;   /* an AF_INET6 socket named an IPv4-mapped address */
 };
 
+static __always_inline bool addr_eq(const __u32 *a, const __u32 *b)
+{
+	return a[0] == b[0] && a[1] == b[1] && a[2] == b[2] && a[3] == b[3];
+}
+
 static __always_inline bool addr_is_v4(const __u32 *a)
 {
 	return a[0] == 0 && a[1] == 0 && a[2] == bpf_htonl(0x0000ffff);

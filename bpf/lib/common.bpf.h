@@ -6,14 +6,35 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
 
 #include "egret/events.h"
 #include "egret/egress.h"
+#include "egret/policy.h"
+#include "egret/confine.h"
 
-#define AF_INET	 2
-#define AF_INET6 10
+#define AF_UNIX	       1
+#define AF_INET	       2
+#define AF_INET6       10
+#define AF_NETLINK     16
 
-#define SK_PASS	 1 /* cgroup programs: let it through */
-#define SK_DROP	 0 /* cgroup programs: refuse (EPERM for socket calls) */
+#define SOCK_STREAM    1
+#define SOCK_DGRAM     2
+#define SOCK_TYPE_MASK 0xf
+
+#define ETH_P_IP       0x0800
+#define ETH_P_IPV6     0x86DD
+
+#define IPPROTO_ICMPV6 58
+
+#define SIGKILL	       9
+#define SIGSYS	       31
+
+#ifndef bpf_ksym_exists /* libbpf < 1.2 */
+#define bpf_ksym_exists(sym) (!!(sym))
+#endif
+
+#define SK_PASS 1 /* cgroup programs: let it through */
+#define SK_DROP 0 /* cgroup programs: refuse (EPERM for socket calls) */
 
 #endif /* EGRET_COMMON_BPF_H */

@@ -1,34 +1,20 @@
-/* The egress decision and its report. A verdict is computed once per call and reported as an
- * egret_connect_event; the caller turns it into SK_PASS / SK_DROP.
+/* Egress enforcement at the socket hooks (connect, sendmsg, socket creation) and the skb
+ * backstop, with their reports. Socket hooks remember the last destination they allowed on the
+ * socket: a new flow is reported once, and the backstop passes that flow's packets after one
+ * compare.
  */
 #ifndef EGRET_EGRESS_BPF_H
 #define EGRET_EGRESS_BPF_H
 
-#include "lib/addr.bpf.h"
 #include "lib/events.bpf.h"
+#include "lib/policy.bpf.h"
 #include "lib/sandbox.bpf.h"
 
-struct decision {
-	__u32 rule_id;
-	__u8 verdict; /* enum egret_verdict */
-	__u8 reason;  /* enum egret_reason */
-};
-
-static __always_inline void egress_decide(const struct flow *f, __u64 sandbox_id,
-					  struct decision *d)
-{
-	d->rule_id = 0;
-	if (addr_hard_denied(f->addr)) {
-		d->verdict = EGRET_VERDICT_DENY;
-		d->reason = EGRET_REASON_METADATA;
-		return;
-	}
-	d->verdict = EGRET_VERDICT_ALLOW;
-	d->reason = EGRET_REASON_ALLOW_RULE;
-}
+#define IP_MF	  0x2000
+#define IP_OFFSET 0x1fff
 
 static __always_inline void egress_report(const struct flow *f, __u64 sandbox_id, __u8 hook,
-					  const struct decision *d)
+					  const struct decision *d, __u16 sock_type)
 {
 	struct egret_connect_event *e;
 
@@ -45,26 +31,203 @@ static __always_inline void egress_report(const struct flow *f, __u64 sandbox_id
 	e->verdict = d->verdict;
 	e->reason = d->reason;
 	e->v4_mapped = f->mapped;
-	__builtin_memset(e->pad, 0, sizeof(e->pad));
+	e->sock_type = sock_type;
+	e->killed = 0;
+	e->pad = 0;
 	bpf_ringbuf_submit(e, 0);
 }
 
-/* Decide, count, report denials; return what the cgroup hook returns. */
+static __always_inline bool meta_is_flow(const struct egret_sock_meta *m, const struct flow *f)
+{
+	return m->last_proto == f->protocol && m->last_port == f->port &&
+	       addr_eq(m->last_addr, f->addr);
+}
+
+static __always_inline void meta_set_flow(struct egret_sock_meta *m, const struct flow *f)
+{
+	__builtin_memcpy(m->last_addr, f->addr, sizeof(m->last_addr));
+	m->last_port = f->port;
+	m->last_proto = f->protocol;
+}
+
+/* connect4/6, sendmsg4/6: decide, count, report denials and new flows. */
 static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int family, __u8 hook)
 {
+	struct egret_sock_meta *m = NULL;
 	struct decision d;
 	struct flow f;
 	__u64 sandbox_id;
 
 	flow_from_sock_addr(&f, ctx, family);
-	sandbox_id = sandbox_of_sock(ctx->sk);
-	egress_decide(&f, sandbox_id, &d);
-	if (d.verdict == EGRET_VERDICT_ALLOW) {
-		counter_inc(EGRET_CNT_ALLOWED);
+	if (ctx->sk)
+		m = bpf_sk_storage_get(&sock_meta, ctx->sk, 0, 0);
+	sandbox_id = m ? m->sandbox_id : sandbox_of_current();
+	policy_decide(&f, sandbox_id, &d);
+	counter_verdict(hook, d.verdict);
+	if (d.verdict == EGRET_VERDICT_DENY) {
+		egress_report(&f, sandbox_id, hook, &d, (__u16)ctx->type);
+		return SK_DROP;
+	}
+	if (!m || !meta_is_flow(m, &f))
+		egress_report(&f, sandbox_id, hook, &d, (__u16)ctx->type);
+	if (m)
+		meta_set_flow(m, &f);
+	return SK_PASS;
+}
+
+/* Sandboxes may create TCP stream and UDP datagram sockets, and ICMP echo ("ping") sockets,
+ * whose packets the skb backstop checks; raw, SCTP, MPTCP and every other inet socket are
+ * refused.
+ */
+static __always_inline bool sock_type_allowed(__u32 family, __u32 type, __u32 protocol)
+{
+	type &= SOCK_TYPE_MASK;
+	if (type == SOCK_STREAM)
+		return protocol == IPPROTO_TCP;
+	if (type != SOCK_DGRAM)
+		return false;
+	return protocol == IPPROTO_UDP || (family == AF_INET && protocol == IPPROTO_ICMP) ||
+	       (family == AF_INET6 && protocol == IPPROTO_ICMPV6);
+}
+
+static __always_inline int egress_sock_create(struct bpf_sock *sk)
+{
+	struct decision d = { .reason = EGRET_REASON_SOCKET_TYPE };
+	/* ctx fields read once, as scalars: the verifier refuses reads through a moved ctx */
+	__u32 family = sk->family, type = sk->type, protocol = sk->protocol;
+	struct flow f = {};
+
+	sandbox_stamp_sock(sk);
+	if (sock_type_allowed(family, type, protocol))
+		return SK_PASS;
+	d.verdict = policy_audit_mode() ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY;
+	f.family = family;
+	f.protocol = protocol;
+	counter_verdict(EGRET_HOOK_SOCK_CREATE, d.verdict);
+	egress_report(&f, sandbox_of_current(), EGRET_HOOK_SOCK_CREATE, &d, type);
+	return d.verdict == EGRET_VERDICT_DENY ? SK_DROP : SK_PASS;
+}
+
+/* L4 destination port at off, 0 when the protocol has none. */
+static __always_inline __u16 skb_dport(struct __sk_buff *skb, __u32 off, __u8 proto)
+{
+	__u16 port;
+
+	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
+		return 0;
+	if (bpf_skb_load_bytes(skb, off + 2, &port, sizeof(port)))
+		return 0;
+	return bpf_ntohs(port);
+}
+
+/* Fill f from the IPv4/IPv6 header; *later_frag is set for a non-first fragment (no L4
+ * header). Returns false when the packet cannot be parsed.
+ */
+static __always_inline bool flow_from_skb(struct __sk_buff *skb, struct flow *f, bool *later_frag)
+{
+	__u32 off;
+	__u8 nh;
+
+	*later_frag = false;
+	f->mapped = 0;
+	if (skb->protocol == bpf_htons(ETH_P_IP)) {
+		struct iphdr ip;
+
+		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)))
+			return false;
+		f->family = AF_INET;
+		f->addr[0] = 0;
+		f->addr[1] = 0;
+		f->addr[2] = bpf_htonl(0x0000ffff);
+		f->addr[3] = ip.daddr;
+		f->protocol = ip.protocol;
+		*later_frag = (bpf_ntohs(ip.frag_off) & IP_OFFSET) != 0;
+		off = ip.ihl * 4;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
+
+		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
+			return false;
+		f->family = AF_INET6;
+		__builtin_memcpy(f->addr, &ip6.daddr, sizeof(f->addr));
+		nh = ip6.nexthdr;
+		off = sizeof(ip6);
+		/* hop-by-hop, routing, fragment and destination options headers */
+		for (int i = 0; i < 4; i++) {
+			struct ipv6_opt_hdr oh;
+			__u16 frag_off;
+
+			if (nh != 0 && nh != 43 && nh != 44 && nh != 60)
+				break;
+			if (bpf_skb_load_bytes(skb, off, &oh, sizeof(oh)))
+				return false;
+			if (nh == 44) {
+				if (bpf_skb_load_bytes(skb, off + 2, &frag_off, sizeof(frag_off)))
+					return false;
+				*later_frag = (bpf_ntohs(frag_off) & 0xfff8) != 0;
+				off += 8;
+			} else {
+				off += (oh.hdrlen + 1) * 8;
+			}
+			nh = oh.nexthdr;
+		}
+		f->protocol = nh;
+		f->mapped = addr_is_v4(f->addr);
+	} else {
+		return false;
+	}
+	f->port = *later_frag ? 0 : skb_dport(skb, off, f->protocol);
+	return true;
+}
+
+/* Every packet a sandbox sends: pass the flows the socket hooks allowed, and replies on
+ * connections the sandbox accepted; decide everything else (ping sockets, anything a socket
+ * hook did not see).
+ */
+static __always_inline int egress_skb(struct __sk_buff *skb)
+{
+	struct egret_sock_meta *m = NULL;
+	struct bpf_sock *sk = skb->sk;
+	bool later_frag = false;
+	struct decision d;
+	struct flow f = {};
+	__u64 sandbox_id;
+
+	if (sk)
+		sk = bpf_sk_fullsock(sk);
+	if (sk)
+		m = bpf_sk_storage_get(&sock_meta, sk, 0, 0);
+	sandbox_id = m ? m->sandbox_id : bpf_skb_ancestor_cgroup_id(skb, sandbox_level);
+	if (!flow_from_skb(skb, &f, &later_frag)) {
+		decide(&d, policy_audit_mode() ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY,
+		       EGRET_REASON_DEFAULT_DENY, 0);
+		goto report;
+	}
+	if (addr_hard_denied(f.addr)) {
+		decide(&d, EGRET_VERDICT_DENY, EGRET_REASON_METADATA, 0);
+		goto report;
+	}
+	if (m && (meta_is_flow(m, &f) || (later_frag && addr_eq(m->last_addr, f.addr))))
+		return SK_PASS;
+	/* SYN-ACKs run as the listener; an accepted socket carries no stamp of ours */
+	if (f.protocol == IPPROTO_TCP && sk && (sk->state == BPF_TCP_LISTEN || !m))
+		return SK_PASS;
+	policy_decide(&f, sandbox_id, &d);
+	counter_verdict(EGRET_HOOK_SKB_EGRESS, d.verdict);
+	if (d.verdict != EGRET_VERDICT_DENY) {
+		if (m)
+			meta_set_flow(m, &f);
 		return SK_PASS;
 	}
-	counter_inc(d.verdict == EGRET_VERDICT_DENY ? EGRET_CNT_DENIED : EGRET_CNT_AUDITED);
-	egress_report(&f, sandbox_id, hook, &d);
+	if (m && m->denied_reported)
+		return SK_DROP;
+	if (m)
+		m->denied_reported = 1;
+	egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, sk ? sk->type : 0);
+	return SK_DROP;
+report:
+	counter_verdict(EGRET_HOOK_SKB_EGRESS, d.verdict);
+	egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, 0);
 	return d.verdict == EGRET_VERDICT_DENY ? SK_DROP : SK_PASS;
 }
 

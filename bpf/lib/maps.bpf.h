@@ -26,12 +26,42 @@ struct {
 	__type(value, struct egret_sock_meta);
 } sock_meta SEC(".maps");
 
+/* The rule trie; see include/egret/policy.h. Renamed (policy_vN) whenever its key or value
+ * layout changes, so an egretd of another layout never adopts it.
+ */
+struct policy_trie {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EGRET_POLICY_MAX_ENTRIES);
+	__uint(key_size, sizeof(struct egret_policy_key));
+	__uint(value_size, sizeof(struct egret_policy_val));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct policy_trie);
+} policy_v1 SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_SANDBOXES_MAX);
+	__type(key, __u64);
+	__type(value, struct egret_sandbox);
+} sandboxes SEC(".maps");
+
 static __always_inline void counter_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
 
 	if (v)
 		*v += 1;
+}
+
+static __always_inline void counter_verdict(__u8 hook, __u8 verdict)
+{
+	counter_inc(EGRET_CNT_VERDICT_BASE + (hook & 7) * 4 + (verdict & 3));
 }
 
 #endif /* EGRET_MAPS_BPF_H */

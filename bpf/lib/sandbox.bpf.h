@@ -7,8 +7,18 @@
 
 #include "lib/maps.bpf.h"
 
-/* Level of the sandbox cgroups (egret's root cgroup level + 1); set by egretd before load. */
+/* Level of the sandbox cgroups (egret's root cgroup level + 1), and the root's id; set by
+ * egretd before load.
+ */
 const volatile __u32 sandbox_level = 1;
+const volatile __u64 root_cgroup_id = 0;
+
+/* Tracepoints run for every task: is current under egret's root? */
+static __always_inline bool current_in_root(void)
+{
+	return sandbox_level > 0 &&
+	       bpf_get_current_ancestor_cgroup_id(sandbox_level - 1) == root_cgroup_id;
+}
 
 static __always_inline __u64 sandbox_of_current(void)
 {
@@ -32,8 +42,10 @@ static __always_inline void sandbox_stamp_sock(struct bpf_sock *sk)
 	struct egret_sock_meta *m;
 
 	m = bpf_sk_storage_get(&sock_meta, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (m)
+	if (m) {
+		__builtin_memset(m, 0, sizeof(*m));
 		m->sandbox_id = sandbox_of_current();
+	}
 }
 
 #endif /* EGRET_SANDBOX_BPF_H */

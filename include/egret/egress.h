@@ -23,6 +23,8 @@ enum egret_reason {
 	EGRET_REASON_ALLOW_RULE = 4,
 	EGRET_REASON_SOCKET_TYPE = 5,
 	EGRET_REASON_DNS = 6,
+	EGRET_REASON_SANDBOX_PENDING = 7,
+	EGRET_REASON_NO_POLICY = 8,
 };
 
 /* NetConnect.Hook */
@@ -34,11 +36,20 @@ enum egret_hook {
 	EGRET_HOOK_SOCK_CREATE = 5,
 	EGRET_HOOK_SKB_EGRESS = 6,
 	EGRET_HOOK_SYSCALL = 7,
+	EGRET_HOOK_MAX = 8,
 };
 
-/* Per-socket state in the `sock_meta` sk_storage map, stamped at socket creation. */
+/* Per-socket state in the `sock_meta` sk_storage map, stamped at socket creation. The last
+ * destination a socket hook allowed is remembered so the skb backstop passes that flow's packets
+ * after one compare, and so a new flow is reported once, not once per datagram.
+ */
 struct egret_sock_meta {
-	__u64 sandbox_id; /* sandbox of the creating task */
+	__u64 sandbox_id;     /* sandbox of the creating task */
+	__u32 last_addr[4];   /* last allowed destination, IPv4 mapped */
+	__u16 last_port;      /* its port, host order */
+	__u8 last_proto;      /* its protocol; 0: none yet */
+	__u8 denied_reported; /* the skb backstop reported a drop on this socket */
+	__u32 pad;
 };
 
 /* EGRET_EV_CONNECT */
@@ -47,13 +58,15 @@ struct egret_connect_event {
 	__u8 daddr[EGRET_ADDR_LEN]; /* destination, network order, IPv4 mapped */
 	__u32 rule_id;		    /* matching rule, 0 when none */
 	__u16 dport;		    /* destination port, host order */
-	__u8 family;		    /* AF_INET or AF_INET6, as the socket used it */
+	__u8 family;		    /* AF_* of the socket */
 	__u8 protocol;		    /* IPPROTO_TCP, IPPROTO_UDP, ... */
 	__u8 hook;		    /* enum egret_hook */
 	__u8 verdict;		    /* enum egret_verdict */
 	__u8 reason;		    /* enum egret_reason */
 	__u8 v4_mapped;		    /* 1: an IPv6 socket asked for ::ffff:a.b.c.d */
-	__u8 pad[4];
+	__u16 sock_type;	    /* SOCK_* for HOOK_SOCK_CREATE and HOOK_SYSCALL */
+	__u8 killed;		    /* HOOK_SYSCALL: SIGKILL sent */
+	__u8 pad;
 };
 
 #endif /* EGRET_EGRESS_H */

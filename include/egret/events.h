@@ -11,15 +11,16 @@
 /* Record types; the first field of every record is struct egret_event_hdr. */
 enum egret_event_type {
 	EGRET_EV_CONNECT = 1, /* struct egret_connect_event, include/egret/egress.h */
+	EGRET_EV_CGROUP = 2,  /* struct egret_cgroup_event, include/egret/confine.h */
+	EGRET_EV_TAMPER = 3,  /* struct egret_tamper_event, include/egret/confine.h */
 };
 
 /* Indexes into the per-CPU `counters` array. */
 enum egret_counter {
 	EGRET_CNT_RINGBUF_DROPS = 0, /* records lost: ring buffer full */
-	EGRET_CNT_ALLOWED,	     /* connects / sends allowed */
-	EGRET_CNT_DENIED,	     /* connects / sends denied */
-	EGRET_CNT_AUDITED,	     /* would have been denied, passed in audit mode */
 	EGRET_CNT_DROPS_REPORTED,    /* written by egretd: ring buffer drops already reported */
+	EGRET_CNT_TAMPER,	     /* tamper attempts stopped */
+	EGRET_CNT_VERDICT_BASE = 8,  /* + hook * 4 + verdict (enum egret_hook, egret_verdict) */
 	EGRET_CNT_MAX = 64,
 };
 

@@ -111,10 +111,10 @@ Test(lifecycle, restart_adopts_pins_without_a_gap)
 	waitpid(child, &status, 0);
 	successes = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	cr_expect_eq(successes, 0, "%d connects to the metadata address got through", successes);
-	cr_expect(strstr(harness_log(T), "(5 adopted)"), "restart did not adopt the pins:\n%s",
+	cr_expect(strstr(harness_log(T), "(14 adopted)"), "restart did not adopt the pins:\n%s",
 		  harness_log(T));
 	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
-	cr_expect(strstr(out, "5 adopted from a previous egretd"), "%s", out);
+	cr_expect(strstr(out, "14 adopted from a previous egretd"), "%s", out);
 }
 
 Test(lifecycle, run_refuses_while_nothing_is_attached)
@@ -258,7 +258,8 @@ Test(lifecycle, stream_is_bracketed_and_gapless)
 	usleep(200000);
 	cr_assert_eq(harness_stop(T, SIGTERM), 0, "%s", harness_log(T));
 	cr_assert_eq(events_read(T->sink_path, &evs), 0);
-	cr_assert_eq(evs.n, 5, "start, 3 denials, stop; got %zu", evs.n);
+	/* start, the policy loaded, sandbox box created, 3 denials, stop */
+	cr_assert_eq(evs.n, 7, "got %zu events", evs.n);
 	last = evs.n - 1;
 	for (size_t i = 0; i < evs.n; i++) {
 		cr_expect_eq(evs.ev[i]->seq, i + 1, "seq %llu at %zu",
@@ -268,15 +269,19 @@ Test(lifecycle, stream_is_bracketed_and_gapless)
 	}
 	cr_expect_eq(evs.ev[0]->payload_case, EGRET__V1__EVENT__PAYLOAD_AGENT);
 	cr_expect_eq(evs.ev[0]->agent->kind, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
-	cr_expect_eq(evs.ev[0]->agent->programs, 5);
+	cr_expect_eq(evs.ev[0]->agent->programs, 14);
+	cr_expect_eq(evs.ev[1]->payload_case, EGRET__V1__EVENT__PAYLOAD_POLICY_CHANGE);
+	cr_expect_str_eq(evs.ev[1]->policy_change->action, "load");
+	cr_expect_eq(evs.ev[2]->payload_case, EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE);
+	cr_expect_str_eq(evs.ev[2]->sandbox->name, "box");
 	cr_expect_eq(evs.ev[last]->agent->kind, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_STOP);
 	cr_expect_str_eq(evs.ev[last]->agent->reason, "Terminated");
-	for (size_t i = 1; i < last; i++)
+	for (size_t i = 3; i < last; i++)
 		cr_expect_eq(evs.ev[i]->payload_case, EGRET__V1__EVENT__PAYLOAD_NET_CONNECT);
 	events_free(&evs);
 
 	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "%s", out);
-	for (int i = 1; i <= 5; i++) {
+	for (int i = 1; i <= 7; i++) {
 		snprintf(seq, sizeof(seq), "\"seq\":%d,", i);
 		cr_expect(strstr(out, seq), "tail output lacks %s:\n%s", seq, out);
 	}

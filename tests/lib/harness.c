@@ -55,9 +55,22 @@ int harness_init(struct egret_instance *e)
 	snprintf(e->control, sizeof(e->control), "%s/control.sock", e->tmpdir);
 	snprintf(e->sink_path, sizeof(e->sink_path), "%s/events.pb", e->tmpdir);
 	snprintf(e->log_path, sizeof(e->log_path), "%s/egretd.log", e->tmpdir);
+	snprintf(e->policy_path, sizeof(e->policy_path), "%s/egret.policy", e->tmpdir);
+	snprintf(e->live_path, sizeof(e->live_path), "%s/live.rules", e->tmpdir);
 	if (mkdir(e->tmpdir, 0700) && errno != EEXIST)
 		return -errno;
-	return 0;
+	return harness_policy(e, "mode enforce\n");
+}
+
+/* Write the instance's policy file (egretd reads it at start and on reload). */
+int harness_policy(struct egret_instance *e, const char *text)
+{
+	FILE *f = fopen(e->policy_path, "w");
+
+	if (!f)
+		return -errno;
+	fputs(text, f);
+	return fclose(f) ? -errno : 0;
 }
 
 static int notify_socket(const char *path)
@@ -95,6 +108,10 @@ int harness_start(struct egret_instance *e, const char *const extra[])
 	argv[n++] = e->control;
 	argv[n++] = "--sink";
 	argv[n++] = sink;
+	argv[n++] = "--policy";
+	argv[n++] = e->policy_path;
+	argv[n++] = "--live-rules";
+	argv[n++] = e->live_path;
 	for (int i = 0; extra && extra[i] && n < 62; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;

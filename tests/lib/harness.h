@@ -27,6 +27,8 @@ struct egret_instance {
 	char control[PATH_MAX];
 	char sink_path[PATH_MAX];
 	char log_path[PATH_MAX];
+	char policy_path[PATH_MAX];
+	char live_path[PATH_MAX];
 	pid_t egretd; /* running egretd, 0 when none */
 };
 
@@ -35,6 +37,7 @@ extern struct egret_instance *T;
 
 void harness_require_root(void);
 int harness_init(struct egret_instance *e);
+int harness_policy(struct egret_instance *e, const char *text);
 int harness_start(struct egret_instance *e, const char *const extra[]);
 int harness_stop(struct egret_instance *e, int sig);
 void harness_cleanup(struct egret_instance *e);

@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: GPL-2.0
+/* What a root process in a sandbox could do that the cgroup socket hooks never see: create a
+ * socket of a family without inet hooks (AF_PACKET and the rest), set up io_uring (whose socket
+ * op bypasses the socket syscall), call bpf(2), or leave its sandbox's cgroup by writing
+ * cgroup.procs or by clone3(CLONE_INTO_CGROUP). Tracepoints see each and send SIGKILL; the
+ * process dies on its way back to user space, before it can use what the call returned. Also
+ * reports the sandbox cgroups coming and going, so egretd installs their rules.
+ */
+#include "lib/confine.bpf.h"
+#include "lib/egress.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* inet families have cgroup hooks; unix and netlink send nothing off the host */
+static __always_inline bool family_hooked(int family)
+{
+	return family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK;
+}
+
+SEC("tp/syscalls/sys_enter_socket")
+int egret_socket(struct trace_event_raw_sys_enter *ctx)
+{
+	struct egret_connect_event *e;
+	int family = (int)ctx->args[0];
+	bool audit;
+
+	if (family_hooked(family) || !current_in_root())
+		return 0;
+	audit = policy_audit_mode();
+	if (!audit)
+		bpf_send_signal(SIGKILL);
+	counter_verdict(EGRET_HOOK_SYSCALL, audit ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY);
+	e = event_reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	__builtin_memset(e, 0, sizeof(*e));
+	event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox_of_current());
+	e->family = (__u8)family;
+	e->protocol = (__u8)ctx->args[2];
+	e->sock_type = (__u16)(ctx->args[1] & SOCK_TYPE_MASK);
+	e->hook = EGRET_HOOK_SYSCALL;
+	e->verdict = audit ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY;
+	e->reason = EGRET_REASON_SOCKET_TYPE;
+	e->killed = !audit;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_io_uring_setup")
+int egret_uring(struct trace_event_raw_sys_enter *ctx)
+{
+	bool audit;
+
+	if (!current_in_root())
+		return 0;
+	audit = policy_audit_mode();
+	if (!audit)
+		bpf_send_signal(SIGKILL);
+	tamper_report(EGRET_TAMPER_IO_URING, ctx->args[0], 0, !audit);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_bpf")
+int egret_bpf(struct trace_event_raw_sys_enter *ctx)
+{
+	if (!current_in_root())
+		return 0;
+	bpf_send_signal(SIGKILL);
+	tamper_report(EGRET_TAMPER_BPF, ctx->args[0], 0, true);
+	return 0;
+}
+
+/* A sandboxed writer of cgroup.procs may move tasks within its own sandbox, nowhere else. */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(egret_cg_attach, struct cgroup *dst, const char *path, struct task_struct *task,
+	     bool threadgroup)
+{
+	__u64 from, to;
+
+	if (!cgroup_is_v2(dst) || !current_in_root())
+		return 0;
+	from = sandbox_of_current();
+	to = sandbox_of_cgroup(dst);
+	if (to == from || (from == 0 && to != NOT_A_SANDBOX))
+		return 0;
+	bpf_send_signal(SIGKILL);
+	kill_task(task);
+	tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid, true);
+	return 0;
+}
+
+/* clone3(CLONE_INTO_CGROUP) places the child without a cgroup.procs write. */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct cgroup *cg;
+	__u64 from, to;
+
+	if (!current_in_root())
+		return 0;
+	cg = BPF_CORE_READ(child, cgroups, dfl_cgrp);
+	from = sandbox_of_current();
+	to = sandbox_of_cgroup(cg);
+	if (to == from || (from == 0 && to != NOT_A_SANDBOX))
+		return 0;
+	bpf_send_signal(SIGKILL);
+	kill_task(child);
+	tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(cg, kn, id), child->tgid, true);
+	return 0;
+}
+
+/* A syscall egretctl run's seccomp filter refused arrives as SIGSYS. */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(egret_sigsys, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	if (sig != SIGSYS || BPF_CORE_READ(info, si_code) != SYS_SECCOMP || !current_in_root())
+		return 0;
+	tamper_report(EGRET_TAMPER_SECCOMP, BPF_CORE_READ(info, _sifields._sigsys._syscall), 0,
+		      false);
+	return 0;
+}
+
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(egret_cg_mkdir, struct cgroup *cg, const char *path)
+{
+	__u64 id;
+
+	if (!cgroup_is_v2(cg) || BPF_CORE_READ(cg, level) != sandbox_level)
+		return 0;
+	id = sandbox_of_cgroup(cg);
+	if (id != NOT_A_SANDBOX && id != 0)
+		cgroup_report(cg, id, EGRET_CG_CREATED);
+	return 0;
+}
+
+SEC("tp_btf/cgroup_rmdir")
+int BPF_PROG(egret_cg_rmdir, struct cgroup *cg, const char *path)
+{
+	__u64 id;
+
+	if (!cgroup_is_v2(cg) || BPF_CORE_READ(cg, level) != sandbox_level)
+		return 0;
+	id = sandbox_of_cgroup(cg);
+	if (id != NOT_A_SANDBOX && id != 0)
+		cgroup_report(cg, id, EGRET_CG_DESTROYED);
+	return 0;
+}

@@ -1,0 +1,122 @@
+/* The egress decision: hard-deny set, then the rule trie (global scope and the sandbox's
+ * scope, one lookup each), deny before allow, default deny; audit mode turns a rule denial into
+ * a reported pass. Anything missing (no trie, unregistered sandbox) denies.
+ */
+#ifndef EGRET_POLICY_BPF_H
+#define EGRET_POLICY_BPF_H
+
+#include "lib/addr.bpf.h"
+#include "lib/maps.bpf.h"
+
+struct decision {
+	__u32 rule_id;
+	__u8 verdict; /* enum egret_verdict */
+	__u8 reason;  /* enum egret_reason */
+};
+
+static __always_inline void *policy_trie(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&policy_v1, &zero);
+}
+
+static __always_inline struct egret_policy_val *policy_lookup(void *trie, __u64 scope,
+							      const __u32 *addr)
+{
+	struct egret_policy_key key;
+
+	key.prefixlen = EGRET_SCOPE_BITS + 128;
+	key.scope[0] = (__u32)scope;
+	key.scope[1] = scope >> 32;
+	__builtin_memcpy(key.addr, addr, sizeof(key.addr));
+	return bpf_map_lookup_elem(trie, &key);
+}
+
+/* The policy mode, for hooks that have no destination (socket creation, syscalls). */
+static __always_inline bool policy_audit_mode(void)
+{
+	struct egret_policy_val *g;
+	__u32 any[4] = {};
+	void *trie = policy_trie();
+
+	if (!trie)
+		return false;
+	g = policy_lookup(trie, 0, any);
+	return g && (g->flags & EGRET_POL_AUDIT);
+}
+
+static __always_inline bool port_rule_matches(const struct egret_port_rule *r, const struct flow *f)
+{
+	if (r->proto && r->proto != f->protocol &&
+	    !(r->proto == IPPROTO_ICMP && f->protocol == IPPROTO_ICMPV6))
+		return false;
+	return f->port >= r->port_lo && f->port <= r->port_hi;
+}
+
+/* The first rule of v with this action that matches f; 0 when none. */
+static __always_inline __u32 match_rules(const struct egret_policy_val *v, const struct flow *f,
+					 __u8 action)
+{
+	if (!v)
+		return 0;
+	for (int i = 0; i < EGRET_PORT_RULES; i++) {
+		if (i >= v->nrules)
+			break;
+		if (v->rules[i].action == action && port_rule_matches(&v->rules[i], f))
+			return v->rules[i].rule_id ? v->rules[i].rule_id : 1;
+	}
+	return 0;
+}
+
+static __always_inline void decide(struct decision *d, __u8 verdict, __u8 reason, __u32 rule_id)
+{
+	d->verdict = verdict;
+	d->reason = reason;
+	d->rule_id = rule_id;
+}
+
+static __always_inline void policy_match(void *trie, const struct flow *f, __u64 sandbox_id,
+					 struct decision *d)
+{
+	struct egret_policy_val *g, *s = NULL;
+	__u32 id;
+
+	g = policy_lookup(trie, 0, f->addr);
+	if (g && (g->flags & EGRET_POL_AUDIT))
+		d->verdict = EGRET_VERDICT_AUDIT; /* what a denial becomes */
+	if (sandbox_id) {
+		if (!bpf_map_lookup_elem(&sandboxes, &sandbox_id)) {
+			decide(d, d->verdict, EGRET_REASON_SANDBOX_PENDING, 0);
+			return;
+		}
+		s = policy_lookup(trie, sandbox_id, f->addr);
+	}
+	if ((id = match_rules(g, f, EGRET_ACT_DENY)) || (id = match_rules(s, f, EGRET_ACT_DENY))) {
+		decide(d, d->verdict, EGRET_REASON_DENY_RULE, id);
+		return;
+	}
+	if ((id = match_rules(s, f, EGRET_ACT_ALLOW)) ||
+	    (id = match_rules(g, f, EGRET_ACT_ALLOW))) {
+		decide(d, EGRET_VERDICT_ALLOW, EGRET_REASON_ALLOW_RULE, id);
+		return;
+	}
+	decide(d, d->verdict, EGRET_REASON_DEFAULT_DENY, 0);
+}
+
+static __always_inline void policy_decide(const struct flow *f, __u64 sandbox_id,
+					  struct decision *d)
+{
+	void *trie;
+
+	decide(d, EGRET_VERDICT_DENY, EGRET_REASON_NO_POLICY, 0);
+	if (addr_hard_denied(f->addr)) {
+		d->reason = EGRET_REASON_METADATA;
+		return;
+	}
+	trie = policy_trie();
+	if (trie)
+		policy_match(trie, f, sandbox_id, d);
+}
+
+#endif /* EGRET_POLICY_BPF_H */

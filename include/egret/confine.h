@@ -1,0 +1,44 @@
+/* Confinement ABI shared by bpf/confine.bpf.c and user/confine.c: what tracepoints see that
+ * the cgroup socket hooks cannot (socket families without inet hooks, bpf(), leaving the
+ * sandbox's cgroup), and the sandbox cgroups coming and going.
+ */
+#ifndef EGRET_CONFINE_H
+#define EGRET_CONFINE_H
+
+#define EGRET_CGROUP_NAME_LEN 64
+
+/* egret_cgroup_event.op; mirrors SandboxLifecycle.Kind in proto/egret/v1/events.proto */
+enum egret_cgroup_op {
+	EGRET_CG_CREATED = 1,
+	EGRET_CG_DESTROYED = 2,
+};
+
+/* EGRET_EV_CGROUP: a sandbox cgroup (a direct child of the root) was created or removed */
+struct egret_cgroup_event {
+	struct egret_event_hdr hdr;
+	__u64 cgroup_id; /* the sandbox's cgroup id */
+	__u32 op;	 /* enum egret_cgroup_op */
+	__u32 pad;
+	__u8 name[EGRET_CGROUP_NAME_LEN]; /* its directory name, NUL-terminated, may be cut */
+};
+
+/* egret_tamper_event.kind; mirrors Tamper.Kind in proto/egret/v1/events.proto */
+enum egret_tamper_kind {
+	EGRET_TAMPER_BPF = 1, /* bpf(2) from a sandbox; target: the command */
+	EGRET_TAMPER_CGROUP_ESCAPE =
+		2, /* moved a task out of its sandbox; target: destination cgroup id */
+	EGRET_TAMPER_SECCOMP = 3,  /* a syscall egretctl run's filter refused; target: its number */
+	EGRET_TAMPER_IO_URING = 4, /* io_uring_setup(2); target: the ring size asked for */
+};
+
+/* EGRET_EV_TAMPER */
+struct egret_tamper_event {
+	struct egret_event_hdr hdr;
+	__u64 target;	 /* see enum egret_tamper_kind */
+	__u32 kind;	 /* enum egret_tamper_kind */
+	__u32 other_pid; /* the task moved (cgroup escape), 0 otherwise */
+	__u8 killed;	 /* 1: egret sent SIGKILL */
+	__u8 pad[7];
+};
+
+#endif /* EGRET_CONFINE_H */

@@ -1,0 +1,56 @@
+/* The compiled egress policy as BPF sees it, shared by bpf/lib/policy.bpf.h and
+ * user/policy_map.c.
+ *
+ * One LPM trie holds every rule set: the key is (scope, address prefix), scope 0 for global rules
+ * and the sandbox's cgroup id for that sandbox's rules, so a global and a sandbox rule are one
+ * lookup each. egretd pushes every prefix's port rules down into the longer prefixes it covers,
+ * so the longest match carries all that apply. The trie sits in slot 0 of an array-of-maps;
+ * a reload builds a new trie and swaps the slot, which is atomic for every reader.
+ */
+#ifndef EGRET_POLICY_H
+#define EGRET_POLICY_H
+
+#define EGRET_POLICY_MAX_ENTRIES (1u << 20) /* prefixes over all scopes */
+#define EGRET_PORT_RULES	 16	    /* port rules per prefix after push-down */
+#define EGRET_SANDBOXES_MAX	 65536	    /* registered sandboxes */
+#define EGRET_SCOPE_BITS	 64	    /* key bits taken by the scope */
+
+/* egret_port_rule.action */
+enum egret_action {
+	EGRET_ACT_ALLOW = 1,
+	EGRET_ACT_DENY = 2,
+};
+
+/* egret_policy_val.flags, carried by the global scope's entries (pushed down from ::/0) */
+#define EGRET_POL_AUDIT 0x1 /* audit mode: would-be denials pass and are reported */
+
+struct egret_policy_key {
+	__u32 prefixlen; /* EGRET_SCOPE_BITS + address prefix bits */
+	__u32 scope[2];	 /* 0: global; else the sandbox cgroup id, low word first */
+	__u8 addr[16];	 /* network order, IPv4 mapped into ::ffff:0:0/96 */
+};
+
+struct egret_port_rule {
+	__u32 rule_id; /* egretd's rule id, reported with the verdict */
+	__u16 port_lo; /* host order, inclusive; ICMP has port 0 */
+	__u16 port_hi;
+	__u8 proto;  /* 0 any, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP (ICMP and ICMPv6) */
+	__u8 action; /* enum egret_action */
+	__u8 pad[2];
+};
+
+struct egret_policy_val {
+	__u32 flags;  /* EGRET_POL_* */
+	__u32 nrules; /* valid entries in rules[] */
+	struct egret_port_rule rules[EGRET_PORT_RULES];
+};
+
+/* `sandboxes` map value: a sandbox's rules are in the trie. A socket of a sandbox that is not
+ * registered yet is denied everything (fail closed) until egretd has installed its rules.
+ */
+struct egret_sandbox {
+	__u32 flags;
+	__u32 pad;
+};
+
+#endif /* EGRET_POLICY_H */

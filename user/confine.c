@@ -1,0 +1,81 @@
+/* Confinement records -> SandboxLifecycle and Tamper events; new sandboxes go to the engine so
+ * their rules are installed.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "collector.h"
+#include "confine.h"
+
+_Static_assert(sizeof(struct egret_cgroup_event) == 136, "egret_cgroup_event layout");
+_Static_assert(sizeof(struct egret_tamper_event) == 80, "egret_tamper_event layout");
+
+void confine__on_cgroup(struct collector *c, const void *rec)
+{
+	const struct egret_cgroup_event *r = rec;
+	Egret__V1__SandboxLifecycle sl = EGRET__V1__SANDBOX_LIFECYCLE__INIT;
+	char name[EGRET_CGROUP_NAME_LEN + 1];
+	struct envelope e;
+
+	memcpy(name, r->name, EGRET_CGROUP_NAME_LEN);
+	name[EGRET_CGROUP_NAME_LEN] = '\0';
+	if (r->op == EGRET_CG_CREATED) {
+		sandbox_names__set(&c->names, r->cgroup_id, name);
+		if (c->hooks.sandbox_created)
+			c->hooks.sandbox_created(c->hooks.ctx, r->cgroup_id, name);
+	} else if (c->hooks.sandbox_destroyed) {
+		c->hooks.sandbox_destroyed(c->hooks.ctx, r->cgroup_id);
+	}
+	collector__envelope(c, &r->hdr, &e);
+	sl.kind = r->op == EGRET_CG_CREATED ? EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_CREATED
+					    : EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_DESTROYED;
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE;
+	e.ev.sandbox_lifecycle = &sl;
+	stream__emit(c->stream, &e.ev);
+	if (r->op == EGRET_CG_DESTROYED)
+		sandbox_names__del(&c->names, r->cgroup_id);
+}
+
+static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, size_t size)
+{
+	switch (r->kind) {
+	case EGRET_TAMPER_BPF:
+		snprintf(buf, size, "bpf(2) command %llu from inside a sandbox",
+			 (unsigned long long)r->target);
+		break;
+	case EGRET_TAMPER_CGROUP_ESCAPE:
+		snprintf(buf, size, "moved pid %u to cgroup %llu, outside its sandbox",
+			 r->other_pid, (unsigned long long)r->target);
+		break;
+	case EGRET_TAMPER_SECCOMP:
+		snprintf(buf, size, "syscall %llu refused by egretctl run's seccomp filter",
+			 (unsigned long long)r->target);
+		break;
+	case EGRET_TAMPER_IO_URING:
+		snprintf(buf, size, "io_uring_setup(2) from inside a sandbox");
+		break;
+	default:
+		snprintf(buf, size, "tamper kind %u", r->kind);
+	}
+	return buf;
+}
+
+void confine__on_tamper(struct collector *c, const void *rec)
+{
+	const struct egret_tamper_event *r = rec;
+	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
+	char detail[160];
+	struct envelope e;
+
+	collector__envelope(c, &r->hdr, &e);
+	t.kind = (Egret__V1__Tamper__Kind)r->kind;
+	t.target = r->target;
+	t.other_pid = r->other_pid;
+	t.killed = r->killed;
+	t.detail = (char *)tamper_detail(r, detail, sizeof(detail));
+	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	e.ev.activity_id = 99; /* Other */
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
+	e.ev.tamper = &t;
+	stream__emit(c->stream, &e.ev);
+}

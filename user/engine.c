@@ -1,0 +1,663 @@
+/* The policy engine: see engine.h. Order of every change: parse, compile-check, build the new
+ * trie beside the one in force, persist live rules (tmp file, fsync, rename), swap. A failure
+ * at any step leaves the rule set in force and the live-rules file as they were.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <linux/types.h>
+
+#include "egret/policy.h"
+#include "engine.h"
+#include "log.h"
+#include "policy_map.h"
+#include "util.h"
+
+#define MAX_RULE_WORDS 64
+
+int engine__init(struct engine *e, const char *policy_path, const char *live_path,
+		 const char *cgroup_root, int outer_fd, int sandboxes_fd)
+{
+	memset(e, 0, sizeof(*e));
+	e->policy_path = policy_path;
+	e->live_path = live_path;
+	e->cgroup_root = cgroup_root;
+	e->outer_fd = outer_fd;
+	e->sandboxes_fd = sandboxes_fd;
+	e->trie_fd = -1;
+	policy__init(&e->pol);
+	return sandbox_names__init(&e->reg, cgroup_root);
+}
+
+void engine__free(struct engine *e)
+{
+	if (e->trie_fd >= 0)
+		close(e->trie_fd);
+	e->trie_fd = -1;
+	policy__free(&e->pol);
+	sandbox_names__free(&e->reg);
+}
+
+static void emit_change(struct engine *e, const char *action, const char *actor,
+			const struct ucred *cr, const char *detail, const char *sandbox,
+			const char *before, const char *error)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__PolicyChange pc = EGRET__V1__POLICY_CHANGE__INIT;
+
+	if (!e->stream)
+		return;
+	pc.action = (char *)action;
+	pc.actor = (char *)actor;
+	pc.actor_uid = cr ? cr->uid : 0;
+	pc.actor_pid = cr ? (uint32_t)cr->pid : (uint32_t)getpid();
+	pc.detail = (char *)(detail ? detail : "");
+	pc.sandbox = (char *)(sandbox ? sandbox : "");
+	pc.before_hash = (char *)before;
+	pc.after_hash = e->hash;
+	pc.ok = error == NULL;
+	pc.error = (char *)(error ? error : "");
+	pc.rules = (uint32_t)e->pol.n;
+	pc.mode = (char *)policy__mode_name(e->pol.mode);
+	ev.class_uid = OCSF_DEVICE_CONFIG_CHANGE;
+	ev.activity_id = 1;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_POLICY_CHANGE;
+	ev.policy_change = &pc;
+	stream__emit(e->stream, &ev);
+}
+
+/* A new trie holding the global rules and those of every registered sandbox. */
+static int build_trie(struct engine *e, const struct policy *p, char *err, size_t errsz)
+{
+	int fd = policy_map__create(), ret;
+
+	if (fd < 0) {
+		snprintf(err, errsz, "cannot create a rule map: %s", strerror(-fd));
+		return fd;
+	}
+	ret = policy_map__install(fd, p, NULL, 0, err, errsz);
+	for (size_t i = 0; !ret && i < e->reg.cap; i++) {
+		const struct sandbox_entry *s = &e->reg.slots[i];
+
+		if (s->id)
+			ret = policy_map__install(fd, p, s->name, s->id, err, errsz);
+	}
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
+}
+
+/* Write the live rules of p to the live-rules file: tmp file, fsync, rename. */
+static int write_live(const struct engine *e, const struct policy *p, char *err, size_t errsz)
+{
+	char tmp[PATH_MAX], dir[PATH_MAX];
+	FILE *f;
+	int ret;
+
+	snprintf(dir, sizeof(dir), "%s", e->live_path);
+	ret = mkdir_p(dirname(dir), 0750);
+	if (ret) {
+		snprintf(err, errsz, "cannot create the directory of %s: %s", e->live_path,
+			 strerror(-ret));
+		return ret;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", e->live_path);
+	f = fopen(tmp, "we");
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errsz, "cannot write %s: %s", tmp, strerror(errno));
+		return ret;
+	}
+	ret = policy__write_live(p, f);
+	if (!ret && (fflush(f) || fsync(fileno(f))))
+		ret = -errno;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, e->live_path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		snprintf(err, errsz, "cannot save live rules to %s: %s", e->live_path,
+			 strerror(-ret));
+	}
+	return ret;
+}
+
+/* Put p (taken over on success) in force; on failure nothing changes. */
+static int commit(struct engine *e, struct policy *p, bool save_live, char *err, size_t errsz)
+{
+	int fd, ret;
+
+	policy__renumber(p);
+	ret = policy_map__check(p, err, errsz);
+	if (ret)
+		return ret;
+	fd = build_trie(e, p, err, errsz);
+	if (fd < 0)
+		return fd;
+	if (save_live && (ret = write_live(e, p, err, errsz))) {
+		close(fd);
+		return ret;
+	}
+	ret = policy_map__swap(e->outer_fd, fd);
+	if (ret) {
+		snprintf(err, errsz, "cannot swap the rule map in: %s", strerror(-ret));
+		close(fd);
+		return ret;
+	}
+	if (e->trie_fd >= 0)
+		close(e->trie_fd);
+	e->trie_fd = fd;
+	policy__free(&e->pol);
+	e->pol = *p;
+	policy__init(p);
+	policy__hash(&e->pol, e->hash);
+	e->changes++;
+	return 0;
+}
+
+/* The policy file's rules plus the live rules of live (if any). */
+static int read_policy(struct engine *e, struct policy *out, const struct policy *live, char *err,
+		       size_t errsz)
+{
+	int ret;
+
+	policy__init(out);
+	ret = policy__parse_file(out, e->policy_path, false, err, errsz);
+	for (size_t i = 0; !ret && live && i < live->n; i++) {
+		if (live->rules[i].live)
+			ret = policy__add(out, &live->rules[i]);
+	}
+	if (ret)
+		policy__free(out);
+	return ret;
+}
+
+static bool sandbox_dir_id(const struct engine *e, const char *name, uint64_t *id)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (join_path(path, sizeof(path), e->cgroup_root, name) || stat(path, &st) ||
+	    !S_ISDIR(st.st_mode))
+		return false;
+	*id = st.st_ino;
+	return true;
+}
+
+static int register_id(struct engine *e, uint64_t id)
+{
+	struct egret_sandbox v = { 0 };
+
+	return bpf_map_update_elem(e->sandboxes_fd, &id, &v, BPF_ANY) ? -errno : 0;
+}
+
+/* Drop registrations of sandboxes that are gone (left by an earlier egretd). */
+static void unregister_stale(struct engine *e)
+{
+	uint64_t kept = 0, next;
+	bool have_kept = false;
+
+	while (bpf_map_get_next_key(e->sandboxes_fd, have_kept ? &kept : NULL, &next) == 0) {
+		if (sandbox_names__get(&e->reg, next)) {
+			kept = next;
+			have_kept = true;
+		} else {
+			bpf_map_delete_elem(e->sandboxes_fd, &next);
+		}
+	}
+}
+
+/* Load the policy file and the live rules, and put them in force for every sandbox that exists
+ * now. Called before the programs are attached: there is a rule set before anything enforces.
+ */
+int engine__start(struct engine *e)
+{
+	char err[POLICY_ERR_LEN];
+	struct policy p, live;
+	int ret;
+
+	policy__init(&live);
+	ret = policy__parse_file(&live, e->live_path, true, err, sizeof(err));
+	if (ret && ret != -ENOENT) {
+		log_err("live rules: %s (fix or remove the file; egretd rewrites it on every edit)",
+			err);
+		policy__free(&live);
+		return ret;
+	}
+	ret = read_policy(e, &p, &live, err, sizeof(err));
+	policy__free(&live);
+	if (ret) {
+		log_err("policy: %s", err);
+		return ret;
+	}
+	sandbox_names__scan(&e->reg);
+	ret = commit(e, &p, false, err, sizeof(err));
+	policy__free(&p);
+	if (ret) {
+		log_err("policy %s: %s", e->policy_path, err);
+		return ret;
+	}
+	for (size_t i = 0; i < e->reg.cap; i++) {
+		if (e->reg.slots[i].id && register_id(e, e->reg.slots[i].id))
+			log_err("cannot register sandbox %s: %s", e->reg.slots[i].name,
+				strerror(errno));
+	}
+	unregister_stale(e);
+	log_info("policy %s: mode %s, %zu rules (%zu live), %zu sandboxes", e->policy_path,
+		 policy__mode_name(e->pol.mode), e->pol.n, policy__count(&e->pol, true, NULL),
+		 e->reg.used);
+	return 0;
+}
+
+/* The rule set loaded at start, as the stream's first PolicyChange. */
+void engine__announce(struct engine *e)
+{
+	emit_change(e, "load", "egretd", NULL, e->policy_path, NULL, "", NULL);
+}
+
+void engine__sandbox_created(struct engine *e, uint64_t id, const char *name)
+{
+	char err[POLICY_ERR_LEN];
+	uint64_t real;
+
+	if (sandbox_names__get(&e->reg, id))
+		return;
+	/* trust the directory, not the event: the name may have been cut or reused */
+	if (!sandbox_dir_id(e, name, &real) || real != id)
+		return;
+	if (policy_map__install(e->trie_fd, &e->pol, name, id, err, sizeof(err))) {
+		log_err("sandbox %s stays without network: %s", name, err);
+		return;
+	}
+	if (register_id(e, id)) {
+		log_err("cannot register sandbox %s: %s", name, strerror(errno));
+		policy_map__remove(e->trie_fd, &e->pol, name, id);
+		return;
+	}
+	sandbox_names__set(&e->reg, id, name);
+	log_debug("sandbox %s (cgroup %llu) registered", name, (unsigned long long)id);
+}
+
+void engine__sandbox_destroyed(struct engine *e, uint64_t id)
+{
+	const char *name = sandbox_names__get(&e->reg, id);
+
+	if (!name)
+		return;
+	bpf_map_delete_elem(e->sandboxes_fd, &id);
+	policy_map__remove(e->trie_fd, &e->pol, name, id);
+	sandbox_names__del(&e->reg, id);
+}
+
+/* Register sandboxes created while nobody listened, forget those removed. */
+void engine__rescan(struct engine *e)
+{
+	struct dirent *de;
+	DIR *d = opendir(e->cgroup_root);
+	uint64_t id;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] != '.' && sandbox_dir_id(e, de->d_name, &id))
+			engine__sandbox_created(e, id, de->d_name);
+	}
+	closedir(d);
+	for (size_t i = 0; i < e->reg.cap; i++) {
+		struct sandbox_entry *s = &e->reg.slots[i];
+
+		if (s->id && (!sandbox_dir_id(e, s->name, &id) || id != s->id)) {
+			engine__sandbox_destroyed(e, s->id);
+			i = (size_t)-1; /* the table shifted: start over */
+		}
+	}
+}
+
+int engine__reload(struct engine *e, const char *actor, bool discard_live, char *err, size_t errsz)
+{
+	char before[65];
+	struct policy p;
+	int ret;
+
+	memcpy(before, e->hash, sizeof(before));
+	ret = read_policy(e, &p, discard_live ? NULL : &e->pol, err, errsz);
+	if (!ret) {
+		ret = commit(e, &p, discard_live, err, errsz);
+		policy__free(&p);
+	}
+	emit_change(e, "reload", actor, NULL, e->policy_path, NULL, before, ret ? err : NULL);
+	return ret;
+}
+
+const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, size_t size)
+{
+	ssize_t i = id ? policy__find_id(&e->pol, id) : -1;
+
+	if (i < 0)
+		return NULL;
+	rule__format(&e->pol.rules[i], buf, size);
+	return buf;
+}
+
+static void actor_of(const struct ucred *cr, char *out, size_t size)
+{
+	char path[64], comm[64] = "?";
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", cr->pid);
+	n = read_file(path, comm, sizeof(comm));
+	if (n > 0 && comm[n - 1] == '\n')
+		comm[n - 1] = '\0';
+	snprintf(out, size, "uid %u pid %d (%s)", cr->uid, cr->pid, comm);
+}
+
+/* [--sandbox NAME] [--] WORDS...: the index of the first word, or -1 after replying. */
+static int rule_args(struct control_req *r, const char **sandbox)
+{
+	int i = 1;
+
+	*sandbox = "";
+	for (; i < r->argc; i++) {
+		if (!strcmp(r->argv[i], "--sandbox") && i + 1 < r->argc) {
+			*sandbox = r->argv[++i];
+			if (!sandbox__valid_name(*sandbox)) {
+				control__err(r, "bad sandbox name '%s'\n", *sandbox);
+				return -1;
+			}
+		} else if (!strcmp(r->argv[i], "--")) {
+			return i + 1;
+		} else if (!strncmp(r->argv[i], "--", 2)) {
+			control__err(r, "unknown option '%s'\n", r->argv[i]);
+			return -1;
+		} else {
+			break;
+		}
+	}
+	return i;
+}
+
+static void join_words(char **w, int n, char *out, size_t size)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (int i = 0; i < n && used < size; i++)
+		used += (size_t)snprintf(out + used, size - used, "%s%s", i ? " " : "", w[i]);
+}
+
+/* allow / deny: the request words are a policy line's. */
+static int cmd_add(struct engine *e, struct control_req *r)
+{
+	char err[POLICY_ERR_LEN], actor[128], detail[1024], before[65], text[400];
+	struct rule rules[MAX_RULE_WORDS];
+	const char *sandbox;
+	struct policy p;
+	int first, n, added = 0, ret;
+
+	first = rule_args(r, &sandbox);
+	if (first < 0)
+		return 2;
+	/* argv[first - 1] is the verb's slot: reuse it so the words read "allow ..." */
+	r->argv[first - 1] = r->argv[0];
+	n = policy__parse_words(r->argv + first - 1, r->argc - first + 1, sandbox, rules,
+				MAX_RULE_WORDS, err, sizeof(err));
+	join_words(r->argv + first - 1, r->argc - first + 1, detail, sizeof(detail));
+	if (n < 0) {
+		control__err(r, "%s\n", err);
+		return 2;
+	}
+	actor_of(&r->peer, actor, sizeof(actor));
+	memcpy(before, e->hash, sizeof(before));
+	if (policy__copy(&p, &e->pol))
+		return 1;
+	for (int i = 0; i < n; i++) {
+		ssize_t at = policy__find(&p, &rules[i]);
+
+		rules[i].live = true;
+		if (at >= 0) {
+			rule__format(&rules[i], text, sizeof(text));
+			control__out(r, "already in force: %s%s%s (rule %u)\n", text,
+				     sandbox[0] ? " in sandbox " : "", sandbox, p.rules[at].id);
+			continue;
+		}
+		if (policy__add(&p, &rules[i])) {
+			policy__free(&p);
+			return 1;
+		}
+		added++;
+	}
+	ret = added ? commit(e, &p, true, err, sizeof(err)) : 0;
+	policy__free(&p);
+	if (ret) {
+		control__err(r, "%s: nothing changed\n", err);
+		emit_change(e, r->argv[0], actor, &r->peer, detail, sandbox, before, err);
+		return 1;
+	}
+	for (int i = 0; added && i < n; i++) {
+		ssize_t at = policy__find(&e->pol, &rules[i]);
+
+		rule__format(&rules[i], text, sizeof(text));
+		control__out(r, "%s: %s%s%s (rule %u)\n",
+			     rules[i].action == EGRET_ACT_DENY ? "denied" : "allowed", text,
+			     sandbox[0] ? " in sandbox " : "", sandbox,
+			     at >= 0 ? e->pol.rules[at].id : 0);
+	}
+	if (added)
+		emit_change(e, r->argv[0], actor, &r->peer, detail, sandbox, before, NULL);
+	return 0;
+}
+
+int engine__cmd_allow(void *ctx, struct control_req *r)
+{
+	return cmd_add(ctx, r);
+}
+
+int engine__cmd_deny(void *ctx, struct control_req *r)
+{
+	return cmd_add(ctx, r);
+}
+
+/* The live rule a revoke names: an id, or the rule's words (allow assumed). */
+static ssize_t revoke_target(struct engine *e, struct control_req *r, int first,
+			     const char *sandbox, char *err, size_t errsz)
+{
+	struct rule rules[MAX_RULE_WORDS];
+	char *words[CONTROL_MAX_ARGS + 1];
+	uint64_t id;
+	ssize_t at;
+	int n = 0;
+
+	if (r->argc - first == 1 && parse_u64(r->argv[first], UINT32_MAX, &id) == 0) {
+		at = policy__find_id(&e->pol, (uint32_t)id);
+		if (at < 0)
+			snprintf(err, errsz, "no rule %llu (egretctl list shows the rules)",
+				 (unsigned long long)id);
+	} else {
+		if (first < r->argc && strcmp(r->argv[first], "allow") &&
+		    strcmp(r->argv[first], "deny"))
+			words[n++] = "allow";
+		for (int i = first; i < r->argc; i++)
+			words[n++] = r->argv[i];
+		n = policy__parse_words(words, n, sandbox, rules, MAX_RULE_WORDS, err, errsz);
+		if (n < 0)
+			return -2;
+		if (n != 1) {
+			snprintf(err, errsz, "revoke one rule at a time");
+			return -2;
+		}
+		at = policy__find(&e->pol, &rules[0]);
+		if (at < 0)
+			snprintf(err, errsz, "no such rule%s%s (egretctl list shows the rules)",
+				 sandbox[0] ? " in sandbox " : "", sandbox);
+	}
+	if (at >= 0 && !e->pol.rules[at].live) {
+		snprintf(err, errsz,
+			 "rule %u comes from %s:%u: edit the file and run egretctl "
+			 "reload",
+			 e->pol.rules[at].id, e->policy_path, e->pol.rules[at].line);
+		return -1;
+	}
+	return at;
+}
+
+int engine__cmd_revoke(void *ctx, struct control_req *r)
+{
+	struct engine *e = ctx;
+	char err[POLICY_ERR_LEN], actor[128], detail[1024], before[65], text[400];
+	const char *sandbox;
+	struct policy p;
+	struct rule gone;
+	ssize_t at;
+	int first, ret;
+
+	first = rule_args(r, &sandbox);
+	if (first < 0)
+		return 2;
+	if (first >= r->argc) {
+		control__err(r, "revoke needs a rule id or the rule's words\n");
+		return 2;
+	}
+	join_words(r->argv + first, r->argc - first, detail, sizeof(detail));
+	at = revoke_target(e, r, first, sandbox, err, sizeof(err));
+	if (at < 0) {
+		control__err(r, "%s\n", err);
+		return at == -2 ? 2 : 1;
+	}
+	actor_of(&r->peer, actor, sizeof(actor));
+	memcpy(before, e->hash, sizeof(before));
+	gone = e->pol.rules[at];
+	if (policy__copy(&p, &e->pol))
+		return 1;
+	policy__remove(&p, (size_t)at);
+	ret = commit(e, &p, true, err, sizeof(err));
+	policy__free(&p);
+	if (ret) {
+		control__err(r, "%s: nothing changed\n", err);
+		emit_change(e, "revoke", actor, &r->peer, detail, gone.sandbox, before, err);
+		return 1;
+	}
+	rule__format(&gone, text, sizeof(text));
+	control__out(r, "revoked: %s%s%s (was rule %u)\n", text,
+		     gone.sandbox[0] ? " in sandbox " : "", gone.sandbox, gone.id);
+	emit_change(e, "revoke", actor, &r->peer, text, gone.sandbox, before, NULL);
+	return 0;
+}
+
+static void list_rules(struct engine *e, struct control_req *r, const char *sandbox)
+{
+	char text[400], origin[PATH_MAX + 16];
+
+	for (size_t i = 0; i < e->pol.n; i++) {
+		const struct rule *ru = &e->pol.rules[i];
+
+		if (strcmp(ru->sandbox, sandbox))
+			continue;
+		rule__format(ru, text, sizeof(text));
+		if (ru->live)
+			snprintf(origin, sizeof(origin), "live");
+		else
+			snprintf(origin, sizeof(origin), "%s:%u", e->policy_path, ru->line);
+		control__out(r, "%s%8u  %-44s %s\n", sandbox[0] ? "  " : "", ru->id, text, origin);
+	}
+}
+
+int engine__cmd_list(void *ctx, struct control_req *r)
+{
+	char(*names)[SANDBOX_NAME_MAX + 1] = NULL;
+	struct engine *e = ctx;
+	const char *only = NULL;
+	size_t n = 0;
+
+	if (r->argc == 3 && !strcmp(r->argv[1], "--sandbox"))
+		only = r->argv[2];
+	else if (r->argc != 1) {
+		control__err(r, "usage: list [--sandbox NAME]\n");
+		return 2;
+	}
+	control__out(r, "mode %s\nrule set %s\n", policy__mode_name(e->pol.mode), e->hash);
+	if (!only) {
+		control__out(r, "global rules (%zu file, %zu live):\n",
+			     policy__count(&e->pol, false, ""), policy__count(&e->pol, true, ""));
+		list_rules(e, r, "");
+	}
+	if (policy__sandboxes(&e->pol, &names, &n))
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		if (only && strcmp(only, names[i]))
+			continue;
+		control__out(r, "sandbox %s:\n", names[i]);
+		list_rules(e, r, names[i]);
+	}
+	if (only && !policy__count(&e->pol, false, only) && !policy__count(&e->pol, true, only))
+		control__out(r, "sandbox %s has no rules of its own; the global rules apply\n",
+			     only);
+	free(names);
+	return 0;
+}
+
+int engine__cmd_reload(void *ctx, struct control_req *r)
+{
+	struct engine *e = ctx;
+	char err[POLICY_ERR_LEN], actor[128];
+	bool discard = false;
+
+	for (int i = 1; i < r->argc; i++) {
+		if (strcmp(r->argv[i], "--discard-live")) {
+			control__err(r, "usage: reload [--discard-live]\n");
+			return 2;
+		}
+		discard = true;
+	}
+	actor_of(&r->peer, actor, sizeof(actor));
+	if (engine__reload(e, actor, discard, err, sizeof(err))) {
+		control__err(r, "%s: nothing changed\n", err);
+		return 1;
+	}
+	control__out(r, "reloaded %s: mode %s, %zu rules (%zu live), rule set %s\n", e->policy_path,
+		     policy__mode_name(e->pol.mode), e->pol.n, policy__count(&e->pol, true, NULL),
+		     e->hash);
+	return 0;
+}
+
+/* egretctl run, before it joins NAME: install the sandbox's rules now. */
+int engine__cmd_prepare(void *ctx, struct control_req *r)
+{
+	struct engine *e = ctx;
+	uint64_t id;
+
+	if (r->argc != 2 || !sandbox__valid_name(r->argv[1])) {
+		control__err(r, "usage: prepare NAME\n");
+		return 2;
+	}
+	if (!sandbox_dir_id(e, r->argv[1], &id)) {
+		control__err(r, "no sandbox cgroup %s/%s\n", e->cgroup_root, r->argv[1]);
+		return 1;
+	}
+	engine__sandbox_created(e, id, r->argv[1]);
+	if (!sandbox_names__get(&e->reg, id)) {
+		control__err(r, "sandbox %s could not be registered (see egretd's log)\n",
+			     r->argv[1]);
+		return 1;
+	}
+	return 0;
+}
+
+void engine__status(struct engine *e, struct control_req *r)
+{
+	control__out(r,
+		     "policy: %s, mode %s, %zu rules (%zu live in %s), %zu sandboxes, rule "
+		     "set %s\n",
+		     e->policy_path, policy__mode_name(e->pol.mode), e->pol.n,
+		     policy__count(&e->pol, true, NULL), e->live_path, e->reg.used, e->hash);
+}

@@ -1,0 +1,53 @@
+/* The policy engine inside egretd: the rule set in force (policy file + live rules), the
+ * sandboxes whose rules are installed, and every change to either: reload, live edits over the
+ * control socket, sandboxes appearing and going. Each change is built beside the rule set in
+ * force and swapped in atomically, and reported as a PolicyChange event.
+ */
+#ifndef EGRET_ENGINE_H
+#define EGRET_ENGINE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "control.h"
+#include "policy.h"
+#include "sandbox.h"
+#include "stream.h"
+
+#define EGRET_DEFAULT_POLICY	 "/etc/egret/egret.policy"
+#define EGRET_DEFAULT_LIVE_RULES "/var/lib/egret/live.rules"
+
+struct engine {
+	const char *policy_path;
+	const char *live_path;
+	const char *cgroup_root;
+	int outer_fd;		  /* policy_v1: slot 0 holds the trie in force */
+	int sandboxes_fd;	  /* registered sandboxes */
+	int trie_fd;		  /* the trie in force (our reference) */
+	struct policy pol;	  /* file rules, then live rules */
+	struct sandbox_names reg; /* sandboxes whose rules are installed: cgroup id -> name */
+	struct stream *stream;	  /* NULL until the event pipeline is up */
+	char hash[65];
+	uint64_t changes; /* rule set changes since start */
+};
+
+int engine__init(struct engine *e, const char *policy_path, const char *live_path,
+		 const char *cgroup_root, int outer_fd, int sandboxes_fd);
+int engine__start(struct engine *e);
+void engine__rescan(struct engine *e);
+void engine__announce(struct engine *e);
+void engine__sandbox_created(struct engine *e, uint64_t id, const char *name);
+void engine__sandbox_destroyed(struct engine *e, uint64_t id);
+int engine__reload(struct engine *e, const char *actor, bool discard_live, char *err, size_t errsz);
+const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, size_t size);
+void engine__free(struct engine *e);
+
+int engine__cmd_allow(void *ctx, struct control_req *r);
+int engine__cmd_deny(void *ctx, struct control_req *r);
+int engine__cmd_revoke(void *ctx, struct control_req *r);
+int engine__cmd_list(void *ctx, struct control_req *r);
+int engine__cmd_reload(void *ctx, struct control_req *r);
+int engine__cmd_prepare(void *ctx, struct control_req *r);
+void engine__status(struct engine *e, struct control_req *r);
+
+#endif /* EGRET_ENGINE_H */

@@ -1,0 +1,79 @@
+/* egret's policy language: parsing policy files and single rules, printing rules back in the
+ * same words, and the rule-set hash reported with every change.
+ *
+ *   mode enforce|audit
+ *   allow|deny CIDR [PROTO[/PORT[-PORT]]]...     PROTO: tcp, udp, icmp, any
+ *   allow|deny domain NAME                        NAME: example.com or *.example.com
+ *   sandbox NAME {
+ *       allow|deny ...
+ *   }
+ */
+#ifndef EGRET_POLICY_H_USER
+#define EGRET_POLICY_H_USER
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "sandbox.h"
+
+#define POLICY_ERR_LEN	    512
+#define POLICY_DOMAIN_MAX   253
+#define POLICY_LIVE_ID_BASE 1000000u /* live rules are numbered from here */
+
+enum rule_kind {
+	RULE_CIDR = 1,
+	RULE_DOMAIN = 2,
+};
+
+/* action values are enum egret_action (EGRET_ACT_ALLOW / EGRET_ACT_DENY) */
+struct rule {
+	uint32_t id;	  /* 1.. for file rules in file order, POLICY_LIVE_ID_BASE.. for live */
+	uint8_t action;	  /* enum egret_action */
+	uint8_t kind;	  /* enum rule_kind */
+	uint8_t proto;	  /* 0 any, IPPROTO_TCP, IPPROTO_UDP, IPPROTO_ICMP */
+	uint8_t plen;	  /* prefix length over the 128-bit form (IPv4 /n is 96 + n) */
+	uint16_t port_lo; /* inclusive; 0-65535 for every port */
+	uint16_t port_hi;
+	uint8_t addr[16];		    /* network order, IPv4 mapped, host bits zero */
+	char sandbox[SANDBOX_NAME_MAX + 1]; /* "" for a global rule */
+	char domain[POLICY_DOMAIN_MAX + 3]; /* RULE_DOMAIN: lower case, maybe "*." prefixed */
+	bool live;			    /* added by egretctl, kept in the live-rules file */
+	unsigned int line;		    /* line in its file */
+};
+
+enum policy_mode {
+	POLICY_ENFORCE = 0,
+	POLICY_AUDIT = 1,
+};
+
+struct policy {
+	enum policy_mode mode;
+	struct rule *rules;
+	size_t n, cap;
+};
+
+void policy__init(struct policy *p);
+void policy__free(struct policy *p);
+int policy__copy(struct policy *dst, const struct policy *src);
+int policy__parse(struct policy *p, const char *name, FILE *f, bool live, char *err, size_t errsz);
+int policy__parse_file(struct policy *p, const char *path, bool live, char *err, size_t errsz);
+int policy__parse_words(char **words, int n, const char *sandbox, struct rule *out, int max,
+			char *err, size_t errsz);
+int policy__add(struct policy *p, const struct rule *r);
+void policy__remove(struct policy *p, size_t i);
+ssize_t policy__find(const struct policy *p, const struct rule *r);
+ssize_t policy__find_id(const struct policy *p, uint32_t id);
+void policy__renumber(struct policy *p);
+int policy__sandboxes(const struct policy *p, char (**names)[SANDBOX_NAME_MAX + 1], size_t *n);
+size_t policy__count(const struct policy *p, bool live, const char *sandbox);
+void policy__hash(const struct policy *p, char out[65]);
+int policy__write_live(const struct policy *p, FILE *f);
+
+void rule__format(const struct rule *r, char *buf, size_t size);
+bool rule__same(const struct rule *a, const struct rule *b);
+const char *policy__mode_name(enum policy_mode m);
+
+#endif /* EGRET_POLICY_H_USER */

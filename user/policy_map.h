@@ -1,0 +1,17 @@
+/* Compiling rules into the BPF rule trie (include/egret/policy.h) and swapping tries. */
+#ifndef EGRET_POLICY_MAP_H
+#define EGRET_POLICY_MAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+int policy_map__create(void);
+int policy_map__install(int trie_fd, const struct policy *p, const char *sandbox, uint64_t scope,
+			char *err, size_t errsz);
+int policy_map__remove(int trie_fd, const struct policy *p, const char *sandbox, uint64_t scope);
+int policy_map__swap(int outer_fd, int trie_fd);
+int policy_map__check(const struct policy *p, char *err, size_t errsz);
+
+#endif /* EGRET_POLICY_MAP_H */
