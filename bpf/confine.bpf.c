@@ -70,42 +70,54 @@ int egret_bpf(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
-/* A sandboxed writer of cgroup.procs may move tasks within its own sandbox, nowhere else. */
+/* A sandboxed writer of cgroup.procs may move tasks within its own sandbox, nowhere else.
+ * The tracepoint fires after the move, so a task that moved itself is judged by where it was.
+ */
 SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(egret_cg_attach, struct cgroup *dst, const char *path, struct task_struct *task,
 	     bool threadgroup)
 {
+	struct task_struct *cur;
 	__u64 from, to;
 
-	if (!cgroup_is_v2(dst) || !current_in_root())
+	if (!cgroup_is_v2(dst))
 		return 0;
-	from = sandbox_of_current();
+	cur = bpf_get_current_task_btf();
+	from = sandbox_before(cur);
 	to = sandbox_of_cgroup(dst);
-	if (to == from || (from == 0 && to != NOT_A_SANDBOX))
-		return 0;
-	bpf_send_signal(SIGKILL);
-	kill_task(task);
-	tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid, true);
+	if (!move_allowed(from, to)) {
+		bpf_send_signal(SIGKILL);
+		kill_task(task);
+		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid,
+			      true);
+	}
+	remember_sandbox(task, to);
+	if (cur->tgid == task->tgid)
+		remember_sandbox(cur, to);
 	return 0;
 }
 
-/* clone3(CLONE_INTO_CGROUP) places the child without a cgroup.procs write. */
+/* A child starts in its parent's sandbox, unless clone3(CLONE_INTO_CGROUP) put it elsewhere:
+ * that is leaving the sandbox without a cgroup.procs write.
+ */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
 {
 	struct cgroup *cg;
 	__u64 from, to;
 
-	if (!current_in_root())
+	if (!current_in_root() && !bpf_task_storage_get(&task_sandbox, parent, 0, 0))
 		return 0;
 	cg = BPF_CORE_READ(child, cgroups, dfl_cgrp);
-	from = sandbox_of_current();
+	from = sandbox_before(parent);
 	to = sandbox_of_cgroup(cg);
-	if (to == from || (from == 0 && to != NOT_A_SANDBOX))
-		return 0;
-	bpf_send_signal(SIGKILL);
-	kill_task(child);
-	tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(cg, kn, id), child->tgid, true);
+	if (!move_allowed(from, to)) {
+		bpf_send_signal(SIGKILL);
+		kill_task(child);
+		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(cg, kn, id), child->tgid,
+			      true);
+	}
+	remember_sandbox(child, to);
 	return 0;
 }
 

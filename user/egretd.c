@@ -310,7 +310,8 @@ static int setup_enforcement(struct daemon *d)
 	if (!err)
 		err = engine__init(&d->engine, d->opt.policy, d->opt.live_rules,
 				   d->paths.cgroup_root, loader__map_fd(&d->loader, "policy_v1"),
-				   loader__map_fd(&d->loader, "sandboxes"));
+				   loader__map_fd(&d->loader, "sandboxes"),
+				   loader__map_fd(&d->loader, "sandbox_rules"));
 	/* a rule set is in force before any program that reads it */
 	if (!err)
 		err = engine__start(&d->engine);

@@ -24,7 +24,7 @@
 #define MAX_RULE_WORDS 64
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
-		 const char *cgroup_root, int outer_fd, int sandboxes_fd)
+		 const char *cgroup_root, int outer_fd, int sandboxes_fd, int rule_names_fd)
 {
 	memset(e, 0, sizeof(*e));
 	e->policy_path = policy_path;
@@ -32,6 +32,7 @@ int engine__init(struct engine *e, const char *policy_path, const char *live_pat
 	e->cgroup_root = cgroup_root;
 	e->outer_fd = outer_fd;
 	e->sandboxes_fd = sandboxes_fd;
+	e->rule_names_fd = rule_names_fd;
 	e->trie_fd = -1;
 	policy__init(&e->pol);
 	return sandbox_names__init(&e->reg, cgroup_root);
@@ -133,6 +134,40 @@ static int write_live(const struct engine *e, const struct policy *p, char *err,
 	return ret;
 }
 
+/* Tell the kernel which sandbox names have rules of their own (it registers the others at
+ * mkdir). Names are added before the swap and dropped after it, so at no moment does a sandbox
+ * with rules register without them.
+ */
+static void sync_rule_names(struct engine *e, const struct policy *p, bool drop_others)
+{
+	char(*names)[SANDBOX_NAME_MAX + 1] = NULL;
+	uint64_t key, next, h;
+	bool have = false;
+	__u8 one = 1;
+	size_t n = 0;
+
+	if (policy__sandboxes(p, &names, &n))
+		return;
+	for (size_t i = 0; !drop_others && i < n; i++) {
+		h = sandbox__name_hash(names[i]);
+		bpf_map_update_elem(e->rule_names_fd, &h, &one, BPF_ANY);
+	}
+	while (drop_others &&
+	       bpf_map_get_next_key(e->rule_names_fd, have ? &key : NULL, &next) == 0) {
+		bool wanted = false;
+
+		for (size_t i = 0; i < n && !wanted; i++)
+			wanted = sandbox__name_hash(names[i]) == next;
+		if (wanted) {
+			key = next;
+			have = true;
+		} else {
+			bpf_map_delete_elem(e->rule_names_fd, &next);
+		}
+	}
+	free(names);
+}
+
 /* Put p (taken over on success) in force; on failure nothing changes. */
 static int commit(struct engine *e, struct policy *p, bool save_live, char *err, size_t errsz)
 {
@@ -149,12 +184,14 @@ static int commit(struct engine *e, struct policy *p, bool save_live, char *err,
 		close(fd);
 		return ret;
 	}
+	sync_rule_names(e, p, false);
 	ret = policy_map__swap(e->outer_fd, fd);
 	if (ret) {
 		snprintf(err, errsz, "cannot swap the rule map in: %s", strerror(-ret));
 		close(fd);
 		return ret;
 	}
+	sync_rule_names(e, p, true);
 	if (e->trie_fd >= 0)
 		close(e->trie_fd);
 	e->trie_fd = fd;

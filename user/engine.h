@@ -23,6 +23,7 @@ struct engine {
 	const char *cgroup_root;
 	int outer_fd;		  /* policy_v1: slot 0 holds the trie in force */
 	int sandboxes_fd;	  /* registered sandboxes */
+	int rule_names_fd;	  /* hashes of sandbox names with rules of their own */
 	int trie_fd;		  /* the trie in force (our reference) */
 	struct policy pol;	  /* file rules, then live rules */
 	struct sandbox_names reg; /* sandboxes whose rules are installed: cgroup id -> name */
@@ -32,7 +33,7 @@ struct engine {
 };
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
-		 const char *cgroup_root, int outer_fd, int sandboxes_fd);
+		 const char *cgroup_root, int outer_fd, int sandboxes_fd, int rule_names_fd);
 int engine__start(struct engine *e);
 void engine__rescan(struct engine *e);
 void engine__announce(struct engine *e);

@@ -218,8 +218,12 @@ static int load_unit(struct loader *l, struct loader_unit *u)
 	{
 		struct loader_map *m;
 
-		if (bpf_map__is_internal(map) || map_entry(l, bpf_map__name(map)))
+		if (bpf_map__is_internal(map))
 			continue;
+		if (map_entry(l, bpf_map__name(map)) || i >= LOADER_MAX_MAPS) {
+			i++;
+			continue;
+		}
 		if (l->nmaps >= LOADER_MAX_MAPS)
 			return -E2BIG;
 		m = &l->maps[l->nmaps++];

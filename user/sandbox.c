@@ -43,6 +43,16 @@ void sandbox__generate_name(char *out, size_t size)
 	snprintf(out, size, "sbx-%s", hex);
 }
 
+/* FNV-1a 64 over the name, as bpf/lib/confine.bpf.h computes it (EGRET_FNV64_*). */
+uint64_t sandbox__name_hash(const char *name)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t i = 0; name[i] && i < 64; i++)
+		h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
+	return h;
+}
+
 static struct sandbox_entry *slot_for(const struct sandbox_names *t, uint64_t id)
 {
 	size_t mask = t->cap - 1, i = (size_t)(id * 0x9e3779b97f4a7c15ull) & mask;

@@ -12,6 +12,7 @@
 
 bool sandbox__valid_name(const char *name);
 void sandbox__generate_name(char *out, size_t size);
+uint64_t sandbox__name_hash(const char *name);
 
 struct sandbox_entry {
 	uint64_t id;

@@ -8,6 +8,20 @@
 #define NOT_A_SANDBOX (~0ull) /* the cgroup is not under egret's root */
 #define SYS_SECCOMP   1	      /* si_code of a SIGSYS sent by a seccomp filter */
 
+/* The sandbox each task entered, kept per task: when a task moves itself, the tracepoint runs
+ * after the move, and only this remembers where it came from.
+ */
+struct task_sandbox {
+	__u64 sandbox_id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_sandbox);
+} task_sandbox SEC(".maps");
+
 extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
 				__u64 value) __ksym __weak;
 
@@ -38,6 +52,40 @@ static __always_inline __u64 sandbox_of_cgroup(struct cgroup *cg)
 	return level + 1 == sandbox_level ? 0 : cgroup_id_at(cg, sandbox_level);
 }
 
+/* The sandbox the task was in before anything it is doing now; NOT_A_SANDBOX when it was in
+ * none.
+ */
+static __always_inline __u64 sandbox_before(struct task_struct *task)
+{
+	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, task, 0, 0);
+
+	if (ts)
+		return ts->sandbox_id;
+	return task == bpf_get_current_task_btf() && current_in_root() ? sandbox_of_current()
+								       : NOT_A_SANDBOX;
+}
+
+static __always_inline void remember_sandbox(struct task_struct *task, __u64 sandbox_id)
+{
+	struct task_sandbox *ts;
+
+	if (sandbox_id == NOT_A_SANDBOX) {
+		bpf_task_storage_delete(&task_sandbox, task);
+		return;
+	}
+	ts = bpf_task_storage_get(&task_sandbox, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ts)
+		ts->sandbox_id = sandbox_id;
+}
+
+/* May a task of sandbox `from` end up in sandbox `to`? Within its sandbox, or from egret's
+ * root itself into any sandbox.
+ */
+static __always_inline bool move_allowed(__u64 from, __u64 to)
+{
+	return from == NOT_A_SANDBOX || to == from || (from == 0 && to != NOT_A_SANDBOX);
+}
+
 static __always_inline void kill_task(struct task_struct *task)
 {
 	if (bpf_ksym_exists(bpf_send_signal_task))
@@ -61,20 +109,48 @@ static __always_inline void tamper_report(__u32 kind, __u64 target, __u32 other_
 	bpf_ringbuf_submit(e, 0);
 }
 
+static __always_inline __u64 name_hash(const __u8 *name)
+{
+	__u64 h = EGRET_FNV64_OFFSET;
+
+	for (int i = 0; i < EGRET_CGROUP_NAME_LEN; i++) {
+		if (!name[i])
+			break;
+		h = (h ^ name[i]) * EGRET_FNV64_PRIME;
+	}
+	return h;
+}
+
+/* A new sandbox without rules of its own is ready at once: register it here, in the kernel,
+ * so its first connect does not wait for egretd.
+ */
+static __always_inline void register_if_plain(__u64 id, const __u8 *name)
+{
+	struct egret_sandbox v = {};
+	__u64 h = name_hash(name);
+
+	if (!bpf_map_lookup_elem(&sandbox_rules, &h))
+		bpf_map_update_elem(&sandboxes, &id, &v, BPF_NOEXIST);
+}
+
 static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 {
 	struct egret_cgroup_event *e = event_reserve(sizeof(*e));
-	const char *name;
+	__u8 name[EGRET_CGROUP_NAME_LEN];
 
+	if (bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(cg, kn, name)) < 0)
+		name[0] = '\0';
+	if (op == EGRET_CG_CREATED)
+		register_if_plain(id, name);
+	else
+		bpf_map_delete_elem(&sandboxes, &id);
 	if (!e)
 		return;
 	event_fill_hdr(&e->hdr, EGRET_EV_CGROUP, id);
 	e->cgroup_id = id;
 	e->op = op;
 	e->pad = 0;
-	name = BPF_CORE_READ(cg, kn, name);
-	if (bpf_probe_read_kernel_str(e->name, sizeof(e->name), name) < 0)
-		e->name[0] = '\0';
+	__builtin_memcpy(e->name, name, sizeof(e->name));
 	bpf_ringbuf_submit(e, 0);
 }
 

@@ -51,6 +51,13 @@ struct {
 	__type(value, struct egret_sandbox);
 } sandboxes SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_SANDBOXES_MAX);
+	__type(key, __u64);
+	__type(value, __u8);
+} sandbox_rules SEC(".maps");
+
 static __always_inline void counter_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);

@@ -4,7 +4,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -23,6 +25,7 @@
 #include <criterion/criterion.h>
 
 #include "cgroup.h"
+#include "control.h"
 #include "harness.h"
 #include "loader.h"
 #include "paths.h"
@@ -332,7 +335,25 @@ int sandbox_path(struct egret_instance *e, const char *sandbox, char *out, size_
 	return join_path(out, size, e->cgroup_root, sandbox);
 }
 
-int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg)
+/* Join the sandbox as egretctl run does: create it, have egretd install its rules (when egretd
+ * runs), move in.
+ */
+static int enter(struct egret_instance *e, const char *sandbox)
+{
+	char *req[] = { "prepare", (char *)sandbox }, dir[PATH_MAX];
+	FILE *null = fopen("/dev/null", "w");
+
+	if (sandbox_path(e, sandbox, dir, sizeof(dir)) || (mkdir(dir, 0755) && errno != EEXIST))
+		return -1;
+	if (e->egretd && null)
+		control__call(e->control, 2, req, null, null, 10);
+	if (null)
+		fclose(null);
+	return cgroup__join(dir, getpid());
+}
+
+/* fn in a child in the sandbox; the child's raw wait status, or -1. */
+int in_sandbox_status(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg)
 {
 	int status;
 	pid_t pid = fork();
@@ -340,19 +361,21 @@ int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *),
 	if (pid < 0)
 		return -1;
 	if (pid == 0) {
-		char dir[PATH_MAX];
-
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (sandbox) {
-			if (sandbox_path(e, sandbox, dir, sizeof(dir)) ||
-			    (mkdir(dir, 0755) && errno != EEXIST) || cgroup__join(dir, getpid()))
-				_exit(255);
-		}
+		if (sandbox && enter(e, sandbox))
+			_exit(255);
 		_exit(fn(arg) & 0xff);
 	}
-	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status))
+	if (waitpid(pid, &status, 0) < 0)
 		return -1;
-	return WEXITSTATUS(status);
+	return status;
+}
+
+int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg)
+{
+	int status = in_sandbox_status(e, sandbox, fn, arg);
+
+	return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 int netns_run(const char *cmdline)
@@ -492,6 +515,58 @@ int udp_connect_send(const char *addr, uint16_t port, int family)
 	return udp_send(addr, port, family, true);
 }
 
+/* TCP Fast Open: the data rides on the SYN, sent by sendto(MSG_FASTOPEN) without connect(). */
+int tcp_fastopen(const char *addr, uint16_t port, int family)
+{
+	struct timeval tv = { .tv_sec = 2 };
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, err = 0;
+
+	if (resolve(addr, port, family, &ss, &len))
+		return EINVAL;
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (sendto(fd, "x", 1, MSG_FASTOPEN, (struct sockaddr *)&ss, len) < 0)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+/* One ICMP echo through a ping socket: 0 when the reply came, ETIMEDOUT when none did, or the
+ * errno of the send.
+ */
+int ping_echo(const char *addr, int timeout_ms)
+{
+	struct icmp_echo {
+		uint8_t type, code;
+		uint16_t csum, id, seq;
+	} req = { .type = 8, .seq = htons(1) };
+	struct sockaddr_storage ss;
+	struct pollfd p;
+	socklen_t len;
+	char buf[256];
+	int fd, err = 0;
+
+	if (resolve(addr, 0, AF_INET, &ss, &len))
+		return EINVAL;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_ICMP);
+	if (fd < 0)
+		return errno;
+	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&ss, len) < 0) {
+		err = errno;
+		goto out;
+	}
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, timeout_ms) != 1 || recv(fd, buf, sizeof(buf), 0) <= 0)
+		err = ETIMEDOUT;
+out:
+	close(fd);
+	return err;
+}
+
 int events_read(const char *path, struct events *out)
 {
 	struct wire_reader r;
@@ -550,6 +625,25 @@ const Egret__V1__Event *events_find(const struct events *ev,
 	if (count)
 		*count = n;
 	return first;
+}
+
+/* Poll the event file until count events match; 0 with every event read so far in out. */
+int events_wait_count(const char *path, bool (*match)(const Egret__V1__Event *, const void *),
+		      const void *arg, size_t count, int timeout_ms, struct events *out)
+{
+	for (int waited = 0;; waited += 50) {
+		int err = events_read(path, out);
+		size_t n = 0;
+
+		if (!err)
+			events_find(out, match, arg, &n);
+		if (!err && n >= count)
+			return 0;
+		if (waited >= timeout_ms)
+			return err ? err : -ETIMEDOUT;
+		events_free(out);
+		usleep(50000);
+	}
 }
 
 /* Poll the event file until an event matches; 0 with every event read so far in out. */

@@ -53,6 +53,7 @@ int egretctl(struct egret_instance *e, char *out, size_t outsz, ...);
  */
 int sandbox_path(struct egret_instance *e, const char *sandbox, char *out, size_t size);
 int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
+int in_sandbox_status(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
 
 /* network namespace of the calling test process */
 int netns_new(void);
@@ -65,6 +66,8 @@ int udp_bind(const char *addr, uint16_t port);
 int tcp_connect(const char *addr, uint16_t port, int family, int timeout_ms);
 int udp_sendto(const char *addr, uint16_t port, int family);
 int udp_connect_send(const char *addr, uint16_t port, int family);
+int tcp_fastopen(const char *addr, uint16_t port, int family);
+int ping_echo(const char *addr, int timeout_ms);
 
 /* the event stream */
 struct events {
@@ -75,6 +78,8 @@ int events_read(const char *path, struct events *out);
 void events_free(struct events *ev);
 int events_wait(const char *path, bool (*match)(const Egret__V1__Event *, const void *),
 		const void *arg, int timeout_ms, struct events *out);
+int events_wait_count(const char *path, bool (*match)(const Egret__V1__Event *, const void *),
+		      const void *arg, size_t count, int timeout_ms, struct events *out);
 const Egret__V1__Event *events_find(const struct events *ev,
 				    bool (*match)(const Egret__V1__Event *, const void *),
 				    const void *arg, size_t *count);
