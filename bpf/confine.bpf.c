@@ -42,7 +42,7 @@ int egret_socket(struct trace_event_raw_sys_enter *ctx)
 	e->verdict = audit ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY;
 	e->reason = EGRET_REASON_SOCKET_TYPE;
 	e->killed = !audit;
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 	return 0;
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Egress enforcement for every sandbox under egret's root cgroup: socket creation (stamps the
- * sandbox, refuses socket types sandboxes may not have), connect and sendmsg (check the
- * destination), and the egress skb backstop for every packet the socket hooks did not see.
+/* Egress enforcement for every sandbox under egret's root cgroup: socket creation (refuses
+ * socket types sandboxes may not have), connect and sendmsg (check the destination), and the
+ * egress skb backstop for every packet the socket hooks did not judge.
  */
 #include "lib/egress.bpf.h"
 

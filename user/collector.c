@@ -90,10 +90,7 @@ int collector__fd(const struct collector *c)
 /* Drain what the ring holds now; returns the number of records or -errno. */
 int collector__poll(struct collector *c)
 {
-	int n = ring_buffer__consume(c->rb);
-
-	collector__check_drops(c);
-	return n;
+	return ring_buffer__consume(c->rb);
 }
 
 /* Sum of a per-CPU counter. */

@@ -29,6 +29,7 @@
 
 #define MAX_SINKS    STREAM_MAX_SINKS
 #define TICK_MS	     1000
+#define DRAIN_MS     25 /* the kernel wakes egretd only when the ring fills; drain it this often */
 #define RESCAN_TICKS 10 /* sandboxes whose cgroup event was lost are found within 10 s */
 
 struct options {
@@ -402,7 +403,8 @@ static void run(struct daemon *d)
 	while (!d->loop.stop) {
 		uint64_t now;
 
-		loop__run_once(&d->loop, TICK_MS);
+		loop__run_once(&d->loop, DRAIN_MS);
+		collector__poll(&d->collector);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next_tick) {
 			if (++ticks % RESCAN_TICKS == 0)

@@ -134,6 +134,36 @@ static int write_live(const struct engine *e, const struct policy *p, char *err,
 	return ret;
 }
 
+static bool has_rules(const struct policy *p, const char *name)
+{
+	return policy__count(p, false, name) || policy__count(p, true, name);
+}
+
+/* Register a sandbox; its flags tell the kernel whether to look up its own scope. */
+static int register_id(struct engine *e, uint64_t id, bool rules)
+{
+	struct egret_sandbox v = { .flags = rules ? EGRET_SB_RULES : 0 };
+
+	return bpf_map_update_elem(e->sandboxes_fd, &id, &v, BPF_ANY) ? -errno : 0;
+}
+
+/* Before a swap, flag the registered sandboxes that have rules in p (a flag over a scope with
+ * no entries yet is harmless); after it, unflag those that have none.
+ */
+static void flag_sandboxes(struct engine *e, const struct policy *p, bool unflag)
+{
+	for (size_t i = 0; i < e->reg.cap; i++) {
+		const struct sandbox_entry *s = &e->reg.slots[i];
+		bool rules;
+
+		if (!s->id)
+			continue;
+		rules = has_rules(p, s->name);
+		if (rules != unflag)
+			register_id(e, s->id, rules);
+	}
+}
+
 /* Tell the kernel which sandbox names have rules of their own (it registers the others at
  * mkdir). Names are added before the swap and dropped after it, so at no moment does a sandbox
  * with rules register without them.
@@ -185,12 +215,14 @@ static int commit(struct engine *e, struct policy *p, bool save_live, char *err,
 		return ret;
 	}
 	sync_rule_names(e, p, false);
+	flag_sandboxes(e, p, false);
 	ret = policy_map__swap(e->outer_fd, fd);
 	if (ret) {
 		snprintf(err, errsz, "cannot swap the rule map in: %s", strerror(-ret));
 		close(fd);
 		return ret;
 	}
+	flag_sandboxes(e, p, true);
 	sync_rule_names(e, p, true);
 	if (e->trie_fd >= 0)
 		close(e->trie_fd);
@@ -230,13 +262,6 @@ static bool sandbox_dir_id(const struct engine *e, const char *name, uint64_t *i
 		return false;
 	*id = st.st_ino;
 	return true;
-}
-
-static int register_id(struct engine *e, uint64_t id)
-{
-	struct egret_sandbox v = { 0 };
-
-	return bpf_map_update_elem(e->sandboxes_fd, &id, &v, BPF_ANY) ? -errno : 0;
 }
 
 /* Drop registrations of sandboxes that are gone (left by an earlier egretd). */
@@ -286,7 +311,8 @@ int engine__start(struct engine *e)
 		return ret;
 	}
 	for (size_t i = 0; i < e->reg.cap; i++) {
-		if (e->reg.slots[i].id && register_id(e, e->reg.slots[i].id))
+		if (e->reg.slots[i].id &&
+		    register_id(e, e->reg.slots[i].id, has_rules(&e->pol, e->reg.slots[i].name)))
 			log_err("cannot register sandbox %s: %s", e->reg.slots[i].name,
 				strerror(errno));
 	}
@@ -317,7 +343,7 @@ void engine__sandbox_created(struct engine *e, uint64_t id, const char *name)
 		log_err("sandbox %s stays without network: %s", name, err);
 		return;
 	}
-	if (register_id(e, id)) {
+	if (register_id(e, id, has_rules(&e->pol, name))) {
 		log_err("cannot register sandbox %s: %s", name, strerror(errno));
 		policy_map__remove(e->trie_fd, &e->pol, name, id);
 		return;

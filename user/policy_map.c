@@ -16,17 +16,6 @@
 #include "addr.h"
 #include "policy_map.h"
 
-struct prefix {
-	uint8_t addr[16];
-	uint8_t plen;
-	struct egret_policy_val val;
-};
-
-struct prefix_set {
-	struct prefix *v;
-	size_t n, cap;
-};
-
 int policy_map__create(void)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_NO_PREALLOC);
@@ -39,13 +28,13 @@ int policy_map__create(void)
 
 static int cmp_prefix(const void *a, const void *b)
 {
-	const struct prefix *x = a, *y = b;
+	const struct policy_entry *x = a, *y = b;
 	int c = memcmp(x->addr, y->addr, 16);
 
 	return c ? c : (int)x->plen - (int)y->plen;
 }
 
-static bool covers(const struct prefix *outer, const struct prefix *inner)
+static bool covers(const struct policy_entry *outer, const struct policy_entry *inner)
 {
 	unsigned int full = outer->plen / 8, rest = outer->plen % 8;
 
@@ -86,13 +75,13 @@ static void normalize(struct egret_policy_val *v, struct egret_port_rule *tmp, s
 	memcpy(v->rules, tmp, (out < EGRET_PORT_RULES ? out : EGRET_PORT_RULES) * sizeof(*tmp));
 }
 
-static int add_rule(struct prefix_set *set, const struct rule *r)
+static int add_rule(struct policy_entries *set, const struct rule *r)
 {
-	struct prefix *p;
+	struct policy_entry *p;
 
 	if (set->n == set->cap) {
 		size_t cap = set->cap ? set->cap * 2 : 256;
-		struct prefix *nv = realloc(set->v, cap * sizeof(*nv));
+		struct policy_entry *nv = realloc(set->v, cap * sizeof(*nv));
 
 		if (!nv)
 			return -ENOMEM;
@@ -112,7 +101,7 @@ static int add_rule(struct prefix_set *set, const struct rule *r)
 	return 0;
 }
 
-static void too_many(const struct prefix *p, const char *why, char *err, size_t errsz)
+static void too_many(const struct policy_entry *p, const char *why, char *err, size_t errsz)
 {
 	char a[ADDR_STRLEN];
 	bool v4 = addr__is_v4(p->addr) && p->plen >= 96;
@@ -123,13 +112,13 @@ static void too_many(const struct prefix *p, const char *why, char *err, size_t 
 }
 
 /* Collapse duplicates (same prefix from several rules) into one entry with all their rules. */
-static int collapse(struct prefix_set *set, char *err, size_t errsz)
+static int collapse(struct policy_entries *set, char *err, size_t errsz)
 {
 	size_t out = 0;
 
 	qsort(set->v, set->n, sizeof(*set->v), cmp_prefix);
 	for (size_t i = 0; i < set->n; i++) {
-		struct prefix *last = out ? &set->v[out - 1] : NULL;
+		struct policy_entry *last = out ? &set->v[out - 1] : NULL;
 
 		if (last && last->plen == set->v[i].plen &&
 		    !memcmp(last->addr, set->v[i].addr, 16)) {
@@ -152,14 +141,14 @@ static int collapse(struct prefix_set *set, char *err, size_t errsz)
 }
 
 /* Give every prefix the rules of the prefixes that cover it (sorted order makes them a stack). */
-static int push_down(struct prefix_set *set, char *err, size_t errsz)
+static int push_down(struct policy_entries *set, char *err, size_t errsz)
 {
 	size_t *stack = malloc((set->n + 1) * sizeof(*stack)), depth = 0;
 
 	if (!stack)
 		return -ENOMEM;
 	for (size_t i = 0; i < set->n; i++) {
-		struct prefix *p = &set->v[i];
+		struct policy_entry *p = &set->v[i];
 
 		while (depth && !covers(&set->v[stack[depth - 1]], p))
 			depth--;
@@ -185,9 +174,11 @@ static int push_down(struct prefix_set *set, char *err, size_t errsz)
 	return 0;
 }
 
-/* The entries of one scope's rules; the global scope gets ::/0 carrying the mode. */
-static int compile(const struct policy *p, const char *sandbox, struct prefix_set *set, char *err,
-		   size_t errsz)
+/* The entries of one scope's rules; the global scope gets ::/0 carrying the mode. The caller
+ * frees set->v.
+ */
+int policy_map__compile(const struct policy *p, const char *sandbox, struct policy_entries *set,
+			char *err, size_t errsz)
 {
 	bool global = !sandbox || !sandbox[0];
 	int ret;
@@ -215,7 +206,7 @@ static int compile(const struct policy *p, const char *sandbox, struct prefix_se
 	return ret ? ret : push_down(set, err, errsz);
 }
 
-static void key_for(struct egret_policy_key *k, const struct prefix *p, uint64_t scope)
+static void key_for(struct egret_policy_key *k, const struct policy_entry *p, uint64_t scope)
 {
 	memset(k, 0, sizeof(*k));
 	k->prefixlen = EGRET_SCOPE_BITS + p->plen;
@@ -228,9 +219,9 @@ static void key_for(struct egret_policy_key *k, const struct prefix *p, uint64_t
 int policy_map__install(int trie_fd, const struct policy *p, const char *sandbox, uint64_t scope,
 			char *err, size_t errsz)
 {
-	struct prefix_set set;
+	struct policy_entries set;
 	struct egret_policy_key k;
-	int ret = compile(p, sandbox, &set, err, errsz);
+	int ret = policy_map__compile(p, sandbox, &set, err, errsz);
 
 	for (size_t i = 0; !ret && i < set.n; i++) {
 		key_for(&k, &set.v[i], scope);
@@ -246,10 +237,10 @@ int policy_map__install(int trie_fd, const struct policy *p, const char *sandbox
 /* Delete the entries policy_map__install made for this sandbox and scope. */
 int policy_map__remove(int trie_fd, const struct policy *p, const char *sandbox, uint64_t scope)
 {
-	struct prefix_set set;
+	struct policy_entries set;
 	struct egret_policy_key k;
 	char err[POLICY_ERR_LEN];
-	int ret = compile(p, sandbox, &set, err, sizeof(err));
+	int ret = policy_map__compile(p, sandbox, &set, err, sizeof(err));
 
 	for (size_t i = 0; !ret && i < set.n; i++) {
 		key_for(&k, &set.v[i], scope);
@@ -270,16 +261,16 @@ int policy_map__swap(int outer_fd, int trie_fd)
 /* Compile every scope without touching the kernel: the errors a load would hit. */
 int policy_map__check(const struct policy *p, char *err, size_t errsz)
 {
-	struct prefix_set set;
+	struct policy_entries set;
 	char(*names)[SANDBOX_NAME_MAX + 1] = NULL;
 	size_t n = 0;
-	int ret = compile(p, NULL, &set, err, errsz);
+	int ret = policy_map__compile(p, NULL, &set, err, errsz);
 
 	free(set.v);
 	if (!ret)
 		ret = policy__sandboxes(p, &names, &n);
 	for (size_t i = 0; !ret && i < n; i++) {
-		ret = compile(p, names[i], &set, err, errsz);
+		ret = policy_map__compile(p, names[i], &set, err, errsz);
 		if (ret) {
 			char msg[POLICY_ERR_LEN];
 

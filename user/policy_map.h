@@ -5,8 +5,25 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <linux/types.h>
+
+#include "egret/policy.h"
 #include "policy.h"
 
+/* one trie entry: a prefix and every port rule that applies under it */
+struct policy_entry {
+	uint8_t addr[16];
+	uint8_t plen;
+	struct egret_policy_val val;
+};
+
+struct policy_entries {
+	struct policy_entry *v;
+	size_t n, cap;
+};
+
+int policy_map__compile(const struct policy *p, const char *sandbox, struct policy_entries *set,
+			char *err, size_t errsz);
 int policy_map__create(void);
 int policy_map__install(int trie_fd, const struct policy *p, const char *sandbox, uint64_t scope,
 			char *err, size_t errsz);

@@ -106,7 +106,7 @@ static __always_inline void tamper_report(__u32 kind, __u64 target, __u32 other_
 	e->other_pid = other_pid;
 	e->killed = killed;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 }
 
 static __always_inline __u64 name_hash(const __u8 *name)
@@ -151,7 +151,7 @@ static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 	e->op = op;
 	e->pad = 0;
 	__builtin_memcpy(e->name, name, sizeof(e->name));
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 }
 
 #endif /* EGRET_CONFINE_BPF_H */

@@ -10,8 +10,8 @@
 #include "lib/policy.bpf.h"
 #include "lib/sandbox.bpf.h"
 
-#define IP_MF	  0x2000
 #define IP_OFFSET 0x1fff
+#define SOCK_RAW  3
 
 static __always_inline void egress_report(const struct flow *f, __u64 sandbox_id, __u8 hook,
 					  const struct decision *d, __u16 sock_type)
@@ -34,7 +34,7 @@ static __always_inline void egress_report(const struct flow *f, __u64 sandbox_id
 	e->sock_type = sock_type;
 	e->killed = 0;
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	event_submit(e);
 }
 
 static __always_inline bool meta_is_flow(const struct egret_sock_meta *m, const struct flow *f)
@@ -50,24 +50,26 @@ static __always_inline void meta_set_flow(struct egret_sock_meta *m, const struc
 	m->last_proto = f->protocol;
 }
 
-/* connect4/6, sendmsg4/6: decide, count, report denials and new flows. */
+/* connect4/6, sendmsg4/6: decide, count, report denials and new flows. A connect is always a
+ * new flow; datagrams sent with sendmsg are one flow per socket and destination.
+ */
 static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int family, __u8 hook)
 {
+	const bool datagrams = hook == EGRET_HOOK_SENDMSG4 || hook == EGRET_HOOK_SENDMSG6;
 	struct egret_sock_meta *m = NULL;
+	__u64 sandbox_id = sandbox_of_current();
 	struct decision d;
 	struct flow f;
-	__u64 sandbox_id;
 
 	flow_from_sock_addr(&f, ctx, family);
-	if (ctx->sk)
-		m = bpf_sk_storage_get(&sock_meta, ctx->sk, 0, 0);
-	sandbox_id = m ? m->sandbox_id : sandbox_of_current();
 	policy_decide(&f, sandbox_id, &d);
 	counter_verdict(hook, d.verdict);
 	if (d.verdict == EGRET_VERDICT_DENY) {
 		egress_report(&f, sandbox_id, hook, &d, (__u16)ctx->type);
 		return SK_DROP;
 	}
+	if (datagrams && ctx->sk)
+		m = bpf_sk_storage_get(&sock_meta, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!m || !meta_is_flow(m, &f))
 		egress_report(&f, sandbox_id, hook, &d, (__u16)ctx->type);
 	if (m)
@@ -97,7 +99,6 @@ static __always_inline int egress_sock_create(struct bpf_sock *sk)
 	__u32 family = sk->family, type = sk->type, protocol = sk->protocol;
 	struct flow f = {};
 
-	sandbox_stamp_sock(sk);
 	if (sock_type_allowed(family, type, protocol))
 		return SK_PASS;
 	d.verdict = policy_audit_mode() ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY;
@@ -180,9 +181,24 @@ static __always_inline bool flow_from_skb(struct __sk_buff *skb, struct flow *f,
 	return true;
 }
 
-/* Every packet a sandbox sends: pass the flows the socket hooks allowed, and replies on
- * connections the sandbox accepted; decide everything else (ping sockets, anything a socket
- * hook did not see).
+/* IPv4 options or IPv6 extension headers that route (source routing): the header's
+ * destination is then a first hop the socket hooks never saw.
+ */
+static __always_inline bool skb_may_route(struct __sk_buff *skb)
+{
+	__u8 b;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP))
+		return bpf_skb_load_bytes(skb, 0, &b, 1) || (b & 0x0f) != 5;
+	if (bpf_skb_load_bytes(skb, 6, &b, 1))
+		return true;
+	return b == 0 || b == 43 || b == 60; /* hop-by-hop, routing, destination options */
+}
+
+/* Every packet a sandbox sends. TCP and UDP sockets reach the wire only through connect or
+ * sendmsg, which the socket hooks have judged (and a raw socket, which could forge their
+ * headers, cannot be created in a sandbox): pass those at once, unless source routing sends
+ * them elsewhere. Decide everything else: ping sockets, and whatever a future kernel adds.
  */
 static __always_inline int egress_skb(struct __sk_buff *skb)
 {
@@ -195,26 +211,24 @@ static __always_inline int egress_skb(struct __sk_buff *skb)
 
 	if (sk)
 		sk = bpf_sk_fullsock(sk);
+	if (sk && sk->type != SOCK_RAW &&
+	    (sk->protocol == IPPROTO_TCP || sk->protocol == IPPROTO_UDP) && !skb_may_route(skb))
+		return SK_PASS;
 	if (sk)
-		m = bpf_sk_storage_get(&sock_meta, sk, 0, 0);
-	sandbox_id = m ? m->sandbox_id : bpf_skb_ancestor_cgroup_id(skb, sandbox_level);
+		m = bpf_sk_storage_get(&sock_meta, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	sandbox_id = bpf_skb_ancestor_cgroup_id(skb, sandbox_level);
 	if (!flow_from_skb(skb, &f, &later_frag)) {
 		decide(&d, policy_audit_mode() ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY,
 		       EGRET_REASON_DEFAULT_DENY, 0);
 		goto report;
 	}
-	if (addr_hard_denied(f.addr)) {
-		decide(&d, EGRET_VERDICT_DENY, EGRET_REASON_METADATA, 0);
-		goto report;
-	}
 	if (m && (meta_is_flow(m, &f) || (later_frag && addr_eq(m->last_addr, f.addr))))
-		return SK_PASS;
-	/* SYN-ACKs run as the listener; an accepted socket carries no stamp of ours */
-	if (f.protocol == IPPROTO_TCP && sk && (sk->state == BPF_TCP_LISTEN || !m))
 		return SK_PASS;
 	policy_decide(&f, sandbox_id, &d);
 	counter_verdict(EGRET_HOOK_SKB_EGRESS, d.verdict);
 	if (d.verdict != EGRET_VERDICT_DENY) {
+		if (!m || !meta_is_flow(m, &f))
+			egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, sk ? sk->type : 0);
 		if (m)
 			meta_set_flow(m, &f);
 		return SK_PASS;

@@ -13,6 +13,21 @@ static __always_inline void *event_reserve(__u64 size)
 	return e;
 }
 
+/* Waking egretd costs an inter-processor interrupt per record, more than everything else a
+ * connect pays egret; egretd drains the ring on a short timer instead, and is woken only when
+ * the ring is filling.
+ */
+#define WAKEUP_BYTES (EGRET_RINGBUF_BYTES / 16)
+
+static __always_inline void event_submit(void *e)
+{
+	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > WAKEUP_BYTES
+			      ? BPF_RB_FORCE_WAKEUP
+			      : BPF_RB_NO_WAKEUP;
+
+	bpf_ringbuf_submit(e, flags);
+}
+
 static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type, __u64 sandbox_id)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();

@@ -86,11 +86,14 @@ static __always_inline void policy_match(void *trie, const struct flow *f, __u64
 	if (g && (g->flags & EGRET_POL_AUDIT))
 		d->verdict = EGRET_VERDICT_AUDIT; /* what a denial becomes */
 	if (sandbox_id) {
-		if (!bpf_map_lookup_elem(&sandboxes, &sandbox_id)) {
+		struct egret_sandbox *sb = bpf_map_lookup_elem(&sandboxes, &sandbox_id);
+
+		if (!sb) {
 			decide(d, d->verdict, EGRET_REASON_SANDBOX_PENDING, 0);
 			return;
 		}
-		s = policy_lookup(trie, sandbox_id, f->addr);
+		if (sb->flags & EGRET_SB_RULES)
+			s = policy_lookup(trie, sandbox_id, f->addr);
 	}
 	if ((id = match_rules(g, f, EGRET_ACT_DENY)) || (id = match_rules(s, f, EGRET_ACT_DENY))) {
 		decide(d, d->verdict, EGRET_REASON_DENY_RULE, id);

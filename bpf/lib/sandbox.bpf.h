@@ -1,6 +1,7 @@
-/* Which sandbox a task or socket belongs to: the id of its cgroup's ancestor one level below
- * egret's root cgroup. Programs attach at the root, so they only ever run for the root and its
- * descendants.
+/* Which sandbox a task belongs to: the id of its cgroup's ancestor one level below egret's root
+ * cgroup. Programs attach at the root, so they only ever run for the root and its descendants.
+ * Socket hooks judge a call by the sandbox of the task making it (sock_addr programs have no
+ * helper for the socket's cgroup); the skb backstop by the socket's cgroup.
  */
 #ifndef EGRET_SANDBOX_BPF_H
 #define EGRET_SANDBOX_BPF_H
@@ -24,28 +25,6 @@ static __always_inline __u64 sandbox_of_current(void)
 {
 	/* 0 when the task sits in the root cgroup itself (no ancestor at that level) */
 	return bpf_get_current_ancestor_cgroup_id(sandbox_level);
-}
-
-/* The sandbox that created the socket; a socket keeps it when passed to another process. */
-static __always_inline __u64 sandbox_of_sock(struct bpf_sock *sk)
-{
-	struct egret_sock_meta *m;
-
-	if (!sk)
-		return sandbox_of_current();
-	m = bpf_sk_storage_get(&sock_meta, sk, 0, 0);
-	return m ? m->sandbox_id : sandbox_of_current();
-}
-
-static __always_inline void sandbox_stamp_sock(struct bpf_sock *sk)
-{
-	struct egret_sock_meta *m;
-
-	m = bpf_sk_storage_get(&sock_meta, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (m) {
-		__builtin_memset(m, 0, sizeof(*m));
-		m->sandbox_id = sandbox_of_current();
-	}
 }
 
 #endif /* EGRET_SANDBOX_BPF_H */

@@ -39,12 +39,11 @@ enum egret_hook {
 	EGRET_HOOK_MAX = 8,
 };
 
-/* Per-socket state in the `sock_meta` sk_storage map, stamped at socket creation. The last
- * destination a socket hook allowed is remembered so the skb backstop passes that flow's packets
- * after one compare, and so a new flow is reported once, not once per datagram.
+/* Per-socket state in the `sock_meta` sk_storage map, made on a socket's first sendmsg: the
+ * last destination allowed, so that a flow of datagrams is reported once, not per datagram, and
+ * whether the skb backstop already reported a drop on it.
  */
 struct egret_sock_meta {
-	__u64 sandbox_id;     /* sandbox of the creating task */
 	__u32 last_addr[4];   /* last allowed destination, IPv4 mapped */
 	__u16 last_port;      /* its port, host order */
 	__u8 last_proto;      /* its protocol; 0: none yet */

@@ -57,8 +57,10 @@ struct egret_policy_val {
  * registered yet is denied everything (fail closed) until egretd has installed its rules.
  */
 struct egret_sandbox {
-	__u32 flags;
+	__u32 flags; /* EGRET_SB_* */
 	__u32 pad;
 };
+
+#define EGRET_SB_RULES 0x1 /* the trie has entries in this sandbox's scope */
 
 #endif /* EGRET_POLICY_H */

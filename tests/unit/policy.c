@@ -1,0 +1,210 @@
+/* The policy language and its compilation to trie entries, without the kernel: what parses, how
+ * rules print back, which errors name which line, and what push-down gives each prefix.
+ */
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "addr.h"
+#include "policy.h"
+#include "policy_map.h"
+
+static int parse(struct policy *p, const char *text, char *err, size_t errsz)
+{
+	FILE *f = fmemopen((void *)text, strlen(text), "r");
+	int ret;
+
+	policy__init(p);
+	ret = policy__parse(p, "test.policy", f, false, err, errsz);
+	fclose(f);
+	return ret;
+}
+
+static const char example[] = "mode audit                        # comment\n"
+			      "deny 203.0.113.0/24               # hard deny\n"
+			      "allow 192.0.2.0/24\n"
+			      "allow 198.51.100.7 tcp/443\n"
+			      "allow 2001:db8::/32 udp/5000-5010 tcp/8443\n"
+			      "allow ::ffff:198.51.100.0/120 any/53\n"
+			      "allow domain Example.COM.\n"
+			      "\n"
+			      "sandbox build-42 {\n"
+			      "    allow 192.0.2.99 tcp/8080\n"
+			      "    deny domain *.evil.example\n"
+			      "}\n";
+
+Test(policy, parses_the_documented_grammar)
+{
+	static const char *const want[] = {
+		"deny 203.0.113.0/24",		"allow 192.0.2.0/24",
+		"allow 198.51.100.7 tcp/443",	"allow 2001:db8::/32 udp/5000-5010",
+		"allow 2001:db8::/32 tcp/8443", "allow 198.51.100.0/24 any/53",
+		"allow domain example.com",	"allow 192.0.2.99 tcp/8080",
+		"deny domain *.evil.example",
+	};
+	char err[POLICY_ERR_LEN] = "", text[400];
+	struct policy p;
+
+	cr_assert_eq(parse(&p, example, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(p.mode, POLICY_AUDIT);
+	cr_assert_eq(p.n, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < p.n; i++) {
+		rule__format(&p.rules[i], text, sizeof(text));
+		cr_expect_str_eq(text, want[i]);
+		cr_expect_eq(p.rules[i].id, i + 1);
+	}
+	cr_expect_str_eq(p.rules[7].sandbox, "build-42");
+	cr_expect_eq(p.rules[7].line, 10);
+	cr_expect_str_eq(p.rules[2].sandbox, "");
+	policy__free(&p);
+}
+
+Test(policy, errors_name_the_line)
+{
+	static const struct {
+		const char *text, *err;
+	} cases[] = {
+		{ "allow 1.2.3.4 tcp/0\n", "test.policy:1: bad port '0' in 'tcp/0' (1-65535)" },
+		{ "\nallow 192.0.2.1/24\n",
+		  "test.policy:2: '192.0.2.1/24' has host bits set (did you mean 192.0.2.0/24?)" },
+		{ "allow 192.0.2.0/33\n",
+		  "test.policy:1: bad prefix length in '192.0.2.0/33' (0-32)" },
+		{ "allow 300.1.1.1\n",
+		  "test.policy:1: '300.1.1.1' is not an IPv4 or IPv6 address" },
+		{ "allow 1.2.3.4 sctp/1\n",
+		  "test.policy:1: unknown protocol 'sctp' in 'sctp/1' (tcp, udp, icmp or any)" },
+		{ "allow 1.2.3.4 udp/90-80\n",
+		  "test.policy:1: port range in 'udp/90-80' is reversed" },
+		{ "allow 1.2.3.4 icmp/1\n", "test.policy:1: icmp has no ports: 'icmp/1'" },
+		{ "permit 1.2.3.4\n",
+		  "test.policy:1: unknown directive 'permit' (expected mode, allow, deny, sandbox or })" },
+		{ "mode strict\n", "test.policy:1: expected 'mode enforce' or 'mode audit'" },
+		{ "mode audit\nmode audit\n", "test.policy:2: mode is set twice" },
+		{ "sandbox a {\n  sandbox b {\n",
+		  "test.policy:2: sandbox blocks do not nest (close 'a' first)" },
+		{ "sandbox a {\nallow 1.2.3.4\n", "test.policy:1: 'sandbox a {' is not closed" },
+		{ "}\n", "test.policy:1: '}' without 'sandbox NAME {'" },
+		{ "sandbox ../x {\n}\n",
+		  "test.policy:1: bad sandbox name '../x' (1-64 of [A-Za-z0-9._-])" },
+		{ "sandbox a {\nmode audit\n}\n",
+		  "test.policy:2: mode applies to the whole policy: put it outside sandbox blocks" },
+		{ "allow domain a..b\n", "test.policy:1: empty label in domain 'a..b'" },
+		{ "allow domain a b\n", "test.policy:1: expected 'allow domain NAME'" },
+		{ "allow\n", "test.policy:1: allow needs an address, a prefix or 'domain NAME'" },
+	};
+	char err[POLICY_ERR_LEN];
+	struct policy p;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = '\0';
+		cr_expect_neq(parse(&p, cases[i].text, err, sizeof(err)), 0, "accepted: %s",
+			      cases[i].text);
+		cr_expect_str_eq(err, cases[i].err);
+		policy__free(&p);
+	}
+}
+
+Test(policy, live_rules_round_trip_and_hash)
+{
+	char err[POLICY_ERR_LEN], a[65], b[65], *buf = NULL;
+	struct policy p, q;
+	size_t len = 0;
+	FILE *f;
+
+	cr_assert_eq(parse(&p, example, err, sizeof(err)), 0);
+	for (size_t i = 0; i < p.n; i++)
+		p.rules[i].live = true;
+	f = open_memstream(&buf, &len);
+	cr_assert_eq(policy__write_live(&p, f), 0);
+	fclose(f);
+	f = fmemopen(buf, len, "r");
+	policy__init(&q);
+	cr_assert_eq(policy__parse(&q, "live", f, true, err, sizeof(err)), 0, "%s\n%s", err, buf);
+	fclose(f);
+	q.mode = p.mode;
+	policy__hash(&p, a);
+	policy__hash(&q, b);
+	cr_expect_str_eq(a, b, "the written live rules read back differently:\n%s", buf);
+	/* order does not matter, content does */
+	policy__remove(&q, 0);
+	policy__hash(&q, b);
+	cr_expect_str_neq(a, b);
+	free(buf);
+	policy__free(&p);
+	policy__free(&q);
+}
+
+static const struct policy_entry *entry_for(const struct policy_entries *set, const char *addr,
+					    unsigned int plen)
+{
+	uint8_t a[16];
+
+	addr__parse(addr, a);
+	for (size_t i = 0; i < set->n; i++) {
+		if (set->v[i].plen == plen && !memcmp(set->v[i].addr, a, 16))
+			return &set->v[i];
+	}
+	return NULL;
+}
+
+Test(policy, push_down_gives_each_prefix_every_rule_that_covers_it)
+{
+	char err[POLICY_ERR_LEN] = "";
+	struct policy_entries set;
+	const struct policy_entry *e;
+	struct policy p;
+
+	cr_assert_eq(parse(&p,
+			   "mode audit\n"
+			   "allow 10.0.0.0/8 tcp/80\n"
+			   "allow 10.1.0.0/16 tcp/443 tcp/444 tcp/81\n"
+			   "deny 10.1.2.0/24\n"
+			   "allow 10.1.2.3\n",
+			   err, sizeof(err)),
+		     0, "%s", err);
+	cr_assert_eq(policy_map__compile(&p, NULL, &set, err, sizeof(err)), 0, "%s", err);
+	cr_expect_eq(set.n, 5, "::/0 and four prefixes");
+	e = entry_for(&set, "::", 0);
+	cr_assert(e);
+	cr_expect_eq(e->val.flags, EGRET_POL_AUDIT);
+	cr_expect_eq(e->val.nrules, 0);
+	e = entry_for(&set, "10.1.0.0", 96 + 16);
+	cr_assert(e);
+	cr_expect_eq(e->val.flags, EGRET_POL_AUDIT, "mode not pushed down");
+	/* tcp/80 from the /8, merged with tcp/81; tcp/443-444 merged */
+	cr_assert_eq(e->val.nrules, 2);
+	cr_expect_eq(e->val.rules[0].port_lo, 80);
+	cr_expect_eq(e->val.rules[0].port_hi, 81);
+	cr_expect_eq(e->val.rules[1].port_lo, 443);
+	cr_expect_eq(e->val.rules[1].port_hi, 444);
+	e = entry_for(&set, "10.1.2.3", 128);
+	cr_assert(e);
+	cr_expect_eq(e->val.rules[0].action, EGRET_ACT_DENY, "the covering deny comes first");
+	cr_expect_eq(e->val.rules[0].rule_id, 5, "rules 2-4 are the three specs of line 3");
+	free(set.v);
+
+	cr_assert_eq(policy_map__compile(&p, "nobody", &set, err, sizeof(err)), 0);
+	cr_expect_eq(set.n, 0, "a sandbox without rules has no entries");
+	free(set.v);
+	policy__free(&p);
+}
+
+Test(policy, too_many_port_rules_under_one_prefix)
+{
+	char text[4096] = "allow 10.0.0.0/8", err[POLICY_ERR_LEN] = "";
+	struct policy_entries set = { 0 };
+	struct policy p;
+
+	for (int port = 1; port <= 2 * EGRET_PORT_RULES + 1; port += 2)
+		sprintf(text + strlen(text), " tcp/%d", port);
+	strcat(text, "\n");
+	cr_assert_eq(parse(&p, text, err, sizeof(err)), 0, "%s", err);
+	cr_expect_neq(policy_map__compile(&p, NULL, &set, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "10.0.0.0/8 has more than 16 port rules"), "%s", err);
+	cr_expect_neq(policy_map__check(&p, err, sizeof(err)), 0);
+	free(set.v);
+	policy__free(&p);
+}
