@@ -4,6 +4,7 @@
 #   deploy/bootstrap.sh run [EGRETD OPTIONS]   install packages, build, run egretd in the
 #                                              foreground on the default policy and sink
 #   deploy/bootstrap.sh test                   install packages, build, run every test
+#   deploy/bootstrap.sh bench                  install packages, build, run the benchmarks
 #
 # Packages come from deploy/packages.txt; the build goes to ./build (or $EGRET_BUILD_DIR).
 set -eu
@@ -44,6 +45,11 @@ case $cmd in
 run)
 	install_packages
 	build
+	# the default policy, unless the host has one already
+	if [ ! -e /etc/egret/egret.policy ]; then
+		install -D -m 0644 "$top/deploy/egret.policy" /etc/egret/egret.policy
+		echo "bootstrap: installed the default policy in /etc/egret/egret.policy"
+	fi
 	echo "bootstrap: starting egretd (Ctrl-C stops it; enforcement stays attached)"
 	exec "$build/egretd" "$@"
 	;;
@@ -53,8 +59,13 @@ test)
 	cd "$build"
 	exec ctest --output-on-failure --verbose
 	;;
+bench)
+	install_packages
+	build
+	exec "$build/tests/bench/egret_bench_connect" "$@"
+	;;
 *)
-	echo "usage: deploy/bootstrap.sh run [EGRETD OPTIONS] | test" >&2
+	echo "usage: deploy/bootstrap.sh run [EGRETD OPTIONS] | test | bench" >&2
 	exit 2
 	;;
 esac
