@@ -133,28 +133,28 @@ int BPF_PROG(egret_sigsys, int sig, struct kernel_siginfo *info, struct task_str
 	return 0;
 }
 
-SEC("tp_btf/cgroup_mkdir")
-int BPF_PROG(egret_cg_mkdir, struct cgroup *cg, const char *path)
+/* a sandbox is a cgroup one level below egret's root */
+static __always_inline void sandbox_cgroup_event(struct cgroup *cg, __u32 op)
 {
 	__u64 id;
 
 	if (!cgroup_is_v2(cg) || BPF_CORE_READ(cg, level) != sandbox_level)
-		return 0;
+		return;
 	id = sandbox_of_cgroup(cg);
 	if (id != NOT_A_SANDBOX && id != 0)
-		cgroup_report(cg, id, EGRET_CG_CREATED);
+		cgroup_report(cg, id, op);
+}
+
+SEC("tp_btf/cgroup_mkdir")
+int BPF_PROG(egret_cg_mkdir, struct cgroup *cg, const char *path)
+{
+	sandbox_cgroup_event(cg, EGRET_CG_CREATED);
 	return 0;
 }
 
 SEC("tp_btf/cgroup_rmdir")
 int BPF_PROG(egret_cg_rmdir, struct cgroup *cg, const char *path)
 {
-	__u64 id;
-
-	if (!cgroup_is_v2(cg) || BPF_CORE_READ(cg, level) != sandbox_level)
-		return 0;
-	id = sandbox_of_cgroup(cg);
-	if (id != NOT_A_SANDBOX && id != 0)
-		cgroup_report(cg, id, EGRET_CG_DESTROYED);
+	sandbox_cgroup_event(cg, EGRET_CG_DESTROYED);
 	return 0;
 }

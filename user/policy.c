@@ -147,18 +147,12 @@ const char *policy__mode_name(enum policy_mode m)
 	return m == POLICY_AUDIT ? "audit" : "enforce";
 }
 
+/* rules name only tcp, udp, icmp, or 0 for any */
 static const char *proto_word(uint8_t proto)
 {
-	switch (proto) {
-	case IPPROTO_TCP:
-		return "tcp";
-	case IPPROTO_UDP:
-		return "udp";
-	case IPPROTO_ICMP:
-		return "icmp";
-	default:
-		return "any";
-	}
+	static char other[8];
+
+	return proto ? addr__proto_name(proto, other, sizeof(other)) : "any";
 }
 
 /* The rule in policy words: "allow 192.0.2.0/24 tcp/443", "deny domain *.example.com". */
