@@ -7,6 +7,7 @@
  * reports the sandbox cgroups coming and going, so egretd installs their rules.
  */
 #include "lib/confine.bpf.h"
+#include "lib/dns.bpf.h"
 #include "lib/egress.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -156,5 +157,42 @@ SEC("tp_btf/cgroup_rmdir")
 int BPF_PROG(egret_cg_rmdir, struct cgroup *cg, const char *path)
 {
 	sandbox_cgroup_event(cg, EGRET_CG_DESTROYED);
+	return 0;
+}
+
+/* A sandboxed process in a network namespace egret's resolver does not listen in yet: tell
+ * egretd, which sets up a listener there before the process is likely to ask anything.
+ */
+static __always_inline void netns_check(void)
+{
+	struct task_struct *t;
+	__u64 cookie;
+
+	if (!current_in_root())
+		return;
+	t = bpf_get_current_task_btf();
+	cookie = BPF_CORE_READ(t, nsproxy, net_ns, net_cookie);
+	if (!bpf_map_lookup_elem(&dns_listeners, &cookie))
+		netns_report(cookie, sandbox_of_current());
+}
+
+SEC("tp/syscalls/sys_exit_unshare")
+int egret_unshare(struct trace_event_raw_sys_exit *ctx)
+{
+	netns_check();
+	return 0;
+}
+
+SEC("tp/syscalls/sys_exit_setns")
+int egret_setns(struct trace_event_raw_sys_exit *ctx)
+{
+	netns_check();
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	netns_check();
 	return 0;
 }

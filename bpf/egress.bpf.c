@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Egress enforcement for every sandbox under egret's root cgroup: socket creation (refuses
- * socket types sandboxes may not have), connect and sendmsg (check the destination), and the
- * egress skb backstop for every packet the socket hooks did not judge.
+ * socket types sandboxes may not have), connect and sendmsg (check the destination; steer DNS
+ * to egret's resolver), recvmsg and getpeername (show DNS answers coming from the server asked),
+ * and the egress skb backstop for every packet the socket hooks did not judge.
  */
 #include "lib/egress.bpf.h"
 
@@ -41,4 +42,28 @@ SEC("cgroup_skb/egress")
 int egret_egress(struct __sk_buff *skb)
 {
 	return egress_skb(skb);
+}
+
+SEC("cgroup/recvmsg4")
+int egret_recvmsg4(struct bpf_sock_addr *ctx)
+{
+	return dns_unrewrite(ctx, AF_INET);
+}
+
+SEC("cgroup/recvmsg6")
+int egret_recvmsg6(struct bpf_sock_addr *ctx)
+{
+	return dns_unrewrite(ctx, AF_INET6);
+}
+
+SEC("cgroup/getpeername4")
+int egret_getpeer4(struct bpf_sock_addr *ctx)
+{
+	return dns_unrewrite(ctx, AF_INET);
+}
+
+SEC("cgroup/getpeername6")
+int egret_getpeer6(struct bpf_sock_addr *ctx)
+{
+	return dns_unrewrite(ctx, AF_INET6);
 }

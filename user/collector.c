@@ -10,6 +10,7 @@
 
 #include "collector.h"
 #include "confine.h"
+#include "egret/dns.h"
 #include "egress.h"
 #include "egret/egress.h"
 #include "log.h"
@@ -21,10 +22,22 @@ struct record_handler {
 	void (*handle)(struct collector *c, const void *rec);
 };
 
+/* A sandboxed process in a network namespace without a resolver listener: no event, the
+ * resolver sets one up.
+ */
+static void on_netns(struct collector *c, const void *rec)
+{
+	const struct egret_netns_event *r = rec;
+
+	if (c->hooks.netns_seen)
+		c->hooks.netns_seen(c->hooks.ctx, r->netns, r->hdr.pid, r->hdr.sandbox_id);
+}
+
 static const struct record_handler handlers[] = {
 	{ EGRET_EV_CONNECT, sizeof(struct egret_connect_event), egress__on_connect },
 	{ EGRET_EV_CGROUP, sizeof(struct egret_cgroup_event), confine__on_cgroup },
 	{ EGRET_EV_TAMPER, sizeof(struct egret_tamper_event), confine__on_tamper },
+	{ EGRET_EV_NETNS, sizeof(struct egret_netns_event), on_netns },
 };
 
 static void report_bad_record(struct collector *c, __u32 type, size_t size)

@@ -20,6 +20,7 @@ struct collector_hooks {
 	void (*sandbox_created)(void *ctx, uint64_t id, const char *name);
 	void (*sandbox_destroyed)(void *ctx, uint64_t id);
 	const char *(*rule_text)(void *ctx, uint32_t rule_id, char *buf, size_t size);
+	void (*netns_seen)(void *ctx, uint64_t cookie, uint32_t pid, uint64_t sandbox);
 };
 
 struct collector {

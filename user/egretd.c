@@ -17,6 +17,7 @@
 
 #include "collector.h"
 #include "control.h"
+#include "dns.h"
 #include "engine.h"
 #include "loader.h"
 #include "log.h"
@@ -41,6 +42,7 @@ struct options {
 	const char *control_group;
 	const char *sinks[MAX_SINKS];
 	unsigned int nsinks;
+	struct dns_options dns;
 	bool verbose;
 };
 
@@ -49,6 +51,7 @@ struct daemon {
 	struct egret_paths paths;
 	struct loader loader;
 	struct engine engine;
+	struct resolver *resolver;
 	struct stream stream;
 	struct sink sinks[MAX_SINKS];
 	struct collector collector;
@@ -82,6 +85,16 @@ static void usage(FILE *f)
 		"  --control PATH         control socket for egretctl (default: " EGRET_DEFAULT_CONTROL
 		")\n"
 		"  --control-group GROUP  group allowed on the control socket besides root\n"
+		"  --upstream-dns ADDR[:PORT]\n"
+		"                         where allowed names are resolved (default: the first\n"
+		"                         nameserver of /etc/resolv.conf); [ADDR6]:PORT for IPv6\n"
+		"  --dns-refuse refused|nxdomain\n"
+		"                         the answer to a name no rule allows (default: refused)\n"
+		"  --dns-min-ttl SECONDS  an allowed answer's addresses stay open at least this long\n"
+		"                         (default: 30)\n"
+		"  --dns-grace SECONDS    and this long after their TTL, so a connection opened just\n"
+		"                         before expiry is not refused (default: 30)\n"
+		"  --dns-max-ips N        addresses one name may open to one sandbox (default: 32)\n"
 		"  --sink URI             where events go; repeat for several. URIs: file:PATH\n"
 		"                         (default: " EGRET_DEFAULT_SINK ")\n"
 		"  -v, --verbose          debug logging, including the BPF verifier's output\n"
@@ -102,8 +115,18 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_SINK,
 		OPT_POLICY,
 		OPT_LIVE,
+		OPT_UPSTREAM,
+		OPT_REFUSE,
+		OPT_MIN_TTL,
+		OPT_GRACE,
+		OPT_MAX_IPS,
 	};
 	static const struct option longopts[] = {
+		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
+		{ "dns-refuse", required_argument, NULL, OPT_REFUSE },
+		{ "dns-min-ttl", required_argument, NULL, OPT_MIN_TTL },
+		{ "dns-grace", required_argument, NULL, OPT_GRACE },
+		{ "dns-max-ips", required_argument, NULL, OPT_MAX_IPS },
 		{ "policy", required_argument, NULL, OPT_POLICY },
 		{ "live-rules", required_argument, NULL, OPT_LIVE },
 		{ "cgroup", required_argument, NULL, OPT_CGROUP },
@@ -121,6 +144,39 @@ static int parse_options(int argc, char **argv, struct options *o)
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":vVh", longopts, NULL)) != -1) {
 		switch (c) {
+		case OPT_UPSTREAM: {
+			struct sockaddr_storage ss;
+			socklen_t len;
+
+			if (dns__parse_server(optarg, &ss, &len))
+				return log_usage(
+					"bad --upstream-dns '%s': expected ADDR, ADDR:PORT or "
+					"[ADDR6]:PORT",
+					optarg);
+			o->dns.upstream = optarg;
+			break;
+		}
+		case OPT_REFUSE:
+			if (strcmp(optarg, "refused") && strcmp(optarg, "nxdomain"))
+				return log_usage("bad --dns-refuse '%s': refused or nxdomain",
+						 optarg);
+			o->dns.nxdomain = !strcmp(optarg, "nxdomain");
+			break;
+		case OPT_MIN_TTL:
+		case OPT_GRACE:
+		case OPT_MAX_IPS: {
+			uint64_t v;
+
+			if (parse_u64(optarg, c == OPT_MAX_IPS ? 4096 : 86400 * 7, &v) ||
+			    (c == OPT_MAX_IPS && v == 0))
+				return log_usage(
+					"bad %s '%s': expected %s", argv[optind - 1], optarg,
+					c == OPT_MAX_IPS ? "1-4096" : "seconds, up to a week");
+			*(c == OPT_MIN_TTL ? &o->dns.min_ttl
+			  : c == OPT_GRACE ? &o->dns.grace
+					   : &o->dns.max_ips) = (unsigned int)v;
+			break;
+		}
 		case OPT_POLICY:
 			o->policy = optarg;
 			break;
@@ -167,6 +223,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		o->sinks[o->nsinks++] = EGRET_DEFAULT_SINK;
 	if (!o->policy)
 		o->policy = EGRET_DEFAULT_POLICY;
+	if (!o->dns.max_ips)
+		o->dns.max_ips = DNS_DEFAULT_MAX_IPS;
 	if (!o->live_rules)
 		o->live_rules = EGRET_DEFAULT_LIVE_RULES;
 	return 0;
@@ -203,6 +261,7 @@ static int cmd_status(void *ctx, struct control_req *r)
 		(unsigned long long)((now_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000ull),
 		EGRET_VERSION);
 	engine__status(&d->engine, r);
+	resolver__status(d->resolver, r);
 	control__out(r, "stream: %s, last seq %llu\n", d->stream.id,
 		     (unsigned long long)d->stream.seq);
 	for (unsigned int i = 0; i < d->stream.nsinks; i++) {
@@ -333,17 +392,33 @@ static int setup_enforcement(struct daemon *d)
 
 static void on_sandbox_created(void *ctx, uint64_t id, const char *name)
 {
-	engine__sandbox_created(ctx, id, name);
+	struct daemon *d = ctx;
+
+	engine__sandbox_created(&d->engine, id, name);
 }
 
 static void on_sandbox_destroyed(void *ctx, uint64_t id)
 {
-	engine__sandbox_destroyed(ctx, id);
+	struct daemon *d = ctx;
+
+	engine__sandbox_destroyed(&d->engine, id);
+	if (d->resolver)
+		resolver__sandbox_gone(d->resolver, id);
 }
 
 static const char *on_rule_text(void *ctx, uint32_t id, char *buf, size_t size)
 {
-	return engine__rule_text(ctx, id, buf, size);
+	struct daemon *d = ctx;
+
+	return engine__rule_text(&d->engine, id, buf, size);
+}
+
+static void on_netns_seen(void *ctx, uint64_t cookie, uint32_t pid, uint64_t sandbox)
+{
+	struct daemon *d = ctx;
+
+	if (d->resolver)
+		resolver__netns_seen(d->resolver, cookie, pid, sandbox);
 }
 
 static int setup_pipeline(struct daemon *d)
@@ -363,14 +438,34 @@ static int setup_pipeline(struct daemon *d)
 	if (err)
 		return err;
 	d->collector.hooks = (struct collector_hooks){
-		.ctx = &d->engine,
+		.ctx = d,
 		.sandbox_created = on_sandbox_created,
 		.sandbox_destroyed = on_sandbox_destroyed,
 		.rule_text = on_rule_text,
+		.netns_seen = on_netns_seen,
 	};
 	d->engine.stream = &d->stream;
 	d->rbw = (struct watch){ .fd = collector__fd(&d->collector), .fn = on_ringbuf, .data = d };
 	return loop__add(&d->loop, &d->rbw, EPOLLIN);
+}
+
+/* The resolver: a DNS egret cannot serve is a setup failure like any other. */
+static int setup_dns(struct daemon *d)
+{
+	struct dns_maps m = {
+		.listeners_fd = loader__map_fd(&d->loader, "dns_listeners"),
+		.clients_fd = loader__map_fd(&d->loader, "dns_clients"),
+		.allow_fd = loader__map_fd(&d->loader, "dns_allow"),
+	};
+	int err = resolver__new(&d->resolver, &d->opt.dns, &m, &d->loop, &d->engine);
+
+	if (err)
+		return err;
+	resolver__set_stream(d->resolver, &d->stream);
+	err = resolver__listen_here(d->resolver);
+	if (!err)
+		resolver__scan(d->resolver, d->paths.cgroup_root);
+	return err;
 }
 
 static int setup_control(struct daemon *d)
@@ -405,6 +500,7 @@ static void run(struct daemon *d)
 
 		loop__run_once(&d->loop, DRAIN_MS);
 		collector__poll(&d->collector);
+		resolver__tick(d->resolver);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next_tick) {
 			if (++ticks % RESCAN_TICKS == 0)
@@ -431,6 +527,8 @@ static void shutdown_daemon(struct daemon *d)
 	for (unsigned int i = 0; i < d->stream.nsinks; i++)
 		sink__close(d->stream.sinks[i]);
 	stream__free(&d->stream);
+	resolver__free(d->resolver);
+	d->resolver = NULL;
 	engine__free(&d->engine);
 	loader__close(&d->loader);
 	loop__close(&d->loop);
@@ -445,6 +543,9 @@ int main(int argc, char **argv)
 	d.loader.cgroup_fd = -1;
 	d.control.listen.fd = -1;
 	d.engine.trie_fd = -1;
+	d.opt.dns = (struct dns_options){ .min_ttl = DNS_DEFAULT_MIN_TTL,
+					  .grace = DNS_DEFAULT_GRACE,
+					  .timeout_ms = DNS_DEFAULT_TIMEOUT_MS };
 	log_init("egretd", LOG_LVL_INFO);
 	err = parse_options(argc, argv, &d.opt);
 	if (err)
@@ -463,6 +564,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	err = setup_pipeline(&d);
+	if (!err)
+		err = setup_dns(&d);
 	if (!err)
 		err = setup_control(&d);
 	if (err) {

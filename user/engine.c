@@ -403,6 +403,49 @@ int engine__reload(struct engine *e, const char *actor, bool discard_live, char 
 	return ret;
 }
 
+/* Does a domain rule (text "example.com" or "*.example.com") cover name (lower case, no final
+ * dot)? The wildcard covers names below the domain, not the domain itself.
+ */
+static bool domain_covers(const char *rule, const char *name)
+{
+	size_t rlen, nlen = strlen(name);
+
+	if (strncmp(rule, "*.", 2))
+		return strcmp(rule, name) == 0;
+	rule += 1; /* ".example.com" */
+	rlen = strlen(rule);
+	return nlen > rlen && strcmp(name + nlen - rlen, rule) == 0;
+}
+
+/* The domain rules' verdict on name for a sandbox: EGRET_ACT_DENY, EGRET_ACT_ALLOW, or 0 when
+ * no rule covers it. A deny beats an allow; the deciding rule's words go to rule.
+ */
+int engine__domain_verdict(const struct engine *e, const char *sandbox, const char *name,
+			   char *rule, size_t size)
+{
+	int verdict = 0;
+
+	rule[0] = '\0';
+	for (size_t i = 0; i < e->pol.n; i++) {
+		const struct rule *r = &e->pol.rules[i];
+
+		if (r->kind != RULE_DOMAIN || (r->sandbox[0] && strcmp(r->sandbox, sandbox)) ||
+		    !domain_covers(r->domain, name) || verdict == EGRET_ACT_DENY)
+			continue;
+		if (verdict == 0 || r->action == EGRET_ACT_DENY) {
+			verdict = r->action;
+			rule__format(r, rule, size);
+		}
+	}
+	return verdict;
+}
+
+/* The name of a registered sandbox, "" for the root cgroup itself, NULL when unknown. */
+const char *engine__sandbox_name(const struct engine *e, uint64_t id)
+{
+	return id ? sandbox_names__get(&e->reg, id) : "";
+}
+
 const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, size_t size)
 {
 	ssize_t i = id ? policy__find_id(&e->pol, id) : -1;

@@ -40,6 +40,9 @@ void engine__announce(struct engine *e);
 void engine__sandbox_created(struct engine *e, uint64_t id, const char *name);
 void engine__sandbox_destroyed(struct engine *e, uint64_t id);
 int engine__reload(struct engine *e, const char *actor, bool discard_live, char *err, size_t errsz);
+int engine__domain_verdict(const struct engine *e, const char *sandbox, const char *name,
+			   char *rule, size_t size);
+const char *engine__sandbox_name(const struct engine *e, uint64_t id);
 const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, size_t size);
 void engine__free(struct engine *e);
 

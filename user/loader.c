@@ -30,6 +30,10 @@ const struct egret_prog_spec loader_progs[] = {
 	{ "egret_sendmsg4", BPF_CGROUP_UDP4_SENDMSG, true },
 	{ "egret_sendmsg6", BPF_CGROUP_UDP6_SENDMSG, true },
 	{ "egret_egress", BPF_CGROUP_INET_EGRESS, true },
+	{ "egret_recvmsg4", BPF_CGROUP_UDP4_RECVMSG, true },
+	{ "egret_recvmsg6", BPF_CGROUP_UDP6_RECVMSG, true },
+	{ "egret_getpeer4", BPF_CGROUP_INET4_GETPEERNAME, true },
+	{ "egret_getpeer6", BPF_CGROUP_INET6_GETPEERNAME, true },
 	{ "egret_socket", BPF_TRACE_RAW_TP, false },
 	{ "egret_uring", BPF_TRACE_RAW_TP, false },
 	{ "egret_bpf", BPF_TRACE_RAW_TP, false },
@@ -38,6 +42,9 @@ const struct egret_prog_spec loader_progs[] = {
 	{ "egret_sigsys", BPF_TRACE_RAW_TP, false },
 	{ "egret_cg_mkdir", BPF_TRACE_RAW_TP, false },
 	{ "egret_cg_rmdir", BPF_TRACE_RAW_TP, false },
+	{ "egret_unshare", BPF_TRACE_RAW_TP, false },
+	{ "egret_setns", BPF_TRACE_RAW_TP, false },
+	{ "egret_exec", BPF_TRACE_RAW_TP, false },
 };
 const unsigned int loader_nprogs = ARRAY_SIZE(loader_progs);
 

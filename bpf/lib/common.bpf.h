@@ -12,6 +12,7 @@
 #include "egret/egress.h"
 #include "egret/policy.h"
 #include "egret/confine.h"
+#include "egret/dns.h"
 
 #define AF_UNIX	       1
 #define AF_INET	       2

@@ -6,36 +6,12 @@
 #ifndef EGRET_EGRESS_BPF_H
 #define EGRET_EGRESS_BPF_H
 
-#include "lib/events.bpf.h"
-#include "lib/policy.bpf.h"
+#include "lib/dns.bpf.h"
+#include "lib/report.bpf.h"
 #include "lib/sandbox.bpf.h"
 
 #define IP_OFFSET 0x1fff
 #define SOCK_RAW  3
-
-static __always_inline void egress_report(const struct flow *f, __u64 sandbox_id, __u8 hook,
-					  const struct decision *d, __u16 sock_type)
-{
-	struct egret_connect_event *e;
-
-	e = event_reserve(sizeof(*e));
-	if (!e)
-		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox_id);
-	__builtin_memcpy(e->daddr, f->addr, sizeof(e->daddr));
-	e->rule_id = d->rule_id;
-	e->dport = f->port;
-	e->family = f->family;
-	e->protocol = f->protocol;
-	e->hook = hook;
-	e->verdict = d->verdict;
-	e->reason = d->reason;
-	e->v4_mapped = f->mapped;
-	e->sock_type = sock_type;
-	e->killed = 0;
-	e->pad = 0;
-	event_submit(e);
-}
 
 static __always_inline bool meta_is_flow(const struct egret_sock_meta *m, const struct flow *f)
 {
@@ -62,6 +38,8 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 	struct flow f;
 
 	flow_from_sock_addr(&f, ctx, family);
+	if (f.port == EGRET_DNS_PORT && (f.protocol == IPPROTO_UDP || f.protocol == IPPROTO_TCP))
+		return dns_redirect(ctx, family, hook, &f, sandbox_id);
 	policy_decide(&f, sandbox_id, &d);
 	counter_verdict(hook, d.verdict);
 	if (d.verdict == EGRET_VERDICT_DENY) {

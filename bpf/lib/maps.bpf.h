@@ -58,6 +58,35 @@ struct {
 	__type(value, __u8);
 } sandbox_rules SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_DNS_LISTENERS_MAX);
+	__type(key, __u64);
+	__type(value, struct egret_dns_listener);
+} dns_listeners SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EGRET_DNS_CLIENTS_MAX);
+	__type(key, struct egret_dns_client_key);
+	__type(value, struct egret_dns_client);
+} dns_clients SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_DNS_ALLOW_MAX);
+	__type(key, struct egret_dns_allow_key);
+	__type(value, struct egret_dns_allow);
+} dns_allow SEC(".maps");
+
+/* network namespaces already reported as lacking a listener (rate limit) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u64);
+} netns_reported SEC(".maps");
+
 static __always_inline void counter_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);

@@ -76,6 +76,17 @@ static __always_inline void decide(struct decision *d, __u8 verdict, __u8 reason
 	d->rule_id = rule_id;
 }
 
+/* An address an allowed DNS answer gave this sandbox, and not yet expired. */
+static __always_inline bool dns_allowed(__u64 sandbox_id, const __u32 *addr)
+{
+	struct egret_dns_allow_key k = { .sandbox_id = sandbox_id };
+	struct egret_dns_allow *v;
+
+	__builtin_memcpy(k.addr, addr, sizeof(k.addr));
+	v = bpf_map_lookup_elem(&dns_allow, &k);
+	return v && v->expires_ns > bpf_ktime_get_boot_ns();
+}
+
 static __always_inline void policy_match(void *trie, const struct flow *f, __u64 sandbox_id,
 					 struct decision *d)
 {
@@ -102,6 +113,10 @@ static __always_inline void policy_match(void *trie, const struct flow *f, __u64
 	if ((id = match_rules(s, f, EGRET_ACT_ALLOW)) ||
 	    (id = match_rules(g, f, EGRET_ACT_ALLOW))) {
 		decide(d, EGRET_VERDICT_ALLOW, EGRET_REASON_ALLOW_RULE, id);
+		return;
+	}
+	if (dns_allowed(sandbox_id, f->addr)) {
+		decide(d, EGRET_VERDICT_ALLOW, EGRET_REASON_DNS, 0);
 		return;
 	}
 	decide(d, d->verdict, EGRET_REASON_DEFAULT_DENY, 0);

@@ -25,6 +25,7 @@ enum egret_reason {
 	EGRET_REASON_DNS = 6,
 	EGRET_REASON_SANDBOX_PENDING = 7,
 	EGRET_REASON_NO_POLICY = 8,
+	EGRET_REASON_NO_RESOLVER = 9, /* DNS: no resolver listener in this network namespace */
 };
 
 /* NetConnect.Hook */
@@ -39,16 +40,21 @@ enum egret_hook {
 	EGRET_HOOK_MAX = 8,
 };
 
-/* Per-socket state in the `sock_meta` sk_storage map, made on a socket's first sendmsg: the
- * last destination allowed, so that a flow of datagrams is reported once, not per datagram, and
- * whether the skb backstop already reported a drop on it.
+/* Per-socket state in the `sock_meta` sk_storage map, made on a socket's first sendmsg (or a
+ * redirected DNS connect): the last destination allowed, so that a flow of datagrams is
+ * reported once, not per datagram; whether the skb backstop already reported a drop on it; and
+ * for DNS, the server the socket asked and the resolver listener it was steered to, so that
+ * recvmsg and getpeername show the former.
  */
 struct egret_sock_meta {
 	__u32 last_addr[4];   /* last allowed destination, IPv4 mapped */
-	__u16 last_port;      /* its port, host order */
-	__u8 last_proto;      /* its protocol; 0: none yet */
+	__u32 dns_orig[4];    /* DNS: the server asked, as the socket named it (network order) */
+	__u32 dns_to[4];      /* DNS: the listener it was steered to, as the socket sees it */
+	__u16 last_port;      /* host order */
+	__u16 dns_orig_port;  /* network order; 0: not redirected */
+	__u16 dns_to_port;    /* network order */
+	__u8 last_proto;      /* 0: no flow yet */
 	__u8 denied_reported; /* the skb backstop reported a drop on this socket */
-	__u32 pad;
 };
 
 /* EGRET_EV_CONNECT */

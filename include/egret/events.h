@@ -13,6 +13,7 @@ enum egret_event_type {
 	EGRET_EV_CONNECT = 1, /* struct egret_connect_event, include/egret/egress.h */
 	EGRET_EV_CGROUP = 2,  /* struct egret_cgroup_event, include/egret/confine.h */
 	EGRET_EV_TAMPER = 3,  /* struct egret_tamper_event, include/egret/confine.h */
+	EGRET_EV_NETNS = 4,   /* struct egret_netns_event, include/egret/dns.h */
 };
 
 /* Indexes into the per-CPU `counters` array. */

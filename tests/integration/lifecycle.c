@@ -23,6 +23,7 @@
 
 #include "cgroup.h"
 #include "harness.h"
+#include "loader.h"
 #include "paths.h"
 
 #define PORT 80
@@ -111,10 +112,12 @@ Test(lifecycle, restart_adopts_pins_without_a_gap)
 	waitpid(child, &status, 0);
 	successes = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	cr_expect_eq(successes, 0, "%d connects to the metadata address got through", successes);
-	cr_expect(strstr(harness_log(T), "(14 adopted)"), "restart did not adopt the pins:\n%s",
+	snprintf(out, sizeof(out), "(%u adopted)", loader_nprogs);
+	cr_expect(strstr(harness_log(T), out), "restart did not adopt the pins:\n%s",
 		  harness_log(T));
 	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
-	cr_expect(strstr(out, "14 adopted from a previous egretd"), "%s", out);
+	snprintf(sandbox, sizeof(sandbox), "%u adopted from a previous egretd", loader_nprogs);
+	cr_expect(strstr(out, sandbox), "%s", out);
 }
 
 Test(lifecycle, run_refuses_while_nothing_is_attached)
@@ -269,7 +272,7 @@ Test(lifecycle, stream_is_bracketed_and_gapless)
 	}
 	cr_expect_eq(evs.ev[0]->payload_case, EGRET__V1__EVENT__PAYLOAD_AGENT);
 	cr_expect_eq(evs.ev[0]->agent->kind, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
-	cr_expect_eq(evs.ev[0]->agent->programs, 14);
+	cr_expect_eq(evs.ev[0]->agent->programs, loader_nprogs);
 	cr_expect_eq(evs.ev[1]->payload_case, EGRET__V1__EVENT__PAYLOAD_POLICY_CHANGE);
 	cr_expect_str_eq(evs.ev[1]->policy_change->action, "load");
 	cr_expect_eq(evs.ev[2]->payload_case, EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE);

@@ -122,12 +122,13 @@ static const struct pcase cases[] = {
 	  EPERM },
 	{ "IPv4-mapped form of an allowed address", "box", TCP, "::ffff:198.51.100.7", 443,
 	  AF_INET6, 0 },
-	{ "unconnected UDP to a denied address", "box", UDP_SENDTO, "198.51.100.8", 53, AF_INET,
+	{ "unconnected UDP to a denied address", "box", UDP_SENDTO, "198.51.100.8", 5005, AF_INET,
 	  EPERM },
-	{ "connected UDP to a denied address", "box", UDP_CONNECTED, "198.51.100.8", 53, AF_INET,
+	{ "connected UDP to a denied address", "box", UDP_CONNECTED, "198.51.100.8", 5005, AF_INET,
 	  EPERM },
-	{ "unconnected UDP to an allowed address", "box", UDP_SENDTO, "192.0.2.1", 53, AF_INET, 0 },
-	{ "connected UDP to an allowed address", "box", UDP_CONNECTED, "192.0.2.1", 53, AF_INET,
+	{ "unconnected UDP to an allowed address", "box", UDP_SENDTO, "192.0.2.1", 5005, AF_INET,
+	  0 },
+	{ "connected UDP to an allowed address", "box", UDP_CONNECTED, "192.0.2.1", 5005, AF_INET,
 	  0 },
 	{ "TCP Fast Open to a denied address", "box", TFO, "198.51.100.8", 80, AF_INET, EPERM },
 	{ "TCP Fast Open to an allowed address", "box", TFO, "192.0.2.1", 80, AF_INET, 0 },
@@ -354,7 +355,7 @@ static bool is_allow_flow(const Egret__V1__Event *ev, const void *arg)
 static int udp_twice(void *arg)
 {
 	int fd = socket(AF_INET, SOCK_DGRAM, 0);
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(5005) };
 
 	inet_pton(AF_INET, "192.0.2.1", &sa.sin_addr);
 	for (int i = 0; i < 2; i++) {

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -115,6 +116,9 @@ int harness_start(struct egret_instance *e, const char *const extra[])
 	argv[n++] = e->policy_path;
 	argv[n++] = "--live-rules";
 	argv[n++] = e->live_path;
+	/* tests that resolve start their own upstream and pass --upstream-dns after these */
+	argv[n++] = "--upstream-dns";
+	argv[n++] = "192.0.2.53";
 	for (int i = 0; extra && extra[i] && n < 62; i++)
 		argv[n++] = extra[i];
 	argv[n] = NULL;
@@ -376,6 +380,45 @@ int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *),
 	int status = in_sandbox_status(e, sandbox, fn, arg);
 
 	return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct cmd_arg {
+	char **argv;
+	char *out;
+	size_t outsz;
+};
+
+static int exec_captured(void *arg)
+{
+	struct cmd_arg *c = arg;
+
+	return run_cmd(c->argv, c->out, c->outsz);
+}
+
+/* A command (NULL-terminated args) in a sandbox (NULL: outside), output captured; its exit
+ * status. The child writes the output into a shared mapping.
+ */
+int sandbox_cmd(struct egret_instance *e, const char *sandbox, char *out, size_t outsz, ...)
+{
+	char *argv[64], *shared;
+	struct cmd_arg c;
+	va_list ap;
+	int n = 0, rc;
+
+	va_start(ap, outsz);
+	while (n < 63 && (argv[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	shared = mmap(NULL, outsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (shared == MAP_FAILED)
+		return -1;
+	shared[0] = '\0';
+	c = (struct cmd_arg){ .argv = argv, .out = shared, .outsz = outsz };
+	rc = in_sandbox(e, sandbox, exec_captured, &c);
+	snprintf(out, outsz, "%s", shared);
+	munmap(shared, outsz);
+	return rc;
 }
 
 int netns_run(const char *cmdline)

@@ -54,6 +54,7 @@ int egretctl(struct egret_instance *e, char *out, size_t outsz, ...);
 int sandbox_path(struct egret_instance *e, const char *sandbox, char *out, size_t size);
 int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
 int in_sandbox_status(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
+int sandbox_cmd(struct egret_instance *e, const char *sandbox, char *out, size_t outsz, ...);
 
 /* network namespace of the calling test process */
 int netns_new(void);

@@ -1,0 +1,166 @@
+/* DNS redirection (include/egret/dns.h): connect and sendmsg to port 53 are steered to egret's
+ * resolver listener in the caller's network namespace, recvmsg and getpeername are steered
+ * back, and the resolver is told who asked.
+ */
+#ifndef EGRET_DNS_BPF_H
+#define EGRET_DNS_BPF_H
+
+#include "lib/report.bpf.h"
+
+static __always_inline void netns_report(__u64 cookie, __u64 sandbox_id)
+{
+	struct egret_netns_event *e;
+	__u64 now = bpf_ktime_get_boot_ns(), *last;
+
+	/* once per namespace and second: a client retrying must not flood the ring */
+	last = bpf_map_lookup_elem(&netns_reported, &cookie);
+	if (last && now - *last < 1000000000ull)
+		return;
+	bpf_map_update_elem(&netns_reported, &cookie, &now, BPF_ANY);
+	e = event_reserve(sizeof(*e));
+	if (!e)
+		return;
+	event_fill_hdr(&e->hdr, EGRET_EV_NETNS, sandbox_id);
+	e->netns = cookie;
+	event_submit(e);
+}
+
+/* The verifier refuses loads through a moved socket pointer; keep clang from sharing one. */
+static __always_inline __u32 sock_src_port(struct bpf_sock *sk)
+{
+	asm volatile("" : "+r"(sk));
+	return sk->src_port;
+}
+
+/* Where to steer this socket: the listener's address as the socket can reach it. */
+static __always_inline bool dns_target(const struct egret_dns_listener *l, const struct flow *f,
+				       __u32 *to, __u16 *port)
+{
+	if (f->family == AF_INET || f->mapped) {
+		to[0] = 0;
+		to[1] = 0;
+		to[2] = bpf_htonl(0x0000ffff);
+		to[3] = l->addr4;
+		*port = l->port4;
+		return l->port4 != 0;
+	}
+	__builtin_memcpy(to, l->addr6, 16);
+	*port = l->port6;
+	return l->port6 != 0;
+}
+
+/* Bind a connecting socket to a port now, so the resolver can tell from the source port who
+ * asked. bpf_bind() with port 0 defers the port to connect (IP_BIND_ADDRESS_NO_PORT), so pick
+ * one from the ephemeral range and try again if it is taken.
+ */
+static __always_inline int dns_bind(struct bpf_sock_addr *ctx, const int family, const __u32 *to)
+{
+	int err = -1;
+
+	for (int i = 0; i < 8 && err; i++) {
+		__u16 port = bpf_htons(32768 + bpf_get_prandom_u32() % 28232);
+
+		if (family == AF_INET) {
+			struct sockaddr_in sa = { .sin_family = AF_INET,
+						  .sin_port = port,
+						  .sin_addr.s_addr = to[3] };
+
+			err = bpf_bind(ctx, (struct sockaddr *)&sa, sizeof(sa));
+		} else {
+			struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = port };
+
+			__builtin_memcpy(&sa.sin6_addr, to, 16);
+			err = bpf_bind(ctx, (struct sockaddr *)&sa, sizeof(sa));
+		}
+	}
+	return err;
+}
+
+static __always_inline void dns_rewrite(struct bpf_sock_addr *ctx, const int family,
+					const __u32 *addr, __u16 port_be)
+{
+	if (family == AF_INET) {
+		ctx->user_ip4 = addr[3];
+	} else {
+		ctx->user_ip6[0] = addr[0];
+		ctx->user_ip6[1] = addr[1];
+		ctx->user_ip6[2] = addr[2];
+		ctx->user_ip6[3] = addr[3];
+	}
+	ctx->user_port = port_be;
+}
+
+/* A query to port 53: steer it to the resolver, or refuse it when the namespace has none. */
+static __always_inline int dns_redirect(struct bpf_sock_addr *ctx, const int family, __u8 hook,
+					const struct flow *f, __u64 sandbox_id)
+{
+	const bool connecting = hook == EGRET_HOOK_CONNECT4 || hook == EGRET_HOOK_CONNECT6;
+	struct egret_dns_client_key ck = { .proto = f->protocol };
+	struct egret_dns_client c = { .sandbox_id = sandbox_id };
+	struct decision d = { .verdict = EGRET_VERDICT_DENY, .reason = EGRET_REASON_NO_RESOLVER };
+	struct egret_dns_listener *l;
+	struct egret_sock_meta *m;
+	struct bpf_sock *sk;
+	__u64 cookie = bpf_get_netns_cookie(ctx);
+	__u16 port;
+	__u32 to[4];
+
+	l = bpf_map_lookup_elem(&dns_listeners, &cookie);
+	sk = ctx->sk;
+	if (!l || !sk || !dns_target(l, f, to, &port))
+		goto refuse;
+	m = bpf_sk_storage_get(&sock_meta, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!m)
+		goto refuse;
+	if (connecting && !sock_src_port(sk) && dns_bind(ctx, family, to))
+		goto refuse;
+	__builtin_memcpy(m->dns_orig, f->addr, sizeof(m->dns_orig));
+	m->dns_orig_port = bpf_htons(f->port);
+	__builtin_memcpy(m->dns_to, to, sizeof(m->dns_to));
+	m->dns_to_port = port;
+	ck.netns = cookie;
+	ck.port = (__u16)sock_src_port(sk);
+	c.ts_ns = bpf_ktime_get_boot_ns();
+	__builtin_memcpy(c.orig_addr, f->addr, sizeof(c.orig_addr));
+	c.orig_port = f->port;
+	c.pid = bpf_get_current_pid_tgid() >> 32;
+	c.tid = (__u32)bpf_get_current_pid_tgid();
+	bpf_get_current_comm(c.comm, sizeof(c.comm));
+	bpf_map_update_elem(&dns_clients, &ck, &c, BPF_ANY);
+	dns_rewrite(ctx, family, to, port);
+	counter_verdict(hook, EGRET_VERDICT_ALLOW);
+	return SK_PASS;
+refuse:
+	counter_verdict(hook, d.verdict);
+	egress_report(f, sandbox_id, hook, &d, (__u16)ctx->type);
+	netns_report(cookie, sandbox_id);
+	return SK_DROP;
+}
+
+/* recvmsg / getpeername: a redirected socket sees the server it asked, not the listener. */
+static __always_inline int dns_unrewrite(struct bpf_sock_addr *ctx, const int family)
+{
+	struct egret_sock_meta *m;
+	__u32 from[4];
+
+	if (!ctx->sk)
+		return 1;
+	m = bpf_sk_storage_get(&sock_meta, ctx->sk, 0, 0);
+	if (!m || !m->dns_orig_port || ctx->user_port != m->dns_to_port)
+		return 1;
+	if (family == AF_INET) {
+		if (ctx->user_ip4 != m->dns_to[3])
+			return 1;
+	} else {
+		from[0] = ctx->user_ip6[0];
+		from[1] = ctx->user_ip6[1];
+		from[2] = ctx->user_ip6[2];
+		from[3] = ctx->user_ip6[3];
+		if (!addr_eq(from, m->dns_to))
+			return 1;
+	}
+	dns_rewrite(ctx, family, m->dns_orig, m->dns_orig_port);
+	return 1;
+}
+
+#endif /* EGRET_DNS_BPF_H */

@@ -1,0 +1,32 @@
+/* The connect record: one per denied attempt and per newly allowed flow. */
+#ifndef EGRET_REPORT_BPF_H
+#define EGRET_REPORT_BPF_H
+
+#include "lib/events.bpf.h"
+#include "lib/policy.bpf.h"
+
+static __always_inline void egress_report(const struct flow *f, __u64 sandbox_id, __u8 hook,
+					  const struct decision *d, __u16 sock_type)
+{
+	struct egret_connect_event *e;
+
+	e = event_reserve(sizeof(*e));
+	if (!e)
+		return;
+	event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox_id);
+	__builtin_memcpy(e->daddr, f->addr, sizeof(e->daddr));
+	e->rule_id = d->rule_id;
+	e->dport = f->port;
+	e->family = f->family;
+	e->protocol = f->protocol;
+	e->hook = hook;
+	e->verdict = d->verdict;
+	e->reason = d->reason;
+	e->v4_mapped = f->mapped;
+	e->sock_type = sock_type;
+	e->killed = 0;
+	e->pad = 0;
+	event_submit(e);
+}
+
+#endif /* EGRET_REPORT_BPF_H */

@@ -1,0 +1,436 @@
+/* DNS filtered at egret's resolver, with a real upstream (dnsmasq, in the test's network
+ * namespace, serving a test zone whose names point at addresses on lo there) and real clients
+ * (dig, getaddrinfo, curl). Each refusal has its positive control: the same query from outside
+ * the sandboxes reaches the upstream, the same connect from outside gets through.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <criterion/criterion.h>
+
+#include <linux/types.h>
+#include "egret/events.h"
+#include "egret/dns.h"
+#include "harness.h"
+#include "loader.h"
+#include "util.h"
+
+#define UPSTREAM "192.0.2.53"
+
+static const char policy_text[] = "mode enforce\n"
+				  "allow domain allowed.test\n"
+				  "allow domain *.allowed.test\n";
+
+static pid_t dnsmasq, http;
+static int dot_listener = -1;
+static char dnsmasq_log[PATH_MAX + 16];
+
+static void start_dnsmasq(void)
+{
+	char logopt[PATH_MAX + 32];
+
+	snprintf(dnsmasq_log, sizeof(dnsmasq_log), "%s/dnsmasq.log", T->tmpdir);
+	snprintf(logopt, sizeof(logopt), "--log-facility=%s", dnsmasq_log);
+	dnsmasq = fork();
+	if (dnsmasq == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execlp("dnsmasq", "dnsmasq", "-k", "--conf-file=/dev/null", "--no-resolv",
+		       "--no-hosts", "--listen-address=" UPSTREAM, "--bind-interfaces", "--port=53",
+		       "--user=root", "--log-queries", logopt, "--pid-file=", "--local-ttl=1",
+		       "--address=/allowed.test/192.0.2.10",
+		       "--address=/meta.allowed.test/169.254.169.254",
+		       "--host-record=blocked.test,198.51.100.20",
+		       "--host-record=cdn.other.test,203.0.113.7",
+		       "--cname=www.allowed.test,cdn.other.test", NULL);
+		_exit(127);
+	}
+}
+
+/* a minimal HTTP server for curl: "ok" to every request */
+static void start_http(void)
+{
+	int fd = tcp_listen("0.0.0.0", 8080);
+
+	cr_assert(fd >= 0);
+	http = fork();
+	if (http == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;) {
+			char buf[2048];
+			int c = accept(fd, NULL, NULL);
+
+			if (c < 0)
+				continue;
+			if (recv(c, buf, sizeof(buf), 0) > 0)
+				send(c, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 40, 0);
+			close(c);
+		}
+	}
+	close(fd);
+}
+
+static int dig(const char *sandbox, char *out, size_t size, const char *server, const char *name,
+	       bool tcp)
+{
+	char at[64];
+
+	snprintf(at, sizeof(at), "@%s", server);
+	return sandbox_cmd(T, sandbox, out, size, "dig", "+time=2", "+tries=1",
+			   tcp ? "+tcp" : "+notcp", at, name, NULL);
+}
+
+static void setup(void)
+{
+	static struct egret_instance inst;
+	static const char *const addrs[] = { UPSTREAM "/32", "192.0.2.10/32", "198.51.100.20/32",
+					     "203.0.113.7/32", "169.254.169.254/32" };
+	const char *extra[] = {
+		"--upstream-dns", UPSTREAM, "--dns-min-ttl", "1", "--dns-grace", "1", NULL
+	};
+	char out[8192];
+
+	harness_require_root();
+	T = &inst;
+	cr_assert_eq(harness_init(T), 0);
+	cr_assert_eq(netns_new(), 0);
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++)
+		cr_assert_eq(netns_addr("lo", addrs[i]), 0);
+	start_dnsmasq();
+	start_http();
+	dot_listener = tcp_listen(UPSTREAM, 853);
+	cr_assert(dot_listener >= 0);
+	for (int i = 0; i < 50; i++) {
+		if (dig(NULL, out, sizeof(out), UPSTREAM, "allowed.test", false) == 0 &&
+		    strstr(out, "192.0.2.10"))
+			break;
+		usleep(100000);
+	}
+	cr_assert(strstr(out, "192.0.2.10"), "dnsmasq did not come up: %s", out);
+	cr_assert_eq(harness_policy(T, policy_text), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+}
+
+static void teardown(void)
+{
+	if (dnsmasq > 0) {
+		kill(dnsmasq, SIGKILL);
+		waitpid(dnsmasq, NULL, 0);
+	}
+	if (http > 0) {
+		kill(http, SIGKILL);
+		waitpid(http, NULL, 0);
+	}
+	if (dot_listener >= 0)
+		close(dot_listener);
+	harness_cleanup(T);
+}
+
+TestSuite(dns, .init = setup, .fini = teardown, .timeout = 90);
+
+static const char *cur_addr;
+static uint16_t cur_port = 8080;
+
+static int connect_cur(void *arg)
+{
+	return tcp_connect(cur_addr, cur_port, AF_INET, 2000);
+}
+
+static int connect_in(const char *sandbox, const char *addr, uint16_t port)
+{
+	cur_addr = addr;
+	cur_port = port;
+	return in_sandbox(T, sandbox, connect_cur, NULL);
+}
+
+static bool is_dns(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_DNS_QUERY &&
+	       !strcmp(ev->dns_query->name, arg);
+}
+
+Test(dns, allowed_name_opens_its_address)
+{
+	char out[8192];
+	struct events evs;
+	const Egret__V1__Event *ev;
+
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), EPERM, "open before any answer");
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "status: NOERROR"), "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
+	cr_expect(strstr(out, "SERVER: " UPSTREAM "#53"),
+		  "the answer must seem to come from the "
+		  "server asked: %s",
+		  out);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0,
+		     "the answer did not open its address");
+	cr_expect_eq(connect_in("other", "192.0.2.10", 8080), EPERM,
+		     "an answer to one sandbox opened the address to another");
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "allowed.test", 5000, &evs), 0);
+	ev = events_find(&evs, is_dns, "allowed.test", NULL);
+	cr_expect(ev->dns_query->allowed);
+	cr_expect_str_eq(ev->dns_query->rcode, "NOERROR");
+	cr_expect_str_eq(ev->dns_query->type, "A");
+	cr_expect_str_eq(ev->dns_query->rule, "allow domain allowed.test");
+	cr_expect_str_eq(ev->dns_query->server, UPSTREAM ":53");
+	cr_expect_str_eq(ev->dns_query->transport, "udp");
+	cr_expect_eq(ev->dns_query->addresses_opened, 1);
+	cr_assert_eq(ev->dns_query->n_answers, 1);
+	cr_expect_str_eq(ev->dns_query->answers[0], "A 192.0.2.10");
+	cr_expect_str_eq(ev->sandbox->name, "box");
+	cr_expect_neq(ev->process->pid, 0);
+	cr_expect_eq(ev->class_uid, 4003);
+	events_free(&evs);
+}
+
+static bool upstream_saw(const char *name)
+{
+	char log[65536], needle[128];
+
+	snprintf(needle, sizeof(needle), "] %s from", name);
+	return read_file(dnsmasq_log, log, sizeof(log)) > 0 && strstr(log, needle);
+}
+
+Test(dns, refused_name_never_reaches_upstream)
+{
+	char out[8192];
+
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "status: REFUSED"), "%s", out);
+	usleep(200000);
+	cr_expect_not(upstream_saw("blocked.test"), "a refused name reached the upstream");
+	cr_expect_eq(connect_in("box", "198.51.100.20", 8080), EPERM);
+	/* positive control: asked from outside, the upstream sees it and logs it */
+	cr_assert_eq(dig(NULL, out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "198.51.100.20"), "%s", out);
+	usleep(200000);
+	cr_expect(upstream_saw("blocked.test"), "the upstream's query log does not work");
+}
+
+Test(dns, any_server_address_is_answered_by_egret)
+{
+	char out[8192];
+	struct events evs;
+
+	/* nothing listens on 198.51.100.99, and no route leads there */
+	cr_assert_eq(dig("box", out, sizeof(out), "198.51.100.99", "allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
+	cr_expect(strstr(out, "SERVER: 198.51.100.99#53"), "%s", out);
+	cr_assert_eq(dig("box", out, sizeof(out), "2001:db8::99", "allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "192.0.2.10"), "over IPv6: %s", out);
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "allowed.test", 5000, &evs), 0);
+	cr_expect_str_eq(events_find(&evs, is_dns, "allowed.test", NULL)->dns_query->server,
+			 "198.51.100.99:53");
+	events_free(&evs);
+}
+
+Test(dns, tcp_is_filtered_the_same_way)
+{
+	char out[8192];
+
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", true), 0, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
+	cr_expect(strstr(out, "(TCP)"), "%s", out);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", true), 0, "%s", out);
+	cr_expect(strstr(out, "status: REFUSED"), "%s", out);
+	cr_expect_not(upstream_saw("blocked.test"));
+}
+
+Test(dns, addresses_expire_after_ttl_and_grace)
+{
+	char out[8192];
+
+	/* TTL 1 from the upstream, floor 1, grace 1: open for 2 s */
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0);
+	usleep(1200000);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "closed before TTL + grace");
+	usleep(1500000);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), EPERM, "still open after TTL + grace");
+	cr_expect_eq(connect_in(NULL, "192.0.2.10", 8080), 0, "positive control");
+}
+
+Test(dns, cnames_are_followed_and_metadata_stays_shut)
+{
+	char out[8192];
+
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "www.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "203.0.113.7"), "%s", out);
+	cr_expect_eq(connect_in("box", "203.0.113.7", 8080), 0,
+		     "the CNAME's target was not opened");
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "meta.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "169.254.169.254"), "%s", out);
+	cr_expect_eq(connect_in("box", "169.254.169.254", 8080), EPERM,
+		     "an allowed name pointing at the metadata endpoint opened it");
+}
+
+static int resolve_and_fetch(void *arg)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM }, *res;
+	char addr[INET_ADDRSTRLEN], out[4096];
+	char *curl[] = { "curl", "-s", "--max-time", "3", "http://allowed.test:8080/", NULL };
+	int err = getaddrinfo("allowed.test", "8080", &hints, &res);
+
+	if (err)
+		return 10;
+	inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, addr, sizeof(addr));
+	freeaddrinfo(res);
+	if (strcmp(addr, "192.0.2.10"))
+		return 11;
+	if (run_cmd(curl, out, sizeof(out)) || strcmp(out, "ok"))
+		return 12;
+	return 0;
+}
+
+Test(dns, getaddrinfo_and_curl_through_the_system_resolver)
+{
+	/* whatever /etc/resolv.conf names, the query is steered to egret */
+	cr_expect_eq(in_sandbox(T, "box", resolve_and_fetch, NULL), 0);
+}
+
+static int own_netns_queries(void *arg)
+{
+	char out[8192],
+		*ok[] = { "dig", "+time=1", "+tries=1", "@" UPSTREAM, "allowed.test", NULL };
+	char *no[] = { "dig", "+time=1", "+tries=1", "@" UPSTREAM, "blocked.test", NULL };
+	bool answered = false;
+
+	if (unshare(CLONE_NEWNET))
+		return 20;
+	/* egretd sets up a listener here when it hears of the namespace; lo stays down until then */
+	for (int i = 0; i < 30 && !answered; i++) {
+		answered = run_cmd(ok, out, sizeof(out)) == 0 && strstr(out, "192.0.2.10");
+		if (!answered)
+			usleep(100000);
+	}
+	if (!answered)
+		return 21;
+	if (run_cmd(no, out, sizeof(out)) || !strstr(out, "status: REFUSED"))
+		return 22;
+	return 0;
+}
+
+Test(dns, sandbox_in_its_own_network_namespace)
+{
+	cr_expect_eq(in_sandbox(T, "netns", own_netns_queries, NULL), 0);
+}
+
+Test(dns, dns_over_tls_is_denied_unless_allowed)
+{
+	char out[4096];
+
+	cr_expect_eq(connect_in("box", UPSTREAM, 853), EPERM);
+	cr_expect_eq(connect_in(NULL, UPSTREAM, 853), 0, "positive control");
+	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", UPSTREAM, "tcp/853", NULL), 0, "%s",
+		     out);
+	cr_expect_eq(connect_in("box", UPSTREAM, 853), 0);
+}
+
+/* Random and crafted datagrams, then TCP with lying length prefixes, at the resolver. */
+static int hostile_packets(void *arg)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	static const uint8_t loop_name[] = { 0x12, 0x34, 0x01, 0x00, 0x00, 0x01, 0,    0,    0,
+					     0,	   0,	 0,    0xc0, 0x0c, 0x00, 0x01, 0x00, 0x01 };
+	static const uint8_t answer_as_query[] = { 0x12, 0x34, 0x81, 0x80, 0x00, 0x01, 0,    0,	  0,
+						   0,	 0,    0,    0x00, 0x00, 0x01, 0x00, 0x01 };
+	uint8_t buf[600];
+	unsigned int seed = 42;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
+	for (int i = 0; i < 2000; i++) {
+		size_t len = (size_t)(rand_r(&seed) % sizeof(buf));
+
+		for (size_t j = 0; j < len; j++)
+			buf[j] = (uint8_t)rand_r(&seed);
+		if (i % 3 == 0 && len > 12)
+			buf[2] &= 0x7f; /* looks like a query: goes further into the parser */
+		sendto(fd, buf, len, 0, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	sendto(fd, loop_name, sizeof(loop_name), 0, (struct sockaddr *)&sa, sizeof(sa));
+	sendto(fd, answer_as_query, sizeof(answer_as_query), 0, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	for (int i = 0; i < 20; i++) {
+		int t = socket(AF_INET, SOCK_STREAM, 0);
+
+		if (connect(t, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			buf[0] = 0xff;
+			buf[1] = 0xff; /* claims 65535 bytes, sends 100 and closes */
+			send(t, buf, 102, MSG_NOSIGNAL);
+		}
+		close(t);
+	}
+	return 0;
+}
+
+Test(dns, hostile_packets_are_dropped_and_counted)
+{
+	char out[8192];
+
+	cr_assert_eq(in_sandbox(T, "box", hostile_packets, NULL), 0);
+	usleep(300000);
+	cr_expect_eq(kill(T->egretd, 0), 0, "egretd died");
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect_null(strstr(out, " 0 malformed"), "nothing counted as malformed: %s", out);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "the resolver stopped answering: %s", out);
+}
+
+static int query_direct(void *arg)
+{
+	uint16_t port = *(uint16_t *)arg;
+	static const uint8_t q[] = { 0xab, 0xcd, 0x01, 0x00, 0x00, 0x01, 0,    0,    0,	   0,
+				     0,	   0,	 7,    'a',  'l',  'l',	 'o',  'w',  'e',  'd',
+				     4,	   't',	 'e',  's',  't',  0,	 0x00, 0x01, 0x00, 0x01 };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct pollfd p;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	sendto(fd, q, sizeof(q), 0, (struct sockaddr *)&sa, sizeof(sa));
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	return poll(&p, 1, 1000) == 1 ? 1 : 0; /* 1: it was answered */
+}
+
+Test(dns, queries_from_outside_the_sandboxes_are_not_served)
+{
+	struct egret_dns_listener l;
+	char pin[PATH_MAX + 32], out[8192];
+	uint64_t cookie, next;
+	uint16_t port;
+	int fd;
+
+	/* the listener of this namespace, from the pinned map */
+	snprintf(pin, sizeof(pin), "%s/maps/dns_listeners", T->state_dir);
+	fd = bpf_obj_get(pin);
+	cr_assert(fd >= 0);
+	cr_assert_eq(bpf_map_get_next_key(fd, NULL, &next), 0);
+	cookie = next;
+	cr_assert_eq(bpf_map_lookup_elem(fd, &cookie, &l), 0);
+	close(fd);
+	port = ntohs(l.port4);
+	cr_expect_eq(in_sandbox(T, NULL, query_direct, &port), 0,
+		     "a query sent straight to the listener from outside was answered");
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "1 not from a sandbox"), "%s", out);
+}
