@@ -50,6 +50,8 @@
 #define TCP_IDLE_NS	(10ull * 1000000000ull)
 #define MAX_TCP_CONNS	256
 #define MAX_PENDING	8192
+#define UPSTREAM_SOCKS	8    /* UDP sockets to the upstream, each connected, shared by queries */
+#define UPSTREAM_ROTATE 4096 /* queries before a socket is replaced (new random source port) */
 
 struct dns_listener;
 struct dns_conn;
@@ -85,6 +87,15 @@ struct dns_conn {
 	struct dns_conn *next;
 };
 
+/* a connected UDP socket to the upstream; answers find their query by id */
+struct upstream_sock {
+	struct watch w;
+	struct resolver *r;
+	unsigned int uses, pending;
+	bool draining;
+	struct upstream_sock *next;
+};
+
 struct dns_query {
 	struct resolver *r;
 	struct dns_listener *l;
@@ -100,7 +111,8 @@ struct dns_query {
 	size_t msg_len;
 	uint64_t start_ns, deadline_ns;
 	char rule[400];
-	struct watch up;
+	struct upstream_sock *us; /* UDP upstream, shared */
+	struct watch up;	  /* TCP upstream, this query's own */
 	bool up_tcp;
 	uint8_t *up_buf;
 	size_t up_len, up_sent;
@@ -146,6 +158,12 @@ struct resolver {
 	unsigned int nconns;
 	struct dns_query *pending;
 	unsigned int npending;
+	struct dns_query *by_id[65536]; /* queries upstream over UDP, by the id sent */
+	struct upstream_sock *pool[UPSTREAM_SOCKS];
+	struct upstream_sock *draining;
+	unsigned int next_sock;
+	uint8_t rand[4096];
+	size_t rand_used;
 	struct allow_entry *allow;
 	size_t allow_cap, allow_used;
 	struct name_entry *names;
@@ -443,7 +461,8 @@ static bool open_address(struct resolver *r, uint64_t sandbox, struct name_entry
 		return false;
 	}
 	ae = allow_slot(r, &k, true);
-	if (ae && ae->expires_ns >= expires)
+	/* already open long enough: a repeated answer does not cost a map update */
+	if (ae && ae->expires_ns + 1000000000ull >= expires)
 		return true;
 	v.expires_ns = expires;
 	if (bpf_map_update_elem(r->m.allow_fd, &k, &v, BPF_ANY)) {
@@ -908,6 +927,34 @@ static void reply_rcode(struct resolver *r, struct dns_query *q, const ldns_pkt 
 	ldns_pkt_free(a);
 }
 
+static void sock_close(struct resolver *r, struct upstream_sock *us)
+{
+	loop__del(r->loop, &us->w);
+	close(us->w.fd);
+	free(us);
+}
+
+/* The query no longer waits on its shared UDP socket; a draining socket closes when empty. */
+static void upstream_detach(struct resolver *r, struct dns_query *q)
+{
+	struct upstream_sock *us = q->us;
+
+	if (!us)
+		return;
+	if (r->by_id[q->up_id] == q)
+		r->by_id[q->up_id] = NULL;
+	q->us = NULL;
+	if (--us->pending || !us->draining)
+		return;
+	for (struct upstream_sock **pp = &r->draining; *pp; pp = &(*pp)->next) {
+		if (*pp == us) {
+			*pp = us->next;
+			break;
+		}
+	}
+	sock_close(r, us);
+}
+
 static void query_free(struct resolver *r, struct dns_query *q)
 {
 	for (struct dns_query **pp = &r->pending; *pp; pp = &(*pp)->next) {
@@ -917,6 +964,7 @@ static void query_free(struct resolver *r, struct dns_query *q)
 			break;
 		}
 	}
+	upstream_detach(r, q);
 	if (q->up.fd >= 0) {
 		loop__del(r->loop, &q->up);
 		close(q->up.fd);
@@ -929,20 +977,116 @@ static void query_free(struct resolver *r, struct dns_query *q)
 }
 
 static void on_upstream(struct watch *w, uint32_t events);
+static void on_pool(struct watch *w, uint32_t events);
 
-/* Send the query upstream: UDP first; TCP (length-prefixed) when the UDP answer was cut. */
-static int upstream_send(struct resolver *r, struct dns_query *q, bool tcp)
+static struct upstream_sock *sock_open(struct resolver *r)
 {
+	struct upstream_sock *us = calloc(1, sizeof(*us));
 	int fd;
 
+	if (!us)
+		return NULL;
+	fd = socket(r->upstream.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&r->upstream, r->upstream_len)) {
+		if (fd >= 0)
+			close(fd);
+		free(us);
+		return NULL;
+	}
+	us->w = (struct watch){ .fd = fd, .fn = on_pool, .data = us };
+	us->r = r;
+	if (loop__add(r->loop, &us->w, EPOLLIN)) {
+		sock_close(r, us);
+		return NULL;
+	}
+	return us;
+}
+
+/* The next socket of the pool, replaced by a fresh one (a new random source port) when it has
+ * carried UPSTREAM_ROTATE queries; the old one drains its answers first.
+ */
+static struct upstream_sock *pool_next(struct resolver *r)
+{
+	unsigned int slot = r->next_sock++ % UPSTREAM_SOCKS;
+	struct upstream_sock *us = r->pool[slot];
+
+	if (us && us->uses < UPSTREAM_ROTATE)
+		return us;
+	if (us) {
+		if (us->pending) {
+			us->draining = true;
+			us->next = r->draining;
+			r->draining = us;
+		} else {
+			sock_close(r, us);
+		}
+	}
+	r->pool[slot] = sock_open(r);
+	return r->pool[slot];
+}
+
+/* Query ids from the kernel's CSPRNG, fetched 4 KiB at a time: glibc's arc4random makes one
+ * getrandom(2) call per use, a syscall per query.
+ */
+static uint16_t random_u16(struct resolver *r)
+{
+	uint16_t v;
+
+	if (r->rand_used + sizeof(v) > sizeof(r->rand)) {
+		if (getrandom(r->rand, sizeof(r->rand), 0) != (ssize_t)sizeof(r->rand))
+			arc4random_buf(r->rand, sizeof(r->rand));
+		r->rand_used = 0;
+	}
+	memcpy(&v, r->rand + r->rand_used, sizeof(v));
+	r->rand_used += sizeof(v);
+	return v;
+}
+
+static uint16_t free_id(struct resolver *r)
+{
+	uint16_t id = 0;
+
+	for (int i = 0; i < 32; i++) {
+		id = random_u16(r);
+		if (!r->by_id[id])
+			break;
+	}
+	return id;
+}
+
+/* Send the query upstream: UDP first, on a shared socket; TCP (its own connection,
+ * length-prefixed) when the UDP answer was cut.
+ */
+static int upstream_send(struct resolver *r, struct dns_query *q, bool tcp)
+{
+	struct upstream_sock *us;
+	int fd;
+
+	upstream_detach(r, q);
+	if (!tcp) {
+		q->up_id = free_id(r);
+		if (r->by_id[q->up_id])
+			return -EBUSY;
+		q->msg[0] = (uint8_t)(q->up_id >> 8);
+		q->msg[1] = (uint8_t)q->up_id;
+		us = pool_next(r);
+		if (!us)
+			return -ENOTCONN;
+		if (send(us->w.fd, q->msg, q->msg_len, 0) < 0)
+			return -errno;
+		us->uses++;
+		us->pending++;
+		q->us = us;
+		r->by_id[q->up_id] = q;
+		return 0;
+	}
 	if (q->up.fd >= 0) {
 		loop__del(r->loop, &q->up);
 		close(q->up.fd);
 		q->up.fd = -1;
 	}
-	q->up_tcp = tcp;
-	fd = socket(r->upstream.ss_family,
-		    (tcp ? SOCK_STREAM : SOCK_DGRAM) | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	q->up_tcp = true;
+	fd = socket(r->upstream.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (connect(fd, (struct sockaddr *)&r->upstream, r->upstream_len) && errno != EINPROGRESS) {
@@ -952,17 +1096,6 @@ static int upstream_send(struct resolver *r, struct dns_query *q, bool tcp)
 		return err;
 	}
 	q->up = (struct watch){ .fd = fd, .fn = on_upstream, .data = q };
-	q->up_len = q->up_sent = 0;
-	if (!tcp) {
-		if (send(fd, q->msg, q->msg_len, 0) < 0) {
-			int err = -errno;
-
-			close(fd);
-			q->up.fd = -1;
-			return err;
-		}
-		return loop__add(r->loop, &q->up, EPOLLIN);
-	}
 	free(q->up_buf);
 	q->up_buf = malloc(2 + DNS_MSG_MAX);
 	if (!q->up_buf)
@@ -971,6 +1104,7 @@ static int upstream_send(struct resolver *r, struct dns_query *q, bool tcp)
 	q->up_buf[1] = (uint8_t)q->msg_len;
 	memcpy(q->up_buf + 2, q->msg, q->msg_len);
 	q->up_len = 2 + q->msg_len;
+	q->up_sent = 0;
 	return loop__add(r->loop, &q->up, EPOLLOUT);
 }
 
@@ -1110,25 +1244,34 @@ static void upstream_failed(struct resolver *r, struct dns_query *q, const char 
 	query_free(r, q);
 }
 
+/* Answers on a shared UDP socket: each goes to the query its id names (if it went out on this
+ * socket); anything else is a stray datagram and is dropped.
+ */
+static void on_pool(struct watch *w, uint32_t events)
+{
+	struct upstream_sock *us = w->data;
+	struct resolver *r = us->r;
+
+	for (int i = 0; i < 64; i++) {
+		ssize_t n = recv(w->fd, r->buf, DNS_MSG_MAX, MSG_DONTWAIT);
+		struct dns_query *q;
+
+		if (n < 0)
+			return;
+		if (n < 12)
+			continue;
+		q = r->by_id[((uint16_t)r->buf[0] << 8) | r->buf[1]];
+		if (q && q->us == us)
+			upstream_answer(r, q, r->buf, (size_t)n);
+	}
+}
+
 static void on_upstream(struct watch *w, uint32_t events)
 {
 	struct dns_query *q = w->data;
 	struct resolver *r = q->r;
 	ssize_t n;
 
-	if (!q->up_tcp) {
-		n = recv(w->fd, r->buf, DNS_MSG_MAX, MSG_DONTWAIT);
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		if (n < 12) {
-			upstream_failed(r, q, n < 0 ? strerror(errno) : "short upstream answer");
-			return;
-		}
-		if ((((uint16_t)r->buf[0] << 8) | r->buf[1]) != q->up_id)
-			return; /* a stray datagram: not an answer to this query */
-		upstream_answer(r, q, r->buf, (size_t)n);
-		return;
-	}
 	if (q->up_sent < q->up_len) {
 		n = send(w->fd, q->up_buf + q->up_sent, q->up_len - q->up_sent, MSG_NOSIGNAL);
 		if (n < 0 && errno != EAGAIN) {
@@ -1166,15 +1309,6 @@ static void on_upstream(struct watch *w, uint32_t events)
 			upstream_answer(r, q, q->up_buf + 2, want);
 		}
 	}
-}
-
-static uint16_t random_id(void)
-{
-	uint16_t id;
-
-	if (getrandom(&id, sizeof(id), GRND_NONBLOCK) != sizeof(id))
-		id = (uint16_t)now_ns(CLOCK_MONOTONIC);
-	return id;
 }
 
 /* One query from a sandbox. msg is the client's; who says which sandbox sent it. */
@@ -1243,9 +1377,6 @@ static void handle_query(struct resolver *r, struct dns_listener *l, struct dns_
 	}
 	memcpy(q->msg, msg, len);
 	q->msg_len = len;
-	q->up_id = random_id();
-	q->msg[0] = (uint8_t)(q->up_id >> 8);
-	q->msg[1] = (uint8_t)q->up_id;
 	if (upstream_send(r, q, false))
 		upstream_failed(r, q, "cannot reach the upstream resolver");
 }
@@ -1447,6 +1578,7 @@ int resolver__new(struct resolver **out, const struct dns_options *o, const stru
 		return -ENOMEM;
 	r->o = *o;
 	r->m = *m;
+	r->rand_used = sizeof(r->rand);
 	r->loop = loop;
 	r->engine = e;
 	if (!o->upstream) {
@@ -1493,6 +1625,16 @@ void resolver__free(struct resolver *r)
 		query_free(r, r->pending);
 	while (r->conns)
 		conn_free(r, r->conns);
+	for (int i = 0; i < UPSTREAM_SOCKS; i++) {
+		if (r->pool[i])
+			sock_close(r, r->pool[i]);
+	}
+	while (r->draining) {
+		struct upstream_sock *us = r->draining;
+
+		r->draining = us->next;
+		sock_close(r, us);
+	}
 	while (r->listeners) {
 		struct dns_listener *l = r->listeners;
 

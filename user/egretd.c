@@ -493,7 +493,7 @@ static int setup_control(struct daemon *d)
 
 static void run(struct daemon *d)
 {
-	uint64_t next_tick = 0, ticks = 0;
+	uint64_t next_tick = 0, next_flush = 0, ticks = 0;
 
 	while (!d->loop.stop) {
 		uint64_t now;
@@ -510,7 +510,11 @@ static void run(struct daemon *d)
 			stream__sync_clock(&d->stream);
 			next_tick = now + TICK_MS * 1000000ull;
 		}
-		stream__flush(&d->stream);
+		/* one write per drain period, not per event (a sink also writes when half full) */
+		if (now >= next_flush) {
+			stream__flush(&d->stream);
+			next_flush = now + DRAIN_MS * 1000000ull;
+		}
 	}
 }
 

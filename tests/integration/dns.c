@@ -434,3 +434,23 @@ Test(dns, queries_from_outside_the_sandboxes_are_not_served)
 	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
 	cr_expect(strstr(out, "1 not from a sandbox"), "%s", out);
 }
+
+Test(dns, domain_rules_are_edited_live)
+{
+	char out[8192];
+
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "status: REFUSED"), "%s", out);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "box", "domain",
+			      "blocked.test", NULL),
+		     0, "%s", out);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "198.51.100.20"), "the live domain rule did not take: %s", out);
+	cr_assert_eq(dig("other", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "status: REFUSED"), "a sandbox's domain rule leaked: %s", out);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "revoke", "--sandbox", "box", "domain",
+			      "blocked.test", NULL),
+		     0, "%s", out);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "status: REFUSED"), "%s", out);
+}

@@ -1,0 +1,281 @@
+/* egret_bench_dns: what egret's resolver adds to a DNS query.
+ *
+ * dnsmasq answers a test zone in the bench's own network namespace. A client pinned to CPU 0
+ * (egretd and dnsmasq on CPU 1) sends A queries at a fixed rate (open loop: a slow answer does
+ * not slow the sender) for a few seconds, once from a plain cgroup straight to dnsmasq and once
+ * from a sandbox, whose queries egret steers through its resolver (policy check, forward,
+ * answer parsed, addresses opened, answer released). Rounds alternate; per-query latency
+ * percentiles are printed for both and as the difference. Then each path at full speed with 64
+ * queries in flight, for the queries per second it sustains, and egretd's CPU time per query.
+ * Run as root:  egret_bench_dns [--rate QPS] [--seconds N] [--rounds N]
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "util.h"
+
+#define UPSTREAM  "192.0.2.53"
+#define MAX_Q	  (1 << 20)
+#define QNAME_LEN 21 /* "\3www\5bench\4test\0" + type + class, after the header */
+
+struct result {
+	double p50, p90, p99, max; /* microseconds */
+	double qps;
+	unsigned long sent, answered;
+};
+
+static struct egret_instance inst;
+static char base_cgroup[PATH_MAX];
+static pid_t dnsmasq;
+
+static void pin(pid_t pid, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	sched_setaffinity(pid, sizeof(set), &set);
+}
+
+static size_t make_query(uint8_t *q, uint16_t id)
+{
+	static const uint8_t tail[] = { 3, 'w', 'w', 'w', 5,   'b', 'e', 'n', 'c', 'h',
+					4, 't', 'e', 's', 't', 0,   0,	 1,   0,   1 };
+
+	memset(q, 0, 12);
+	q[0] = (uint8_t)(id >> 8);
+	q[1] = (uint8_t)id;
+	q[2] = 0x01; /* RD */
+	q[5] = 1;    /* one question */
+	memcpy(q + 12, tail, sizeof(tail));
+	return 12 + sizeof(tail);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* In a child in cgroup: the load, from one UDP socket; the latencies (ns) into lat[]. */
+static void client(const char *cgroup, double rate, double seconds, int window, uint64_t *lat,
+		   struct result *res)
+{
+	struct sockaddr_in up = { .sin_family = AF_INET, .sin_port = htons(53) };
+	uint64_t *sent_at = calloc(65536, sizeof(uint64_t)), start, next, end, now;
+	unsigned long n = 0, got = 0, limit = (unsigned long)(rate * seconds);
+	int fd, inflight = 0;
+	uint8_t q[512];
+
+	pin(0, 0);
+	if (cgroup__join(cgroup, getpid()))
+		_exit(1);
+	inet_pton(AF_INET, UPSTREAM, &up.sin_addr);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	start = next = now_ns(CLOCK_MONOTONIC);
+	end = start + (uint64_t)(seconds * 1e9);
+	if (window)
+		limit = MAX_Q;
+	while ((now = now_ns(CLOCK_MONOTONIC)) < end + 1000000000ull && n < MAX_Q) {
+		bool may_send = window ? inflight < window && now < end : n < limit && now >= next;
+
+		if (may_send) {
+			size_t len = make_query(q, (uint16_t)n);
+
+			sent_at[n & 0xffff] = now;
+			if (sendto(fd, q, len, 0, (struct sockaddr *)&up, sizeof(up)) > 0) {
+				n++;
+				inflight++;
+			}
+			next += (uint64_t)(1e9 / rate);
+			continue;
+		}
+		if (!window && n >= limit && got == n)
+			break;
+		for (;;) {
+			ssize_t r = recv(fd, q, sizeof(q), 0);
+			uint16_t id;
+
+			if (r < 12)
+				break;
+			id = (uint16_t)((q[0] << 8) | q[1]);
+			if (got < MAX_Q)
+				lat[got++] = now_ns(CLOCK_MONOTONIC) - sent_at[id];
+			inflight--;
+		}
+		if (window && now >= end && inflight <= 0)
+			break;
+	}
+	qsort(lat, got, sizeof(*lat), cmp_u64);
+	res->sent = n;
+	res->answered = got;
+	res->qps = got / ((double)(now_ns(CLOCK_MONOTONIC) - start) / 1e9);
+	if (got) {
+		res->p50 = lat[got / 2] / 1e3;
+		res->p90 = lat[got * 9 / 10] / 1e3;
+		res->p99 = lat[got * 99 / 100] / 1e3;
+		res->max = lat[got - 1] / 1e3;
+	}
+	free(sent_at);
+}
+
+static struct result measure(const char *cgroup, double rate, double seconds, int window)
+{
+	struct result *res =
+		mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct result out;
+	pid_t pid = fork();
+
+	memset(res, 0, sizeof(*res));
+	if (pid == 0) {
+		uint64_t *lat = malloc(MAX_Q * sizeof(uint64_t));
+
+		client(cgroup, rate, seconds, window, lat, res);
+		_exit(0);
+	}
+	waitpid(pid, NULL, 0);
+	out = *res;
+	munmap(res, sizeof(*res));
+	return out;
+}
+
+static uint64_t cpu_ticks(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long ut = 0, st = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (read_file(path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
+	return ut + st;
+}
+
+static void print(const char *what, const struct result *r)
+{
+	printf("%-22s %8.0f %8.0f %8.0f %8.0f %9.0f %8lu/%lu\n", what, r->p50, r->p90, r->p99,
+	       r->max, r->qps, r->answered, r->sent);
+}
+
+static double median(double *v, int n)
+{
+	for (int i = 1; i < n; i++) {
+		for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+			double t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	}
+	return v[n / 2];
+}
+
+int main(int argc, char **argv)
+{
+	const char *extra[] = { "--upstream-dns", UPSTREAM, NULL };
+	double rate = 10000, seconds = 3, d50[16], d99[16], b50[16], b99[16], e50[16], e99[16];
+	char mount_root[PATH_MAX], sandbox[PATH_MAX];
+	int rounds = 3;
+	struct result base, via, fast_base, fast_via;
+	uint64_t t0, t1;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	for (int i = 1; i + 1 < argc; i += 2) {
+		if (!strcmp(argv[i], "--rate"))
+			rate = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--seconds"))
+			seconds = atof(argv[i + 1]);
+		else if (!strcmp(argv[i], "--rounds"))
+			rounds = atoi(argv[i + 1]);
+	}
+	if (rate < 1 || seconds <= 0 || rate * seconds > MAX_Q / 2 || rounds < 1 || rounds > 16) {
+		fprintf(stderr,
+			"usage: egret_bench_dns [--rate QPS] [--seconds N] [--rounds 1-16]\n");
+		return 2;
+	}
+	if (geteuid()) {
+		fprintf(stderr, "egret_bench_dns: run as root\n");
+		return 1;
+	}
+	harness_sweep_stale();
+	if (netns_new() || netns_addr("lo", UPSTREAM "/32") || netns_addr("lo", "192.0.2.10/32"))
+		return 1;
+	dnsmasq = fork();
+	if (dnsmasq == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execlp("dnsmasq", "dnsmasq", "-k", "--conf-file=/dev/null", "--no-resolv",
+		       "--no-hosts", "--listen-address=" UPSTREAM, "--bind-interfaces", "--port=53",
+		       "--user=root", "--pid-file=", "--log-facility=/dev/null",
+		       "--address=/bench.test/192.0.2.10", "--dns-forward-max=1000", NULL);
+		_exit(127);
+	}
+	pin(dnsmasq, 1);
+	if (harness_init(&inst) || harness_policy(&inst, "allow domain *.bench.test\n") ||
+	    harness_start(&inst, extra)) {
+		fprintf(stderr, "bench: egretd did not start:\n%s\n", harness_log(&inst));
+		kill(dnsmasq, SIGKILL);
+		harness_cleanup(&inst);
+		return 1;
+	}
+	pin(inst.egretd, 1);
+	cgroup__find_v2_mount(mount_root, sizeof(mount_root));
+	snprintf(base_cgroup, sizeof(base_cgroup), "%s/%s-base", mount_root, inst.name);
+	mkdir(base_cgroup, 0755);
+	snprintf(sandbox, sizeof(sandbox), "%s/bench", inst.cgroup_root);
+	mkdir(sandbox, 0755);
+	usleep(300000);
+	measure(base_cgroup, 1000, 0.3, 0); /* warm-up */
+	measure(sandbox, 1000, 0.3, 0);
+
+	printf("A queries at %.0f/s for %.1f s, %d alternating rounds; latency in microseconds\n",
+	       rate, seconds, rounds);
+	printf("%-22s %8s %8s %8s %8s %9s %15s\n", "path", "p50", "p90", "p99", "max", "answers/s",
+	       "answered/sent");
+	for (int r = 0; r < rounds; r++) {
+		base = measure(base_cgroup, rate, seconds, 0);
+		t0 = cpu_ticks(inst.egretd);
+		via = measure(sandbox, rate, seconds, 0);
+		t1 = cpu_ticks(inst.egretd);
+		print("dnsmasq directly", &base);
+		print("through egret", &via);
+		printf("  egretd CPU: %.1f us per query (%.1f%% of a core)\n",
+		       (double)(t1 - t0) / hz * 1e6 / (via.answered ? via.answered : 1),
+		       (double)(t1 - t0) / hz / seconds * 100);
+		b50[r] = base.p50, b99[r] = base.p99, e50[r] = via.p50, e99[r] = via.p99;
+		d50[r] = via.p50 - base.p50;
+		d99[r] = via.p99 - base.p99;
+	}
+	printf("\nmedian of rounds: direct p50 %.0f p99 %.0f us; through egret p50 %.0f p99 %.0f us;"
+	       "\nadded by egret: p50 %.0f us, p99 %.0f us\n",
+	       median(b50, rounds), median(b99, rounds), median(e50, rounds), median(e99, rounds),
+	       median(d50, rounds), median(d99, rounds));
+
+	fast_base = measure(base_cgroup, 1e9, 2, 64);
+	fast_via = measure(sandbox, 1e9, 2, 64);
+	printf("\nfull speed, 64 queries in flight, 2 s:\n");
+	print("dnsmasq directly", &fast_base);
+	print("through egret", &fast_via);
+
+	kill(dnsmasq, SIGKILL);
+	waitpid(dnsmasq, NULL, 0);
+	harness_cleanup(&inst);
+	rmdir(base_cgroup);
+	return 0;
+}
