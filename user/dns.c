@@ -1217,7 +1217,10 @@ static void upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *ms
 		ldns_pkt_free(resp); /* not ours: keep waiting */
 		return;
 	}
-	if (ldns_pkt_tc(resp) && !q->up_tcp) {
+	/* a UDP client gets the truncated answer and asks again over TCP (steered here too); a
+	 * TCP client's query is asked again over TCP upstream
+	 */
+	if (ldns_pkt_tc(resp) && !q->up_tcp && q->conn) {
 		ldns_pkt_free(resp);
 		if (upstream_send(r, q, true) == 0)
 			return;

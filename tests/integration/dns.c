@@ -39,12 +39,30 @@ static pid_t dnsmasq, http;
 static int dot_listener = -1;
 static char dnsmasq_log[PATH_MAX + 16];
 
+/* a TXT answer longer than 512 bytes: cut (TC) over UDP without EDNS */
+#define BIG_TXT                                                                                          \
+	"\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"   \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\","     \
+	"\"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb" \
+	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"   \
+	"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbzzz\","  \
+	"\"cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc\""
+
 static void start_dnsmasq(void)
 {
-	char logopt[PATH_MAX + 32];
+	char logopt[PATH_MAX + 32], hosts[PATH_MAX + 32], hostsopt[PATH_MAX + 48];
+	FILE *f;
 
 	snprintf(dnsmasq_log, sizeof(dnsmasq_log), "%s/dnsmasq.log", T->tmpdir);
 	snprintf(logopt, sizeof(logopt), "--log-facility=%s", dnsmasq_log);
+	/* one name with three addresses, for the per-name cap */
+	snprintf(hosts, sizeof(hosts), "%s/hosts", T->tmpdir);
+	snprintf(hostsopt, sizeof(hostsopt), "--addn-hosts=%s", hosts);
+	f = fopen(hosts, "w");
+	fprintf(f, "192.0.2.21 multi.allowed.test\n192.0.2.22 multi.allowed.test\n"
+		   "192.0.2.23 multi.allowed.test\n");
+	fclose(f);
 	dnsmasq = fork();
 	if (dnsmasq == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -55,7 +73,8 @@ static void start_dnsmasq(void)
 		       "--address=/meta.allowed.test/169.254.169.254",
 		       "--host-record=blocked.test,198.51.100.20",
 		       "--host-record=cdn.other.test,203.0.113.7",
-		       "--cname=www.allowed.test,cdn.other.test", NULL);
+		       "--cname=www.allowed.test,cdn.other.test", hostsopt,
+		       "--txt-record=big.allowed.test," BIG_TXT, NULL);
 		_exit(127);
 	}
 }
@@ -96,11 +115,19 @@ static int dig(const char *sandbox, char *out, size_t size, const char *server, 
 static void setup(void)
 {
 	static struct egret_instance inst;
-	static const char *const addrs[] = { UPSTREAM "/32", "192.0.2.10/32", "198.51.100.20/32",
-					     "203.0.113.7/32", "169.254.169.254/32" };
-	const char *extra[] = {
-		"--upstream-dns", UPSTREAM, "--dns-min-ttl", "1", "--dns-grace", "1", NULL
+	static const char *const addrs[] = {
+		UPSTREAM "/32",	      "192.0.2.10/32", "198.51.100.20/32", "203.0.113.7/32",
+		"169.254.169.254/32", "192.0.2.21/32", "192.0.2.22/32",	   "192.0.2.23/32",
 	};
+	const char *extra[] = { "--upstream-dns",
+				UPSTREAM,
+				"--dns-min-ttl",
+				"1",
+				"--dns-grace",
+				"1",
+				"--dns-max-ips",
+				"2",
+				NULL };
 	char out[8192];
 
 	harness_require_root();
@@ -453,4 +480,61 @@ Test(dns, domain_rules_are_edited_live)
 		     0, "%s", out);
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
 	cr_expect(strstr(out, "status: REFUSED"), "%s", out);
+}
+
+Test(dns, truncated_answers_go_over_tcp)
+{
+	char out[16384];
+
+	/* a TCP client's query without EDNS: the upstream cuts it over UDP, egret asks again over
+	 * TCP and relays the whole answer
+	 */
+	cr_assert_eq(sandbox_cmd(T, "box", out, sizeof(out), "dig", "+time=2", "+tries=1", "+tcp",
+				 "+noedns", "@" UPSTREAM, "big.allowed.test", "TXT", NULL),
+		     0, "%s", out);
+	cr_expect(strstr(out, "status: NOERROR"), "%s", out);
+	cr_expect(strstr(out, "zzz"), "the answer is not whole: %s", out);
+	cr_expect_null(strstr(out, " tc "), "%s", out);
+	/* a UDP client gets the cut answer and dig retries over TCP by itself */
+	cr_assert_eq(sandbox_cmd(T, "box", out, sizeof(out), "dig", "+time=2", "+tries=1",
+				 "+noedns", "@" UPSTREAM, "big.allowed.test", "TXT", NULL),
+		     0, "%s", out);
+	cr_expect(strstr(out, "zzz"), "%s", out);
+}
+
+Test(dns, addresses_per_name_are_capped)
+{
+	char out[8192];
+	struct events evs;
+	int open = 0;
+
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "multi.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "192.0.2.21") && strstr(out, "192.0.2.22") &&
+			  strstr(out, "192.0.2.23"),
+		  "%s", out);
+	open += connect_in("box", "192.0.2.21", 8080) == 0;
+	open += connect_in("box", "192.0.2.22", 8080) == 0;
+	open += connect_in("box", "192.0.2.23", 8080) == 0;
+	cr_expect_eq(open, 2, "--dns-max-ips 2: %d of 3 addresses opened", open);
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "multi.allowed.test", 5000, &evs), 0);
+	cr_expect_eq(
+		events_find(&evs, is_dns, "multi.allowed.test", NULL)->dns_query->addresses_opened,
+		2, "opened %u, ttl %u, answers %zu",
+		events_find(&evs, is_dns, "multi.allowed.test", NULL)->dns_query->addresses_opened,
+		events_find(&evs, is_dns, "multi.allowed.test", NULL)->dns_query->ttl,
+		events_find(&evs, is_dns, "multi.allowed.test", NULL)->dns_query->n_answers);
+	events_free(&evs);
+}
+
+Test(dns, nxdomain_instead_of_refused)
+{
+	const char *extra[] = { "--upstream-dns", UPSTREAM, "--dns-refuse", "nxdomain", NULL };
+	char out[8192];
+
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "status: NXDOMAIN"), "%s", out);
+	cr_expect_not(upstream_saw("blocked.test"));
 }
