@@ -176,6 +176,21 @@ static __always_inline void netns_check(void)
 		netns_report(cookie, sandbox_of_current());
 }
 
+/* a sandbox paused and resumed (cgroup.freeze); the writer is in the record's header */
+SEC("tp_btf/cgroup_freeze")
+int BPF_PROG(egret_cg_freeze, struct cgroup *cg, const char *path)
+{
+	sandbox_cgroup_event(cg, EGRET_CG_FROZEN);
+	return 0;
+}
+
+SEC("tp_btf/cgroup_unfreeze")
+int BPF_PROG(egret_cg_thaw, struct cgroup *cg, const char *path)
+{
+	sandbox_cgroup_event(cg, EGRET_CG_THAWED);
+	return 0;
+}
+
 SEC("tp/syscalls/sys_exit_unshare")
 int egret_unshare(struct trace_event_raw_sys_exit *ctx)
 {

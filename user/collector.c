@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include "audit.h"
 #include "collector.h"
 #include "confine.h"
 #include "egret/dns.h"
@@ -38,6 +39,12 @@ static const struct record_handler handlers[] = {
 	{ EGRET_EV_CGROUP, sizeof(struct egret_cgroup_event), confine__on_cgroup },
 	{ EGRET_EV_TAMPER, sizeof(struct egret_tamper_event), confine__on_tamper },
 	{ EGRET_EV_NETNS, sizeof(struct egret_netns_event), on_netns },
+	{ EGRET_EV_EXEC, offsetof(struct egret_exec_event, data), audit__on_exec },
+	{ EGRET_EV_FORK, sizeof(struct egret_fork_event), audit__on_fork },
+	{ EGRET_EV_EXIT, sizeof(struct egret_exit_event), audit__on_exit },
+	{ EGRET_EV_FILE, offsetof(struct egret_file_event, data), audit__on_file },
+	{ EGRET_EV_FLOW, sizeof(struct egret_flow_event), audit__on_flow },
+	{ EGRET_EV_LIMIT, sizeof(struct egret_limit_event), audit__on_limit },
 };
 
 static void report_bad_record(struct collector *c, __u32 type, size_t size)
@@ -185,6 +192,17 @@ void collector__envelope(struct collector *c, const struct egret_event_hdr *h, s
 	e->sandbox.cgroup_id = h->sandbox_id;
 	e->sandbox.name = e->sandbox_name;
 	e->ev.sandbox = &e->sandbox;
+	if (c->procs) {
+		const struct proc_info *pi = proc_cache__get(c->procs, h->pid);
+
+		if (pi) {
+			e->process.exe = (char *)pi->exe;
+			e->process.exec_id = pi->exec_id;
+			e->process.parent_exec_id = pi->parent_exec_id;
+			e->process.ppid = pi->ppid;
+			e->process.euid = pi->euid;
+		}
+	}
 }
 
 void collector__free(struct collector *c)

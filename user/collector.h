@@ -9,6 +9,8 @@
 #include <stdint.h>
 
 #include "egret/events.h"
+#include "proc.h"
+#include "redact.h"
 #include "sandbox.h"
 #include "stream.h"
 
@@ -25,6 +27,8 @@ struct collector_hooks {
 
 struct collector {
 	struct collector_hooks hooks;
+	struct proc_cache *procs;  /* exec/fork-fed process cache, or NULL */
+	struct redactor *redactor; /* applied to argv and paths, or NULL */
 	struct stream *stream;
 	struct sandbox_names names;
 	struct ring_buffer *rb;

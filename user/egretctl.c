@@ -322,7 +322,8 @@ static int do_status(int argc, char **argv)
 	}
 	n = loader__check(&p, missing, sizeof(missing));
 	if (n == 0)
-		printf("enforcement: attached to %s (%u programs)\n", p.cgroup_root, loader_nprogs);
+		printf("enforcement: attached to %s (%u programs)\n", p.cgroup_root,
+		       loader__nprogs());
 	else if (n > 0)
 		printf("enforcement: NOT attached to %s (missing: %s)\n", p.cgroup_root, missing);
 	else

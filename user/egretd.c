@@ -19,6 +19,9 @@
 #include "control.h"
 #include "dns.h"
 #include "engine.h"
+#include "audit.h"
+#include "proc.h"
+#include "redact.h"
 #include "loader.h"
 #include "log.h"
 #include "loop.h"
@@ -43,6 +46,9 @@ struct options {
 	const char *sinks[MAX_SINKS];
 	unsigned int nsinks;
 	struct dns_options dns;
+	struct loader_config loader;
+	unsigned int patterns_given; /* bit per EGRET_PATTERN_* kind given on the command line */
+	struct redactor redact;
 	bool verbose;
 };
 
@@ -55,6 +61,7 @@ struct daemon {
 	struct stream stream;
 	struct sink sinks[MAX_SINKS];
 	struct collector collector;
+	struct proc_cache procs;
 	struct control control;
 	struct loop loop;
 	struct watch sigw, rbw;
@@ -95,6 +102,21 @@ static void usage(FILE *f)
 		"  --dns-grace SECONDS    and this long after their TTL, so a connection opened just\n"
 		"                         before expiry is not refused (default: 30)\n"
 		"  --dns-max-ips N        addresses one name may open to one sandbox (default: 32)\n"
+		"  --audit-scope sandbox|host\n"
+		"                         whose processes, files and flows are audited (default:\n"
+		"                         sandbox, everything under the root cgroup)\n"
+		"  --audit-write PREFIX   report creates, writes, deletes, renames, chmods under it\n"
+		"                         (repeatable; default: /)\n"
+		"  --audit-read PATTERN   report reads matching it, '*' within a component\n"
+		"                         (repeatable; default: /proc/*/environ, /root/.aws,\n"
+		"                         /root/.ssh, /home/*/.aws, /home/*/.ssh, /var/run/secrets,\n"
+		"                         /run/secrets)\n"
+		"  --audit-skip PREFIX    report nothing under it (repeatable; default: /dev, /proc,\n"
+		"                         /sys)\n"
+		"  --redact-key WORD      treat KEY=VALUE and --KEY VALUE as secret when KEY contains\n"
+		"                         WORD (repeatable; added to the built-in words)\n"
+		"  --redact-pattern REGEX redact whatever the POSIX extended regex matches in argv\n"
+		"                         and paths (repeatable)\n"
 		"  --sink URI             where events go; repeat for several. URIs: file:PATH\n"
 		"                         (default: " EGRET_DEFAULT_SINK ")\n"
 		"  -v, --verbose          debug logging, including the BPF verifier's output\n"
@@ -103,6 +125,50 @@ static void usage(FILE *f)
 		"\n"
 		"Exit status: 0 after a clean stop, 1 when enforcement or a sink could not be set up\n"
 		"(enforcement already pinned stays in place), 2 for a usage error.\n");
+}
+
+/* The first pattern of a kind given on the command line replaces that kind's defaults. */
+static int add_pattern(struct options *o, __u8 kind, const char *text)
+{
+	struct loader_config *l = &o->loader;
+
+	if (!(o->patterns_given & (1u << kind))) {
+		unsigned int out = 0;
+
+		for (unsigned int i = 0; i < l->npatterns; i++) {
+			if (l->patterns[i].kind != kind)
+				l->patterns[out++] = l->patterns[i];
+		}
+		l->npatterns = out;
+		o->patterns_given |= 1u << kind;
+	}
+	if (l->npatterns == EGRET_PATTERNS_MAX)
+		return -E2BIG;
+	if (audit__parse_pattern(text, kind, &l->patterns[l->npatterns]))
+		return -EINVAL;
+	l->npatterns++;
+	return 0;
+}
+
+/* Writes, creates, deletes anywhere but /dev, /proc and /sys; reads of secrets only. */
+static void default_patterns(struct options *o)
+{
+	static const char *const writes[] = { "/" };
+	static const char *const reads[] = { "/proc/*/environ", "/root/.aws",	"/root/.ssh",
+					     "/home/*/.aws",	"/home/*/.ssh", "/var/run/secrets",
+					     "/run/secrets" };
+	static const char *const skips[] = { "/dev", "/proc", "/sys" };
+	struct loader_config *l = &o->loader;
+
+	for (size_t i = 0;
+	     !(o->patterns_given & (1u << EGRET_PATTERN_WRITE)) && i < ARRAY_SIZE(writes); i++)
+		audit__parse_pattern(writes[i], EGRET_PATTERN_WRITE, &l->patterns[l->npatterns++]);
+	for (size_t i = 0;
+	     !(o->patterns_given & (1u << EGRET_PATTERN_READ)) && i < ARRAY_SIZE(reads); i++)
+		audit__parse_pattern(reads[i], EGRET_PATTERN_READ, &l->patterns[l->npatterns++]);
+	for (size_t i = 0;
+	     !(o->patterns_given & (1u << EGRET_PATTERN_SKIP)) && i < ARRAY_SIZE(skips); i++)
+		audit__parse_pattern(skips[i], EGRET_PATTERN_SKIP, &l->patterns[l->npatterns++]);
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -120,9 +186,21 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_MIN_TTL,
 		OPT_GRACE,
 		OPT_MAX_IPS,
+		OPT_SCOPE,
+		OPT_AWRITE,
+		OPT_AREAD,
+		OPT_ASKIP,
+		OPT_RKEY,
+		OPT_RPATTERN,
 	};
 	static const struct option longopts[] = {
 		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
+		{ "audit-scope", required_argument, NULL, OPT_SCOPE },
+		{ "audit-write", required_argument, NULL, OPT_AWRITE },
+		{ "audit-read", required_argument, NULL, OPT_AREAD },
+		{ "audit-skip", required_argument, NULL, OPT_ASKIP },
+		{ "redact-key", required_argument, NULL, OPT_RKEY },
+		{ "redact-pattern", required_argument, NULL, OPT_RPATTERN },
 		{ "dns-refuse", required_argument, NULL, OPT_REFUSE },
 		{ "dns-min-ttl", required_argument, NULL, OPT_MIN_TTL },
 		{ "dns-grace", required_argument, NULL, OPT_GRACE },
@@ -177,6 +255,36 @@ static int parse_options(int argc, char **argv, struct options *o)
 					   : &o->dns.max_ips) = (unsigned int)v;
 			break;
 		}
+		case OPT_SCOPE:
+			if (strcmp(optarg, "sandbox") && strcmp(optarg, "host"))
+				return log_usage("bad --audit-scope '%s': sandbox or host", optarg);
+			o->loader.audit_host = !strcmp(optarg, "host");
+			break;
+		case OPT_AWRITE:
+		case OPT_AREAD:
+		case OPT_ASKIP:
+			if (add_pattern(o,
+					c == OPT_AWRITE	 ? EGRET_PATTERN_WRITE
+					: c == OPT_AREAD ? EGRET_PATTERN_READ
+							 : EGRET_PATTERN_SKIP,
+					optarg))
+				return log_usage("bad %s '%s': an absolute path of at most %d "
+						 "characters ('*' matches within a component), %d "
+						 "patterns in all",
+						 argv[optind - 1], optarg, EGRET_PATTERN_LEN - 1,
+						 EGRET_PATTERNS_MAX);
+			break;
+		case OPT_RKEY:
+			if (redact__add_key(&o->redact, optarg))
+				return log_usage("too many --redact-key words");
+			break;
+		case OPT_RPATTERN: {
+			char err[256];
+
+			if (redact__add_pattern(&o->redact, optarg, err, sizeof(err)))
+				return log_usage("bad --redact-pattern '%s': %s", optarg, err);
+			break;
+		}
 		case OPT_POLICY:
 			o->policy = optarg;
 			break;
@@ -221,6 +329,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return log_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->nsinks)
 		o->sinks[o->nsinks++] = EGRET_DEFAULT_SINK;
+	default_patterns(o);
 	if (!o->policy)
 		o->policy = EGRET_DEFAULT_POLICY;
 	if (!o->dns.max_ips)
@@ -364,7 +473,7 @@ static int setup_enforcement(struct daemon *d)
 	if (!err)
 		err = tracefs__ensure();
 	if (!err)
-		err = loader__open(&d->loader, &d->paths);
+		err = loader__open(&d->loader, &d->paths, &d->opt.loader);
 	if (!err)
 		err = loader__load(&d->loader);
 	if (!err)
@@ -437,6 +546,8 @@ static int setup_pipeline(struct daemon *d)
 			      loader__map_fd(&d->loader, "counters"));
 	if (err)
 		return err;
+	d->collector.procs = proc_cache__init(&d->procs) ? NULL : &d->procs;
+	d->collector.redactor = &d->opt.redact;
 	d->collector.hooks = (struct collector_hooks){
 		.ctx = d,
 		.sandbox_created = on_sandbox_created,
@@ -528,6 +639,8 @@ static void shutdown_daemon(struct daemon *d)
 	control__close(&d->control);
 	if (d->rbw.fd > 0)
 		collector__free(&d->collector);
+	proc_cache__free(&d->procs);
+	redact__free(&d->opt.redact);
 	for (unsigned int i = 0; i < d->stream.nsinks; i++)
 		sink__close(d->stream.sinks[i]);
 	stream__free(&d->stream);
@@ -550,6 +663,7 @@ int main(int argc, char **argv)
 	d.opt.dns = (struct dns_options){ .min_ttl = DNS_DEFAULT_MIN_TTL,
 					  .grace = DNS_DEFAULT_GRACE,
 					  .timeout_ms = DNS_DEFAULT_TIMEOUT_MS };
+	redact__init(&d.opt.redact);
 	log_init("egretd", LOG_LVL_INFO);
 	err = parse_options(argc, argv, &d.opt);
 	if (err)

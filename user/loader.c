@@ -17,36 +17,13 @@
 
 #include <bpf/libbpf.h>
 
+#include "loader.h"
+#include "audit.skel.h"
 #include "confine.skel.h"
 #include "egress.skel.h"
 #include "loader.h"
 #include "log.h"
 #include "util.h"
-
-const struct egret_prog_spec loader_progs[] = {
-	{ "egret_sock_new", BPF_CGROUP_INET_SOCK_CREATE, true },
-	{ "egret_connect4", BPF_CGROUP_INET4_CONNECT, true },
-	{ "egret_connect6", BPF_CGROUP_INET6_CONNECT, true },
-	{ "egret_sendmsg4", BPF_CGROUP_UDP4_SENDMSG, true },
-	{ "egret_sendmsg6", BPF_CGROUP_UDP6_SENDMSG, true },
-	{ "egret_egress", BPF_CGROUP_INET_EGRESS, true },
-	{ "egret_recvmsg4", BPF_CGROUP_UDP4_RECVMSG, true },
-	{ "egret_recvmsg6", BPF_CGROUP_UDP6_RECVMSG, true },
-	{ "egret_getpeer4", BPF_CGROUP_INET4_GETPEERNAME, true },
-	{ "egret_getpeer6", BPF_CGROUP_INET6_GETPEERNAME, true },
-	{ "egret_socket", BPF_TRACE_RAW_TP, false },
-	{ "egret_uring", BPF_TRACE_RAW_TP, false },
-	{ "egret_bpf", BPF_TRACE_RAW_TP, false },
-	{ "egret_cg_attach", BPF_TRACE_RAW_TP, false },
-	{ "egret_fork", BPF_TRACE_RAW_TP, false },
-	{ "egret_sigsys", BPF_TRACE_RAW_TP, false },
-	{ "egret_cg_mkdir", BPF_TRACE_RAW_TP, false },
-	{ "egret_cg_rmdir", BPF_TRACE_RAW_TP, false },
-	{ "egret_unshare", BPF_TRACE_RAW_TP, false },
-	{ "egret_setns", BPF_TRACE_RAW_TP, false },
-	{ "egret_exec", BPF_TRACE_RAW_TP, false },
-};
-const unsigned int loader_nprogs = ARRAY_SIZE(loader_progs);
 
 struct loader_unit {
 	const struct unit_ops *ops;
@@ -56,20 +33,28 @@ struct loader_unit {
 
 struct unit_ops {
 	const char *name;
-	int (*open)(struct loader_unit *u, const struct egret_paths *p);
+	int (*open)(struct loader_unit *u, const struct egret_paths *p,
+		    const struct loader_config *cfg);
 	void (*destroy)(void *skel);
 };
 
-/* Every object gets the same load-time configuration (bpf/lib/sandbox.bpf.h). */
-#define UNIT_OPEN(stem)                                                            \
-	static int stem##_open(struct loader_unit *u, const struct egret_paths *p) \
+/* Every object gets the sandbox level and root id (bpf/lib/sandbox.bpf.h); p is NULL when the
+ * object is only opened to list its programs.
+ */
+#define UNIT_OPEN(stem, extra)                                                     \
+	static int stem##_open(struct loader_unit *u, const struct egret_paths *p, \
+			       const struct loader_config *cfg)                    \
 	{                                                                          \
 		struct stem##_bpf *skel = stem##_bpf__open();                      \
                                                                                    \
 		if (!skel)                                                         \
 			return -errno;                                             \
-		skel->rodata->sandbox_level = p->root_level + 1;                   \
-		skel->rodata->root_cgroup_id = p->root_id;                         \
+		if (p) {                                                           \
+			skel->rodata->sandbox_level = p->root_level + 1;           \
+			skel->rodata->root_cgroup_id = p->root_id;                 \
+		}                                                                  \
+		if (cfg)                                                           \
+			extra;                                                     \
 		u->skel = skel;                                                    \
 		u->obj = skel->obj;                                                \
 		return 0;                                                          \
@@ -79,31 +64,109 @@ struct unit_ops {
 		stem##_bpf__destroy(skel);                                         \
 	}
 
-UNIT_OPEN(egress)
-UNIT_OPEN(confine)
+static void audit_config(struct audit_bpf *skel, const struct loader_config *cfg)
+{
+	skel->rodata->audit_host = cfg->audit_host;
+	skel->rodata->npatterns = cfg->npatterns;
+	for (unsigned int i = 0; i < cfg->npatterns && i < EGRET_PATTERNS_MAX; i++) {
+		memcpy((void *)&skel->rodata->patterns[i], &cfg->patterns[i],
+		       sizeof(cfg->patterns[i]));
+		if (cfg->patterns[i].kind == EGRET_PATTERN_READ)
+			skel->rodata->have_read_patterns = true;
+	}
+}
+
+UNIT_OPEN(egress, (void)cfg)
+UNIT_OPEN(confine, (void)cfg)
+UNIT_OPEN(audit, audit_config(skel, cfg))
 
 static const struct unit_ops unit_table[] = {
 	{ "egress", egress_open, egress_destroy },
 	{ "confine", confine_open, confine_destroy },
+	{ "audit", audit_open, audit_destroy },
 };
 
 static struct loader_unit unit_storage[ARRAY_SIZE(unit_table)];
 
+static struct egret_prog_spec spec_table[LOADER_MAX_PROGS];
+static unsigned int nspecs;
+
+static bool is_cgroup_type(enum bpf_prog_type t)
+{
+	return t == BPF_PROG_TYPE_CGROUP_SKB || t == BPF_PROG_TYPE_CGROUP_SOCK ||
+	       t == BPF_PROG_TYPE_CGROUP_SOCK_ADDR || t == BPF_PROG_TYPE_CGROUP_SOCKOPT ||
+	       t == BPF_PROG_TYPE_SOCK_OPS;
+}
+
+/* The programs of every object, in order: opened (not loaded) once to read them. */
+int loader__specs(const struct egret_prog_spec **specs, unsigned int *n)
+{
+	static bool ready;
+	struct loader_unit u;
+	struct bpf_program *prog;
+
+	for (unsigned int i = 0; !ready && i < ARRAY_SIZE(unit_table); i++) {
+		int err = unit_table[i].open(&u, NULL, NULL);
+
+		if (err)
+			return err;
+		bpf_object__for_each_program(prog, u.obj)
+		{
+			struct egret_prog_spec *sp = &spec_table[nspecs];
+
+			if (nspecs == LOADER_MAX_PROGS || strlen(bpf_program__name(prog)) >= 16) {
+				log_err("program '%s': more than %d programs, or a name the kernel "
+					"would cut",
+					bpf_program__name(prog), LOADER_MAX_PROGS);
+				unit_table[i].destroy(u.skel);
+				nspecs = 0;
+				return -E2BIG;
+			}
+			snprintf(sp->name, sizeof(sp->name), "%s", bpf_program__name(prog));
+			sp->attach_type = bpf_program__expected_attach_type(prog);
+			sp->cgroup = is_cgroup_type(bpf_program__type(prog));
+			nspecs++;
+		}
+		unit_table[i].destroy(u.skel);
+		ready = i + 1 == ARRAY_SIZE(unit_table);
+	}
+	*specs = spec_table;
+	*n = nspecs;
+	return 0;
+}
+
+unsigned int loader__nprogs(void)
+{
+	const struct egret_prog_spec *s;
+	unsigned int n = 0;
+
+	return loader__specs(&s, &n) ? 0 : n;
+}
+
 static const struct egret_prog_spec *prog_spec(const char *name)
 {
-	for (unsigned int i = 0; i < loader_nprogs; i++) {
-		if (strcmp(loader_progs[i].name, name) == 0)
-			return &loader_progs[i];
+	const struct egret_prog_spec *s;
+	unsigned int n;
+
+	if (loader__specs(&s, &n))
+		return NULL;
+	for (unsigned int i = 0; i < n; i++) {
+		if (strcmp(s[i].name, name) == 0)
+			return &s[i];
 	}
 	return NULL;
 }
 
-int loader__open(struct loader *l, const struct egret_paths *paths)
+int loader__open(struct loader *l, const struct egret_paths *paths, const struct loader_config *cfg)
 {
+	static const struct loader_config defaults;
 	int err;
 
 	memset(l, 0, sizeof(*l));
 	l->paths = paths;
+	l->cfg = cfg ? cfg : &defaults;
+	if (!loader__nprogs())
+		return -EINVAL;
 	l->cgroup_fd = open(paths->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (l->cgroup_fd < 0) {
 		err = -errno;
@@ -114,7 +177,7 @@ int loader__open(struct loader *l, const struct egret_paths *paths)
 		struct loader_unit *u = &unit_storage[i];
 
 		u->ops = &unit_table[i];
-		err = u->ops->open(u, paths);
+		err = u->ops->open(u, paths, l->cfg);
 		if (err) {
 			log_err("failed to open BPF object '%s': %s", u->ops->name, strerror(-err));
 			return err;
@@ -570,8 +633,15 @@ int loader__check(const struct egret_paths *paths, char *missing, size_t size)
 	fd = open(paths->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	for (unsigned int i = 0; i < loader_nprogs; i++) {
-		const struct egret_prog_spec *spec = &loader_progs[i];
+	const struct egret_prog_spec *specs;
+	unsigned int nsp;
+
+	if (loader__specs(&specs, &nsp)) {
+		close(fd);
+		return -EINVAL;
+	}
+	for (unsigned int i = 0; i < nsp; i++) {
+		const struct egret_prog_spec *spec = &specs[i];
 		bool ok = spec->cgroup ? cgroup_has_prog(fd, spec) : pin_has_prog(paths, spec);
 
 		if (ok)

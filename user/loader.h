@@ -10,19 +10,31 @@
 
 #include "paths.h"
 
-#define LOADER_MAX_UNITS 8
-#define LOADER_MAX_MAPS	 32
-#define LOADER_MAX_PROGS 32
+#include <linux/types.h>
 
-/* A program egret attaches, and how: egretctl checks exactly this list. */
+#include "egret/events.h"
+#include "egret/audit.h"
+
+#define LOADER_MAX_UNITS 8
+#define LOADER_MAX_MAPS	 48
+#define LOADER_MAX_PROGS 128
+
+/* A program egret attaches, and how: egretctl checks exactly these, read from the objects. */
 struct egret_prog_spec {
-	const char *name;
+	char name[16]; /* the kernel keeps 15 characters of a program's name */
 	enum bpf_attach_type attach_type;
 	bool cgroup; /* attached to the root cgroup (else: a tracepoint) */
 };
 
-extern const struct egret_prog_spec loader_progs[];
-extern const unsigned int loader_nprogs;
+/* Load-time configuration of the objects (their .rodata). */
+struct loader_config {
+	bool audit_host; /* --audit-scope host */
+	unsigned int npatterns;
+	struct egret_pattern patterns[EGRET_PATTERNS_MAX];
+};
+
+int loader__specs(const struct egret_prog_spec **specs, unsigned int *n);
+unsigned int loader__nprogs(void);
 
 struct loader_unit;
 
@@ -40,6 +52,7 @@ struct loader_map {
 
 struct loader {
 	const struct egret_paths *paths;
+	const struct loader_config *cfg;
 	int cgroup_fd;
 	unsigned int nunits;
 	struct loader_unit *units[LOADER_MAX_UNITS];
@@ -52,7 +65,8 @@ struct loader {
 };
 
 /* egretd */
-int loader__open(struct loader *l, const struct egret_paths *paths);
+int loader__open(struct loader *l, const struct egret_paths *paths,
+		 const struct loader_config *cfg);
 int loader__load(struct loader *l);
 int loader__attach(struct loader *l);
 int loader__map_fd(const struct loader *l, const char *name);

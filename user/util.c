@@ -77,6 +77,20 @@ int join_path(char *out, size_t size, const char *dir, const char *name)
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
+/* Copy src into dst[size], cut if needed, always terminated; the length copied. */
+size_t str_copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (!size)
+		return 0;
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return n;
+}
+
 bool str_starts_with(const char *s, const char *prefix)
 {
 	return strncmp(s, prefix, strlen(prefix)) == 0;

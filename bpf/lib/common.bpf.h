@@ -13,6 +13,7 @@
 #include "egret/policy.h"
 #include "egret/confine.h"
 #include "egret/dns.h"
+#include "egret/audit.h"
 
 #define AF_UNIX	       1
 #define AF_INET	       2

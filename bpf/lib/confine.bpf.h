@@ -142,7 +142,7 @@ static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 		name[0] = '\0';
 	if (op == EGRET_CG_CREATED)
 		register_if_plain(id, name);
-	else
+	else if (op == EGRET_CG_DESTROYED)
 		bpf_map_delete_elem(&sandboxes, &id);
 	if (!e)
 		return;

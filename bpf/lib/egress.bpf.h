@@ -26,6 +26,31 @@ static __always_inline void meta_set_flow(struct egret_sock_meta *m, const struc
 	m->last_proto = f->protocol;
 }
 
+/* Start measuring a socket's traffic (its flow record is sent when it closes). */
+static __always_inline void flow_begin(struct bpf_sock_addr *ctx, const struct flow *f,
+				       __u64 sandbox_id)
+{
+	struct egret_flow fl = { 0 };
+	struct bpf_sock *sk = ctx->sk;
+	__u64 cookie;
+
+	if (!sk)
+		return;
+	cookie = bpf_get_socket_cookie(ctx);
+	if (bpf_map_lookup_elem(&flows, &cookie))
+		return;
+	fl.start_ns = bpf_ktime_get_boot_ns();
+	fl.family = f->family;
+	fl.protocol = f->protocol;
+	fl.dport = f->port;
+	__builtin_memcpy(fl.daddr, f->addr, sizeof(fl.daddr));
+	fl.sandbox_id = sandbox_id;
+	fl.pid = bpf_get_current_pid_tgid() >> 32;
+	fl.uid = (__u32)bpf_get_current_uid_gid();
+	bpf_get_current_comm(fl.comm, sizeof(fl.comm));
+	bpf_map_update_elem(&flows, &cookie, &fl, BPF_NOEXIST);
+}
+
 /* connect4/6, sendmsg4/6: decide, count, report denials and new flows. A connect is always a
  * new flow; datagrams sent with sendmsg are one flow per socket and destination.
  */
@@ -52,6 +77,7 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 		egress_report(&f, sandbox_id, hook, &d, (__u16)ctx->type);
 	if (m)
 		meta_set_flow(m, &f);
+	flow_begin(ctx, &f, sandbox_id);
 	return SK_PASS;
 }
 
@@ -159,6 +185,33 @@ static __always_inline bool flow_from_skb(struct __sk_buff *skb, struct flow *f,
 	return true;
 }
 
+/* what UDP sockets send (TCP keeps its own counters) */
+static __always_inline void flow_count_out(struct __sk_buff *skb)
+{
+	__u64 cookie = bpf_get_socket_cookie(skb);
+	struct egret_flow *fl = bpf_map_lookup_elem(&flows, &cookie);
+
+	if (!fl)
+		return;
+	__sync_fetch_and_add(&fl->bytes_out, skb->len);
+	__sync_fetch_and_add(&fl->packets_out, 1);
+	/* the source, now that the kernel has bound one */
+	if (!fl->sport) {
+		__u32 off = 40;
+		__u16 sport;
+
+		if (skb->protocol == bpf_htons(ETH_P_IP)) {
+			fl->saddr[2] = bpf_htonl(0x0000ffff);
+			bpf_skb_load_bytes(skb, 12, &fl->saddr[3], 4);
+			off = 20;
+		} else {
+			bpf_skb_load_bytes(skb, 8, fl->saddr, 16);
+		}
+		if (!bpf_skb_load_bytes(skb, off, &sport, sizeof(sport)))
+			fl->sport = bpf_ntohs(sport);
+	}
+}
+
 /* IPv4 options or IPv6 extension headers that route (source routing): the header's
  * destination is then a first hop the socket hooks never saw.
  */
@@ -190,8 +243,11 @@ static __always_inline int egress_skb(struct __sk_buff *skb)
 	if (sk)
 		sk = bpf_sk_fullsock(sk);
 	if (sk && sk->type != SOCK_RAW &&
-	    (sk->protocol == IPPROTO_TCP || sk->protocol == IPPROTO_UDP) && !skb_may_route(skb))
+	    (sk->protocol == IPPROTO_TCP || sk->protocol == IPPROTO_UDP) && !skb_may_route(skb)) {
+		if (sk->protocol == IPPROTO_UDP)
+			flow_count_out(skb);
 		return SK_PASS;
+	}
 	if (sk)
 		m = bpf_sk_storage_get(&sock_meta, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	sandbox_id = bpf_skb_ancestor_cgroup_id(skb, sandbox_level);

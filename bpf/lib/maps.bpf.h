@@ -79,6 +79,14 @@ struct {
 	__type(value, struct egret_dns_allow);
 } dns_allow SEC(".maps");
 
+/* flows being measured, by socket cookie: from the first allowed connect or send to close */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EGRET_FLOWS_MAX);
+	__type(key, __u64);
+	__type(value, struct egret_flow);
+} flows SEC(".maps");
+
 /* network namespaces already reported as lacking a listener (rate limit) */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

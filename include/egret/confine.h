@@ -11,6 +11,8 @@
 enum egret_cgroup_op {
 	EGRET_CG_CREATED = 1,
 	EGRET_CG_DESTROYED = 2,
+	EGRET_CG_FROZEN = 3,
+	EGRET_CG_THAWED = 4,
 };
 
 /* EGRET_EV_CGROUP: a sandbox cgroup (a direct child of the root) was created or removed */
@@ -29,6 +31,10 @@ enum egret_tamper_kind {
 		2, /* moved a task out of its sandbox; target: destination cgroup id */
 	EGRET_TAMPER_SECCOMP = 3,  /* a syscall egretctl run's filter refused; target: its number */
 	EGRET_TAMPER_IO_URING = 4, /* io_uring_setup(2); target: the ring size asked for */
+	EGRET_TAMPER_PTRACE = 5,   /* ptrace of a process outside the sandbox; target: its pid */
+	EGRET_TAMPER_MOUNT =
+		6, /* mount(2) and kin; target: 1 mount, 2 move_mount, 3 fsmount, 4 umount */
+	EGRET_TAMPER_BPFFS = 7, /* a write under the bpf file system (from a file event) */
 };
 
 /* EGRET_EV_TAMPER */

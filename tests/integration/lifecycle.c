@@ -112,11 +112,11 @@ Test(lifecycle, restart_adopts_pins_without_a_gap)
 	waitpid(child, &status, 0);
 	successes = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 	cr_expect_eq(successes, 0, "%d connects to the metadata address got through", successes);
-	snprintf(out, sizeof(out), "(%u adopted)", loader_nprogs);
+	snprintf(out, sizeof(out), "(%u adopted)", loader__nprogs());
 	cr_expect(strstr(harness_log(T), out), "restart did not adopt the pins:\n%s",
 		  harness_log(T));
 	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
-	snprintf(sandbox, sizeof(sandbox), "%u adopted from a previous egretd", loader_nprogs);
+	snprintf(sandbox, sizeof(sandbox), "%u adopted from a previous egretd", loader__nprogs());
 	cr_expect(strstr(out, sandbox), "%s", out);
 }
 
@@ -253,7 +253,7 @@ Test(lifecycle, stream_is_bracketed_and_gapless)
 {
 	char out[65536], seq[32], *argv[] = { EGRETCTL_BIN, "tail", T->sink_path, NULL };
 	struct events evs;
-	size_t last;
+	size_t last, denials = 0;
 
 	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
 	for (int i = 0; i < 3; i++)
@@ -261,8 +261,10 @@ Test(lifecycle, stream_is_bracketed_and_gapless)
 	usleep(200000);
 	cr_assert_eq(harness_stop(T, SIGTERM), 0, "%s", harness_log(T));
 	cr_assert_eq(events_read(T->sink_path, &evs), 0);
-	/* start, the policy loaded, sandbox box created, 3 denials, stop */
-	cr_assert_eq(evs.n, 7, "got %zu events", evs.n);
+	/* start, the policy loaded, sandbox box created, 3 denials (with the audit events of the
+	 * three sandboxed children), stop
+	 */
+	cr_assert_geq(evs.n, 7, "got %zu events", evs.n);
 	last = evs.n - 1;
 	for (size_t i = 0; i < evs.n; i++) {
 		cr_expect_eq(evs.ev[i]->seq, i + 1, "seq %llu at %zu",
@@ -272,15 +274,15 @@ Test(lifecycle, stream_is_bracketed_and_gapless)
 	}
 	cr_expect_eq(evs.ev[0]->payload_case, EGRET__V1__EVENT__PAYLOAD_AGENT);
 	cr_expect_eq(evs.ev[0]->agent->kind, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
-	cr_expect_eq(evs.ev[0]->agent->programs, loader_nprogs);
+	cr_expect_eq(evs.ev[0]->agent->programs, loader__nprogs());
 	cr_expect_eq(evs.ev[1]->payload_case, EGRET__V1__EVENT__PAYLOAD_POLICY_CHANGE);
 	cr_expect_str_eq(evs.ev[1]->policy_change->action, "load");
-	cr_expect_eq(evs.ev[2]->payload_case, EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE);
-	cr_expect_str_eq(evs.ev[2]->sandbox->name, "box");
+	cr_expect_eq(evs.ev[last]->payload_case, EGRET__V1__EVENT__PAYLOAD_AGENT);
 	cr_expect_eq(evs.ev[last]->agent->kind, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_STOP);
 	cr_expect_str_eq(evs.ev[last]->agent->reason, "Terminated");
-	for (size_t i = 3; i < last; i++)
-		cr_expect_eq(evs.ev[i]->payload_case, EGRET__V1__EVENT__PAYLOAD_NET_CONNECT);
+	for (size_t i = 1; i < last; i++)
+		denials += evs.ev[i]->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT;
+	cr_expect_eq(denials, 3);
 	events_free(&evs);
 
 	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "%s", out);

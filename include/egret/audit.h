@@ -1,0 +1,162 @@
+/* Audit records shared by bpf/audit.bpf.c and user/audit.c: processes, files, flows, sandbox
+ * lifecycle and resource limits, captured where the sandbox cannot suppress them. Mirrored by
+ * ProcessExec, ProcessFork, ProcessExit, FileActivity, NetFlow, SandboxLifecycle and
+ * ResourceLimit in proto/egret/v1/events.proto.
+ */
+#ifndef EGRET_AUDIT_H
+#define EGRET_AUDIT_H
+
+#define EGRET_ARGS_MAX	    4096  /* bytes of argv an exec event carries (NUL-separated) */
+#define EGRET_PATH_MAX	    1024  /* bytes of a path; longer ones are cut and flagged */
+#define EGRET_PATH_DEPTH    48	  /* directory levels walked to resolve a path */
+#define EGRET_PATTERNS_MAX  32	  /* configured path patterns */
+#define EGRET_PATTERN_LEN   128	  /* characters of a pattern's text */
+#define EGRET_PATTERN_DEPTH 8	  /* components a pattern may have */
+#define EGRET_FLOWS_MAX	    65536 /* flows being measured (LRU) */
+
+/* record types continue enum egret_event_type (include/egret/events.h) */
+enum egret_audit_event_type {
+	EGRET_EV_EXEC = 16,  /* struct egret_exec_event */
+	EGRET_EV_FORK = 17,  /* struct egret_fork_event */
+	EGRET_EV_EXIT = 18,  /* struct egret_exit_event */
+	EGRET_EV_FILE = 19,  /* struct egret_file_event */
+	EGRET_EV_FLOW = 20,  /* struct egret_flow_event */
+	EGRET_EV_LIMIT = 21, /* struct egret_limit_event */
+};
+
+/* egret_exec_event.flags */
+#define EGRET_EXEC_ARGS_CUT 0x1 /* argv was longer than EGRET_ARGS_MAX */
+#define EGRET_EXEC_EXE_CUT  0x2 /* the executable's path was cut */
+#define EGRET_EXEC_CWD_CUT  0x4
+
+/* A process image, as task storage keeps it: what every later event of the task links to. */
+struct egret_task_info {
+	__u64 exec_id;	/* unique per boot: (per-CPU counter << 8) | cpu */
+	__u64 start_ns; /* when the process started (boot time) */
+};
+
+/* EGRET_EV_EXEC. exe and cwd follow args in data[]: args_len + exe_len + cwd_len bytes. */
+struct egret_exec_event {
+	struct egret_event_hdr hdr;
+	__u64 exec_id;
+	__u64 parent_exec_id; /* 0 when the parent's image was never seen */
+	__u32 ppid;
+	__u32 euid;
+	__u32 egid;
+	__u32 flags;	/* EGRET_EXEC_* */
+	__u16 args_len; /* argv bytes, NUL-separated */
+	__u16 exe_len;	/* absolute path of the executable, no NUL */
+	__u16 cwd_len;	/* absolute working directory, no NUL */
+	__u16 argc;
+	__u8 data[EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX];
+};
+
+/* EGRET_EV_FORK: a new process (not a thread) */
+struct egret_fork_event {
+	struct egret_event_hdr hdr; /* the parent */
+	__u64 exec_id;		    /* the image both run now */
+	__u32 child_pid;
+	__u32 pad;
+};
+
+/* EGRET_EV_EXIT: the last thread of a process ended */
+struct egret_exit_event {
+	struct egret_event_hdr hdr;
+	__u64 exec_id;
+	__u64 duration_ns; /* since the process started */
+	__u32 exit_code;   /* wait status: (code << 8) | signal, as the kernel keeps it */
+	__u32 pad;
+};
+
+/* egret_file_event.op; mirrors FileActivity.Op */
+enum egret_file_op {
+	EGRET_FILE_CREATE = 1, /* opened with O_CREAT */
+	EGRET_FILE_WRITE = 2,  /* opened for writing (O_WRONLY, O_RDWR, O_TRUNC) */
+	EGRET_FILE_READ = 3,   /* opened for reading: only paths matching a read pattern */
+	EGRET_FILE_UNLINK = 4,
+	EGRET_FILE_RMDIR = 5,
+	EGRET_FILE_RENAME = 6,
+	EGRET_FILE_CHMOD = 7,
+};
+
+#define EGRET_FILE_PATH_CUT  0x1
+#define EGRET_FILE_PATH2_CUT 0x2
+#define EGRET_FILE_BPFFS     0x4 /* the path is under bpffs: also a tamper attempt */
+
+/* EGRET_EV_FILE. path (and for rename the new path) follow in data[]. */
+struct egret_file_event {
+	struct egret_event_hdr hdr;
+	__u64 exec_id;
+	__s32 result; /* the syscall's return value: fd, 0, or -errno */
+	__u32 flags;  /* open flags, or the chmod mode */
+	__u16 op;     /* enum egret_file_op */
+	__u16 cut;    /* EGRET_FILE_* */
+	__u16 path_len;
+	__u16 path2_len;
+	__u8 data[2 * EGRET_PATH_MAX];
+};
+
+/* EGRET_EV_FLOW: a socket that carried traffic closed */
+struct egret_flow_event {
+	struct egret_event_hdr hdr;
+	__u64 exec_id;
+	__u64 duration_ns;
+	__u64 bytes_out, bytes_in;
+	__u64 packets_out, packets_in;
+	__u32 saddr[4]; /* network order, IPv4 mapped */
+	__u32 daddr[4];
+	__u16 sport, dport; /* host order */
+	__u8 protocol;
+	__u8 family;
+	__u8 pad[2];
+};
+
+/* per-socket counters (`flows`, keyed by socket cookie), from the first connect/send on */
+struct egret_flow {
+	__u64 start_ns;
+	__u64 sandbox_id;
+	__u64 bytes_out, bytes_in; /* UDP: counted by the skb programs; TCP: from tcp_sock */
+	__u64 packets_out, packets_in;
+	__u32 saddr[4]; /* UDP: the addresses, as the first connect/send saw them */
+	__u32 daddr[4];
+	__u16 sport, dport; /* host order; sport filled from the first packet if unbound */
+	__u8 family, protocol;
+	__u8 pad[2];
+	__u32 pid; /* the process that started the flow */
+	__u32 uid;
+	__u8 comm[EGRET_COMM_LEN];
+};
+
+/* egret_limit_event.kind; mirrors ResourceLimit.Kind */
+enum egret_limit_kind {
+	EGRET_LIMIT_OOM_KILL = 1, /* the OOM killer chose a sandboxed process */
+	EGRET_LIMIT_PIDS = 2,	  /* fork failed with EAGAIN: egretd checks pids.max */
+};
+
+/* EGRET_EV_LIMIT */
+struct egret_limit_event {
+	struct egret_event_hdr hdr; /* the victim / the forking task */
+	__u64 exec_id;
+	__u64 rss_bytes;   /* OOM: the victim's resident memory */
+	__u64 limit_bytes; /* OOM: memory.max of its memory cgroup (v1 or v2) */
+	__u32 kind;	   /* enum egret_limit_kind */
+	__u32 pad;
+};
+
+/* `audit_patterns`: path patterns the kernel filters file events with */
+#define EGRET_PATTERN_WRITE 1 /* writes, creates, deletes, renames, chmods under it are reported */
+#define EGRET_PATTERN_READ  2 /* reads matching it are reported (secrets) */
+#define EGRET_PATTERN_SKIP  3 /* nothing under it is reported (/dev, /proc, /sys) */
+
+/* A path prefix as component hashes: "/home/ * /.ssh" is 3 components, the second a wildcard.
+ * The kernel hashes a path's first components the same way (FNV-1a 64, EGRET_FNV64_*).
+ */
+struct egret_pattern {
+	__u8 kind;  /* EGRET_PATTERN_*; 0: unused slot */
+	__u8 ncomp; /* components, 0 for "/" (everything) */
+	__u8 wild;  /* bit c set: component c is '*' */
+	__u8 pad[5];
+	__u64 hash[EGRET_PATTERN_DEPTH];
+};
+
+#endif /* EGRET_AUDIT_H */

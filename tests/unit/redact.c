@@ -1,0 +1,121 @@
+/* Each built-in redaction rule, what it must leave alone, and operator-added keys and
+ * patterns.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "redact.h"
+
+static struct redactor r;
+
+static void setup(void)
+{
+	redact__init(&r);
+}
+
+static void teardown(void)
+{
+	redact__free(&r);
+}
+
+TestSuite(redact, .init = setup, .fini = teardown);
+
+static void expect(const char *in, const char *want)
+{
+	char out[4096];
+
+	redact__string(&r, in, out, sizeof(out));
+	cr_expect_str_eq(out, want, "redacting '%s'", in);
+}
+
+Test(redact, key_value_pairs)
+{
+	expect("--password=hunter2", "--password=[REDACTED]");
+	expect("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG", "AWS_SECRET_ACCESS_KEY=[REDACTED]");
+	expect("GITHUB_TOKEN=abc123", "GITHUB_TOKEN=[REDACTED]");
+	expect("-Ddb.password=x", "-Ddb.password=[REDACTED]");
+	expect("https://api.test/v1?api_key=s3cr3t&page=2",
+	       "https://api.test/v1?api_key=[REDACTED]&page=2");
+	expect("session_id=42; theme=dark", "session_id=[REDACTED]; theme=dark");
+	/* keys that are not secret stay */
+	expect("--name=hunter2", "--name=hunter2");
+	expect("PATH=/usr/bin:/bin", "PATH=/usr/bin:/bin");
+	expect("a=b", "a=b");
+}
+
+Test(redact, aws_access_key_ids)
+{
+	expect("AKIAIOSFODNN7EXAMPLE", "[REDACTED]");
+	expect("id ASIAY34FZKBOKMUTVV7A in use", "id [REDACTED] in use");
+	expect("AKIASHORT", "AKIASHORT");
+	expect("XAKIAIOSFODNN7EXAMPLE", "XAKIAIOSFODNN7EXAMPLE");
+}
+
+Test(redact, github_tokens)
+{
+	expect("ghp_1234567890abcdefghijklmnopqrstuvwxyz", "[REDACTED]");
+	expect("git clone https://x:gho_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789@github.com/a/b",
+	       "git clone https://x:[REDACTED]@github.com/a/b");
+	expect("github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz", "[REDACTED]");
+	expect("ghp_short", "ghp_short");
+}
+
+Test(redact, slack_tokens_and_jwts)
+{
+	expect("xoxb-123456789012-abcdefghijkl", "[REDACTED]");
+	expect("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NSJ9.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV",
+	       "[REDACTED]");
+}
+
+Test(redact, bearer_and_basic_credentials)
+{
+	expect("Authorization: Bearer abcdef0123456789.xyz", "Authorization: Bearer [REDACTED]");
+	expect("-H authorization: basic dXNlcjpwYXNzd29yZA==",
+	       "-H authorization: basic [REDACTED]");
+	expect("bearer short", "bearer short");
+}
+
+Test(redact, private_key_blocks)
+{
+	expect("-----BEGIN RSA PRIVATE KEY-----\nMIIEow...\n-----END RSA PRIVATE KEY----- tail",
+	       "[REDACTED] tail");
+	expect("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk", "[REDACTED]");
+	expect("-----BEGIN CERTIFICATE-----\nMIIB", "-----BEGIN CERTIFICATE-----\nMIIB");
+}
+
+Test(redact, urls_with_a_password)
+{
+	expect("postgres://app:s3cret@db.internal:5432/prod",
+	       "postgres://app:[REDACTED]@db.internal:5432/prod");
+	expect("https://user@example.com/", "https://user@example.com/");
+	expect("http://example.com:8080/x", "http://example.com:8080/x");
+}
+
+Test(redact, argv_flags_and_values)
+{
+	char *args[] = { "mysql",   "--user",	   "root",	"--password",
+			 "hunter2", "--token=abc", "--verbose", "plain" };
+	char buf[1024];
+
+	redact__argv(&r, args, 8, buf, sizeof(buf));
+	cr_expect_str_eq(args[2], "root");
+	cr_expect_str_eq(args[4], "[REDACTED]");
+	cr_expect_str_eq(args[5], "--token=[REDACTED]");
+	cr_expect_str_eq(args[7], "plain");
+	cr_expect_geq(r.redactions, 2);
+}
+
+Test(redact, operator_keys_and_patterns)
+{
+	char err[256];
+
+	expect("--pin=1234", "--pin=1234");
+	cr_assert_eq(redact__add_key(&r, "PIN"), 0);
+	expect("--pin=1234", "--pin=[REDACTED]");
+	cr_assert_eq(redact__add_pattern(&r, "acct-[0-9]{6}", err, sizeof(err)), 0, "%s", err);
+	expect("move acct-123456 to acct-654321", "move [REDACTED] to [REDACTED]");
+	cr_expect_neq(redact__add_pattern(&r, "([unclosed", err, sizeof(err)), 0);
+	cr_expect_neq(strlen(err), 0);
+}

@@ -1,0 +1,348 @@
+/* Audit records -> events. Strings that leave the host (argv, cwd, paths) go through the
+ * redactor first; a process's exec and fork events fill the process cache that labels all its
+ * later events.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "audit.h"
+#include "cgroup.h"
+#include "collector.h"
+#include "egret/confine.h"
+#include "redact.h"
+#include "util.h"
+
+#define MAX_ARGS 1024
+
+_Static_assert(sizeof(struct egret_exec_event) == 56 + 40 + EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX,
+	       "egret_exec_event layout");
+_Static_assert(sizeof(struct egret_file_event) == 56 + 24 + 2 * EGRET_PATH_MAX,
+	       "egret_file_event layout");
+_Static_assert(sizeof(struct egret_flow_event) == 56 + 88, "egret_flow_event layout");
+_Static_assert(sizeof(struct egret_limit_event) == 56 + 32, "egret_limit_event layout");
+
+/* A string of the record as a C string: cut at len, redacted. */
+static char *clean(struct collector *c, const __u8 *p, size_t len, char *out, size_t size)
+{
+	char raw[EGRET_PATH_MAX + 1];
+
+	if (len > EGRET_PATH_MAX)
+		len = EGRET_PATH_MAX;
+	memcpy(raw, p, len);
+	raw[len] = '\0';
+	if (c->redactor)
+		redact__string(c->redactor, raw, out, size);
+	else
+		snprintf(out, size, "%s", raw);
+	return out;
+}
+
+void audit__on_exec(struct collector *c, const void *rec)
+{
+	const struct egret_exec_event *r = rec;
+	Egret__V1__ProcessExec ex = EGRET__V1__PROCESS_EXEC__INIT;
+	static char argbuf[EGRET_ARGS_MAX + 1], redacted[2 * EGRET_ARGS_MAX];
+	char exe[EGRET_PATH_MAX * 2], cwd[EGRET_PATH_MAX * 2];
+	static char *args[MAX_ARGS];
+	size_t alen = r->args_len > EGRET_ARGS_MAX ? EGRET_ARGS_MAX : r->args_len, nargs = 0;
+	size_t elen = r->exe_len > EGRET_PATH_MAX ? EGRET_PATH_MAX : r->exe_len;
+	size_t clen = r->cwd_len > EGRET_PATH_MAX ? EGRET_PATH_MAX : r->cwd_len;
+	struct proc_info *pi;
+	struct envelope e;
+
+	memcpy(argbuf, r->data, alen);
+	argbuf[alen] = '\0';
+	for (size_t i = 0; i < alen && nargs < MAX_ARGS;) {
+		args[nargs++] = argbuf + i;
+		i += strlen(argbuf + i) + 1;
+	}
+	if (c->redactor)
+		redact__argv(c->redactor, args, nargs, redacted, sizeof(redacted));
+	clean(c, r->data + alen, elen, exe, sizeof(exe));
+	clean(c, r->data + alen + elen, clen, cwd, sizeof(cwd));
+	pi = c->procs ? proc_cache__put(c->procs, r->hdr.pid) : NULL;
+	if (pi) {
+		pi->ppid = r->ppid;
+		pi->euid = r->euid;
+		pi->exec_id = r->exec_id;
+		pi->parent_exec_id = r->parent_exec_id;
+		str_copy(pi->exe, sizeof(pi->exe), exe);
+	}
+	collector__envelope(c, &r->hdr, &e);
+	e.process.exe = exe;
+	e.process.exec_id = r->exec_id;
+	e.process.parent_exec_id = r->parent_exec_id;
+	e.process.ppid = r->ppid;
+	e.process.euid = r->euid;
+	ex.n_args = nargs;
+	ex.args = args;
+	ex.args_truncated = (r->flags & EGRET_EXEC_ARGS_CUT) != 0;
+	ex.cwd = cwd;
+	ex.argc = r->argc;
+	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	e.ev.activity_id = 1; /* Launch */
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;
+	e.ev.exec = &ex;
+	stream__emit(c->stream, &e.ev);
+}
+
+void audit__on_fork(struct collector *c, const void *rec)
+{
+	const struct egret_fork_event *r = rec;
+	Egret__V1__ProcessFork fk = EGRET__V1__PROCESS_FORK__INIT;
+	struct proc_info *parent = c->procs ? proc_cache__get(c->procs, r->hdr.pid) : NULL;
+	struct proc_info copy, *child;
+	struct envelope e;
+
+	if (c->procs) {
+		if (parent)
+			copy = *parent;
+		child = proc_cache__put(c->procs, r->child_pid);
+		if (child) {
+			if (parent)
+				*child = copy;
+			child->used = 1;
+			child->pid = r->child_pid;
+			child->ppid = r->hdr.pid;
+			child->exec_id = r->exec_id;
+		}
+	}
+	collector__envelope(c, &r->hdr, &e);
+	fk.child_pid = r->child_pid;
+	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	e.ev.activity_id = 1; /* Launch */
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FORK;
+	e.ev.fork = &fk;
+	stream__emit(c->stream, &e.ev);
+}
+
+void audit__on_exit(struct collector *c, const void *rec)
+{
+	const struct egret_exit_event *r = rec;
+	Egret__V1__ProcessExit ex = EGRET__V1__PROCESS_EXIT__INIT;
+	struct envelope e;
+
+	collector__envelope(c, &r->hdr, &e);
+	/* the kernel's wait status: (code << 8) for an exit, the signal (| 0x80 for a core) */
+	if (r->exit_code & 0x7f) {
+		ex.signal = (int32_t)(r->exit_code & 0x7f);
+		ex.core_dumped = (r->exit_code & 0x80) != 0;
+	} else {
+		ex.exit_code = (int32_t)((r->exit_code >> 8) & 0xff);
+	}
+	ex.duration_ns = r->duration_ns;
+	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	e.ev.activity_id = 2; /* Terminate */
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXIT;
+	e.ev.exit = &ex;
+	stream__emit(c->stream, &e.ev);
+	if (c->procs)
+		proc_cache__del(c->procs, r->hdr.pid);
+}
+
+/* OCSF File System Activity ids for each op */
+static const uint32_t file_activity[] = {
+	[EGRET_FILE_CREATE] = 1, [EGRET_FILE_WRITE] = 3, [EGRET_FILE_READ] = 2,
+	[EGRET_FILE_UNLINK] = 4, [EGRET_FILE_RMDIR] = 4, [EGRET_FILE_RENAME] = 5,
+	[EGRET_FILE_CHMOD] = 7,
+};
+
+void audit__on_file(struct collector *c, const void *rec)
+{
+	const struct egret_file_event *r = rec;
+	Egret__V1__FileActivity fa = EGRET__V1__FILE_ACTIVITY__INIT;
+	char path[EGRET_PATH_MAX * 2], newpath[EGRET_PATH_MAX * 2];
+	struct envelope e;
+
+	collector__envelope(c, &r->hdr, &e);
+	clean(c, r->data, r->path_len, path, sizeof(path));
+	fa.op = (Egret__V1__FileActivity__Op)r->op;
+	fa.path = path;
+	if (r->op == EGRET_FILE_RENAME)
+		fa.new_path =
+			clean(c, r->data + EGRET_PATH_MAX, r->path2_len, newpath, sizeof(newpath));
+	fa.result = r->result;
+	fa.flags = r->flags;
+	fa.path_truncated = (r->cut & (EGRET_FILE_PATH_CUT | EGRET_FILE_PATH2_CUT)) != 0;
+	e.ev.class_uid = OCSF_FILE_SYSTEM_ACTIVITY;
+	e.ev.activity_id = r->op < ARRAY_SIZE(file_activity) ? file_activity[r->op] : 99;
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
+	e.ev.file = &fa;
+	stream__emit(c->stream, &e.ev);
+	if (r->cut & EGRET_FILE_BPFFS) {
+		Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
+		char detail[EGRET_PATH_MAX * 2 + 64];
+		struct envelope e2;
+
+		collector__envelope(c, &r->hdr, &e2);
+		snprintf(detail, sizeof(detail), "write under the bpf file system: %s", path);
+		t.kind = EGRET__V1__TAMPER__KIND__KIND_BPFFS;
+		t.detail = detail;
+		e2.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+		e2.ev.activity_id = 99;
+		e2.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
+		e2.ev.tamper = &t;
+		stream__emit(c->stream, &e2.ev);
+	}
+}
+
+void audit__on_flow(struct collector *c, const void *rec)
+{
+	const struct egret_flow_event *r = rec;
+	Egret__V1__NetFlow nf = EGRET__V1__NET_FLOW__INIT;
+	char src[ADDR_STRLEN], dst[ADDR_STRLEN], proto[8];
+	struct envelope e;
+
+	collector__envelope(c, &r->hdr, &e);
+	addr__format((const uint8_t *)r->saddr, src, sizeof(src));
+	addr__format((const uint8_t *)r->daddr, dst, sizeof(dst));
+	nf.protocol = (char *)addr__proto_name(r->protocol, proto, sizeof(proto));
+	nf.src_addr = src;
+	nf.src_port = r->sport;
+	nf.dst_addr = dst;
+	nf.dst_port = r->dport;
+	nf.bytes_out = r->bytes_out;
+	nf.bytes_in = r->bytes_in;
+	nf.packets_out = r->packets_out;
+	nf.packets_in = r->packets_in;
+	nf.duration_ns = r->duration_ns;
+	e.ev.class_uid = OCSF_NETWORK_ACTIVITY;
+	e.ev.activity_id = 2; /* Close */
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FLOW;
+	e.ev.flow = &nf;
+	stream__emit(c->stream, &e.ev);
+}
+
+/* The pids cgroup of a process: v1 "N:pids:/path" or, without one, the v2 "0::/path". */
+static int pids_cgroup(uint32_t pid, char *dir, size_t size)
+{
+	char path[64], buf[4096], mnt[PATH_MAX], *line, *save = NULL;
+	const char *rel = NULL, *v2 = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
+	if (read_file(path, buf, sizeof(buf)) < 0)
+		return -ENOENT;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *ctl = strchr(line, ':');
+
+		if (ctl && !strncmp(ctl, ":pids:", 6))
+			rel = ctl + 6;
+		else if (!strncmp(line, "0::", 3))
+			v2 = line + 3;
+	}
+	if (rel) {
+		/* the v1 pids hierarchy's mount point */
+		char l[4096];
+
+		f = fopen("/proc/self/mountinfo", "re");
+		while (f && fgets(l, sizeof(l), f)) {
+			char *sep = strstr(l, " - cgroup "), *tok, *s2 = NULL;
+			int field = 0;
+
+			if (!sep || !strstr(sep, "pids"))
+				continue;
+			for (tok = strtok_r(l, " ", &s2); tok && ++field < 5;
+			     tok = strtok_r(NULL, " ", &s2))
+				;
+			if (tok) {
+				snprintf(dir, size, "%s%s", tok, rel);
+				fclose(f);
+				return 0;
+			}
+		}
+		if (f)
+			fclose(f);
+	}
+	if (v2 && !cgroup__find_v2_mount(mnt, sizeof(mnt))) {
+		snprintf(dir, size, "%s%s", mnt, v2);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static uint64_t read_u64_file(const char *dir, const char *name, bool *ok)
+{
+	char path[PATH_MAX * 2], buf[64];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	*ok = read_file(path, buf, sizeof(buf)) > 0 && buf[0] >= '0' && buf[0] <= '9';
+	return *ok ? strtoull(buf, NULL, 10) : 0;
+}
+
+void audit__on_limit(struct collector *c, const void *rec)
+{
+	const struct egret_limit_event *r = rec;
+	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;
+	char dir[PATH_MAX];
+	struct envelope e;
+	bool ok;
+
+	collector__envelope(c, &r->hdr, &e);
+	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	if (r->kind == EGRET_LIMIT_OOM_KILL) {
+		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_OOM_KILL;
+		/* no limit configured reads as PAGE_COUNTER_MAX pages */
+		rl.limit = r->limit_bytes < (1ull << 62) ? r->limit_bytes : 0;
+		rl.usage = r->rss_bytes;
+		e.ev.activity_id = 2; /* Terminate */
+	} else {
+		/* a fork failed with EAGAIN: a pids limit only if the process's pids cgroup is full */
+		if (pids_cgroup(r->hdr.pid, dir, sizeof(dir)))
+			return;
+		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_PIDS;
+		rl.limit = read_u64_file(dir, "pids.max", &ok);
+		if (!ok)
+			return; /* "max": no limit, so RLIMIT_NPROC or memory, not pids */
+		rl.usage = read_u64_file(dir, "pids.current", &ok);
+		if (!ok || rl.usage < rl.limit)
+			return;
+		rl.cgroup = dir;
+		e.ev.activity_id = 99;
+	}
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LIMIT;
+	e.ev.limit = &rl;
+	stream__emit(c->stream, &e.ev);
+}
+
+/* A path pattern for the kernel: an absolute prefix of at most EGRET_PATTERN_DEPTH
+ * components, each a name or '*' (any one name); "/" alone matches every path.
+ */
+int audit__parse_pattern(const char *text, __u8 kind, struct egret_pattern *out)
+{
+	const char *p = text;
+
+	if (text[0] != '/' || strlen(text) >= EGRET_PATTERN_LEN)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->kind = kind;
+	while (*p) {
+		const char *end;
+		uint64_t h = 0xcbf29ce484222325ull;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		end = strchr(p, '/');
+		if (!end)
+			end = p + strlen(p);
+		if (out->ncomp == EGRET_PATTERN_DEPTH)
+			return -E2BIG;
+		if (end - p == 1 && *p == '*') {
+			out->wild |= (uint8_t)(1u << out->ncomp);
+		} else {
+			if (memchr(p, '*', (size_t)(end - p)))
+				return -EINVAL; /* '*' stands for a whole component only */
+			for (const char *q = p; q < end; q++)
+				h = (h ^ (uint8_t)*q) * 0x100000001b3ull;
+		}
+		out->hash[out->ncomp++] = h;
+		p = end;
+	}
+	return 0;
+}

@@ -1,0 +1,22 @@
+/* The user side of the audit stream: exec, fork, exit, file, flow and limit records to events,
+ * with argv and paths redacted and every event of a process linked to its image (exec_id).
+ */
+#ifndef EGRET_USER_AUDIT_H
+#define EGRET_USER_AUDIT_H
+
+#include <linux/types.h>
+
+#include "egret/events.h"
+#include "egret/audit.h"
+
+struct collector;
+
+void audit__on_exec(struct collector *c, const void *rec);
+void audit__on_fork(struct collector *c, const void *rec);
+void audit__on_exit(struct collector *c, const void *rec);
+void audit__on_file(struct collector *c, const void *rec);
+void audit__on_flow(struct collector *c, const void *rec);
+void audit__on_limit(struct collector *c, const void *rec);
+int audit__parse_pattern(const char *text, __u8 kind, struct egret_pattern *out);
+
+#endif /* EGRET_USER_AUDIT_H */
