@@ -251,7 +251,9 @@ static __always_inline void file_end(long ret)
 	kind = e->op == EGRET_FILE_READ ? EGRET_PATTERN_READ : EGRET_PATTERN_WRITE;
 	bpffs = under_bpffs((char *)e->data, e->path_len);
 	path_hash((char *)e->data, e->path_len, &pc);
-	if (!bpffs && (patterns_match(&pc, EGRET_PATTERN_SKIP) || !patterns_match(&pc, kind)))
+	/* skip patterns thin out writes; a read pattern is a precise ask and always wins */
+	if (!bpffs && ((kind == EGRET_PATTERN_WRITE && patterns_match(&pc, EGRET_PATTERN_SKIP)) ||
+		       !patterns_match(&pc, kind)))
 		return;
 	if (e->op == EGRET_FILE_RENAME && pf->name2)
 		len2 = join_path((char *)&e->data[EGRET_PATH_MAX], pf->dfd2, pf->name2, &cut2);
@@ -546,29 +548,55 @@ int BPF_PROG(egret_oom, struct task_struct *task, uid_t uid)
 		pages += BPF_CORE_READ(mm, rss_stat[1].count); /* anon */
 		pages += BPF_CORE_READ(mm, rss_stat[3].count); /* shmem */
 	}
-	e->rss_bytes = pages * 4096;
+	e->usage = pages * 4096;
 	memcg = (struct mem_cgroup *)BPF_CORE_READ(task, cgroups, subsys[id & 15]);
-	e->limit_bytes = memcg ? BPF_CORE_READ(memcg, memory.max) * 4096 : 0;
+	e->limit = memcg ? BPF_CORE_READ(memcg, memory.max) * 4096 : 0;
+	cgroup_name_of(memcg ? BPF_CORE_READ(memcg, css.cgroup) : NULL, e->cgroup);
 	e->kind = EGRET_LIMIT_OOM_KILL;
 	e->pad = 0;
 	event_submit(e);
 	return 0;
 }
 
+#define PIDS_LEVELS 8 /* pids cgroups above the task's own that are checked */
+
+/* A fork that failed with EAGAIN: a pids limit if the task's pids cgroup, or one above it, is
+ * full. Checked here, at the syscall's exit, while the cgroup still is; after a failed charge
+ * the counter stays at the limit until something in it exits. RLIMIT_NPROC and memory also
+ * give EAGAIN: no full pids cgroup, no event.
+ */
 static __always_inline void fork_failed(long ret)
 {
+	struct task_struct *task = bpf_get_current_task_btf();
+	int id = bpf_core_enum_value(enum cgroup_subsys_id, pids_cgrp_id);
+	struct cgroup_subsys_state *css;
 	struct egret_limit_event *e;
+	__s64 usage = 0, limit = 0;
 
 	if (ret != -EAGAIN_ || !in_scope())
+		return;
+	css = BPF_CORE_READ(task, cgroups, subsys[id & 15]);
+	for (int i = 0; i < PIDS_LEVELS && css; i++) {
+		struct pids_cgroup *p = container_of(css, struct pids_cgroup, css);
+
+		usage = BPF_CORE_READ(p, counter.counter);
+		limit = BPF_CORE_READ(p, limit.counter);
+		if (usage >= limit)
+			break;
+		css = BPF_CORE_READ(css, parent);
+	}
+	if (!css || usage < limit)
 		return;
 	e = event_reserve(sizeof(*e));
 	if (!e)
 		return;
 	event_fill_hdr(&e->hdr, EGRET_EV_LIMIT, sandbox_of_current());
-	e->exec_id = exec_id_of(bpf_get_current_task_btf());
-	e->rss_bytes = e->limit_bytes = 0;
+	e->exec_id = exec_id_of(task);
+	e->usage = usage;
+	e->limit = limit;
 	e->kind = EGRET_LIMIT_PIDS;
 	e->pad = 0;
+	cgroup_name_of(BPF_CORE_READ(css, cgroup), e->cgroup);
 	event_submit(e);
 }
 

@@ -23,7 +23,7 @@ _Static_assert(sizeof(struct egret_exec_event) == 56 + 40 + EGRET_ARGS_MAX + 2 *
 _Static_assert(sizeof(struct egret_file_event) == 56 + 24 + 2 * EGRET_PATH_MAX,
 	       "egret_file_event layout");
 _Static_assert(sizeof(struct egret_flow_event) == 56 + 88, "egret_flow_event layout");
-_Static_assert(sizeof(struct egret_limit_event) == 56 + 32, "egret_limit_event layout");
+_Static_assert(sizeof(struct egret_limit_event) == 56 + 32 + 64, "egret_limit_event layout");
 
 /* A string of the record as a C string: cut at len, redacted. */
 static char *clean(struct collector *c, const __u8 *p, size_t len, char *out, size_t size)
@@ -217,93 +217,30 @@ void audit__on_flow(struct collector *c, const void *rec)
 	stream__emit(c->stream, &e.ev);
 }
 
-/* The pids cgroup of a process: v1 "N:pids:/path" or, without one, the v2 "0::/path". */
-static int pids_cgroup(uint32_t pid, char *dir, size_t size)
-{
-	char path[64], buf[4096], mnt[PATH_MAX], *line, *save = NULL;
-	const char *rel = NULL, *v2 = NULL;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%u/cgroup", pid);
-	if (read_file(path, buf, sizeof(buf)) < 0)
-		return -ENOENT;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		const char *ctl = strchr(line, ':');
-
-		if (ctl && !strncmp(ctl, ":pids:", 6))
-			rel = ctl + 6;
-		else if (!strncmp(line, "0::", 3))
-			v2 = line + 3;
-	}
-	if (rel) {
-		/* the v1 pids hierarchy's mount point */
-		char l[4096];
-
-		f = fopen("/proc/self/mountinfo", "re");
-		while (f && fgets(l, sizeof(l), f)) {
-			char *sep = strstr(l, " - cgroup "), *tok, *s2 = NULL;
-			int field = 0;
-
-			if (!sep || !strstr(sep, "pids"))
-				continue;
-			for (tok = strtok_r(l, " ", &s2); tok && ++field < 5;
-			     tok = strtok_r(NULL, " ", &s2))
-				;
-			if (tok) {
-				snprintf(dir, size, "%s%s", tok, rel);
-				fclose(f);
-				return 0;
-			}
-		}
-		if (f)
-			fclose(f);
-	}
-	if (v2 && !cgroup__find_v2_mount(mnt, sizeof(mnt))) {
-		snprintf(dir, size, "%s%s", mnt, v2);
-		return 0;
-	}
-	return -ENOENT;
-}
-
-static uint64_t read_u64_file(const char *dir, const char *name, bool *ok)
-{
-	char path[PATH_MAX * 2], buf[64];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	*ok = read_file(path, buf, sizeof(buf)) > 0 && buf[0] >= '0' && buf[0] <= '9';
-	return *ok ? strtoull(buf, NULL, 10) : 0;
-}
-
 void audit__on_limit(struct collector *c, const void *rec)
 {
 	const struct egret_limit_event *r = rec;
 	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;
-	char dir[PATH_MAX];
+	char cgroup[EGRET_CGROUP_NAME_LEN + 1];
 	struct envelope e;
-	bool ok;
 
 	collector__envelope(c, &r->hdr, &e);
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
 	if (r->kind == EGRET_LIMIT_OOM_KILL) {
 		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_OOM_KILL;
 		/* no limit configured reads as PAGE_COUNTER_MAX pages */
-		rl.limit = r->limit_bytes < (1ull << 62) ? r->limit_bytes : 0;
-		rl.usage = r->rss_bytes;
+		rl.limit = r->limit < (1ull << 62) ? r->limit : 0;
+		rl.usage = r->usage;
 		e.ev.activity_id = 2; /* Terminate */
 	} else {
-		/* a fork failed with EAGAIN: a pids limit only if the process's pids cgroup is full */
-		if (pids_cgroup(r->hdr.pid, dir, sizeof(dir)))
-			return;
 		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_PIDS;
-		rl.limit = read_u64_file(dir, "pids.max", &ok);
-		if (!ok)
-			return; /* "max": no limit, so RLIMIT_NPROC or memory, not pids */
-		rl.usage = read_u64_file(dir, "pids.current", &ok);
-		if (!ok || rl.usage < rl.limit)
-			return;
-		rl.cgroup = dir;
+		rl.limit = r->limit;
+		rl.usage = r->usage;
 		e.ev.activity_id = 99;
 	}
+	memcpy(cgroup, r->cgroup, EGRET_CGROUP_NAME_LEN);
+	cgroup[EGRET_CGROUP_NAME_LEN] = '\0';
+	rl.cgroup = cgroup;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LIMIT;
 	e.ev.limit = &rl;
 	stream__emit(c->stream, &e.ev);

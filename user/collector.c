@@ -47,7 +47,7 @@ static const struct record_handler handlers[] = {
 	{ EGRET_EV_LIMIT, sizeof(struct egret_limit_event), audit__on_limit },
 };
 
-static void report_bad_record(struct collector *c, __u32 type, size_t size)
+void collector__bad_record(struct collector *c, __u32 type, size_t size)
 {
 	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
 	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
@@ -78,7 +78,7 @@ static int on_record(void *ctx, void *data, size_t size)
 			return 0;
 		}
 	}
-	report_bad_record(c, size >= sizeof(*h) ? h->type : 0, size);
+	collector__bad_record(c, size >= sizeof(*h) ? h->type : 0, size);
 	return 0;
 }
 

@@ -51,6 +51,8 @@ int collector__init(struct collector *c, struct stream *s, const char *cgroup_ro
 int collector__fd(const struct collector *c);
 int collector__poll(struct collector *c);
 void collector__check_drops(struct collector *c);
+/* A record whose header or fields make no sense: counted and reported as a decode Loss. */
+void collector__bad_record(struct collector *c, __u32 type, size_t size);
 int collector__counter(int counters_fd, __u32 idx, uint64_t *sum);
 void collector__envelope(struct collector *c, const struct egret_event_hdr *h, struct envelope *e);
 void collector__format_counters(int counters_fd, char *buf, size_t size);

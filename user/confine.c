@@ -10,25 +10,51 @@
 _Static_assert(sizeof(struct egret_cgroup_event) == 136, "egret_cgroup_event layout");
 _Static_assert(sizeof(struct egret_tamper_event) == 80, "egret_tamper_event layout");
 
+/* What each cgroup op is in the stream: the proto kind, the OCSF Application Lifecycle
+ * activity, and the file whose write (or the syscall) caused it, for the reason string.
+ */
+static const struct {
+	Egret__V1__SandboxLifecycle__Kind kind;
+	int activity;
+	const char *cause;
+} cgroup_ops[] = {
+	[EGRET_CG_CREATED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_CREATED, 3, "mkdir" },
+	[EGRET_CG_DESTROYED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_DESTROYED, 4, "rmdir" },
+	[EGRET_CG_FROZEN] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_FROZEN, 7,
+			      "cgroup.freeze written" },
+	[EGRET_CG_THAWED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_THAWED, 6,
+			      "cgroup.freeze written" },
+};
+
 void confine__on_cgroup(struct collector *c, const void *rec)
 {
 	const struct egret_cgroup_event *r = rec;
 	Egret__V1__SandboxLifecycle sl = EGRET__V1__SANDBOX_LIFECYCLE__INIT;
-	char name[EGRET_CGROUP_NAME_LEN + 1];
+	char name[EGRET_CGROUP_NAME_LEN + 1], comm[EGRET_COMM_LEN + 1], reason[128];
 	struct envelope e;
 
+	if (r->op == 0 || r->op >= sizeof(cgroup_ops) / sizeof(cgroup_ops[0])) {
+		collector__bad_record(c, r->hdr.type, sizeof(*r));
+		return;
+	}
 	memcpy(name, r->name, EGRET_CGROUP_NAME_LEN);
 	name[EGRET_CGROUP_NAME_LEN] = '\0';
 	if (r->op == EGRET_CG_CREATED) {
 		sandbox_names__set(&c->names, r->cgroup_id, name);
 		if (c->hooks.sandbox_created)
 			c->hooks.sandbox_created(c->hooks.ctx, r->cgroup_id, name);
-	} else if (c->hooks.sandbox_destroyed) {
+	} else if (r->op == EGRET_CG_DESTROYED && c->hooks.sandbox_destroyed) {
 		c->hooks.sandbox_destroyed(c->hooks.ctx, r->cgroup_id);
 	}
 	collector__envelope(c, &r->hdr, &e);
-	sl.kind = r->op == EGRET_CG_CREATED ? EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_CREATED
-					    : EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_DESTROYED;
+	memcpy(comm, r->hdr.comm, EGRET_COMM_LEN);
+	comm[EGRET_COMM_LEN] = '\0';
+	snprintf(reason, sizeof(reason), "%s by %s (pid %u)", cgroup_ops[r->op].cause, comm,
+		 r->hdr.pid);
+	sl.kind = cgroup_ops[r->op].kind;
+	sl.reason = reason;
+	e.ev.class_uid = OCSF_APPLICATION_LIFECYCLE;
+	e.ev.activity_id = cgroup_ops[r->op].activity;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE;
 	e.ev.sandbox_lifecycle = &sl;
 	stream__emit(c->stream, &e.ev);

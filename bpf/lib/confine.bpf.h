@@ -138,8 +138,7 @@ static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 	struct egret_cgroup_event *e = event_reserve(sizeof(*e));
 	__u8 name[EGRET_CGROUP_NAME_LEN];
 
-	if (bpf_probe_read_kernel_str(name, sizeof(name), BPF_CORE_READ(cg, kn, name)) < 0)
-		name[0] = '\0';
+	cgroup_name_of(cg, name);
 	if (op == EGRET_CG_CREATED)
 		register_if_plain(id, name);
 	else if (op == EGRET_CG_DESTROYED)

@@ -27,4 +27,13 @@ static __always_inline __u64 sandbox_of_current(void)
 	return bpf_get_current_ancestor_cgroup_id(sandbox_level);
 }
 
+/* A cgroup's directory name into out[EGRET_CGROUP_NAME_LEN], NUL-terminated; "" without one. */
+static __always_inline void cgroup_name_of(struct cgroup *cg, __u8 *out)
+{
+	out[0] = '\0';
+	if (cg &&
+	    bpf_probe_read_kernel_str(out, EGRET_CGROUP_NAME_LEN, BPF_CORE_READ(cg, kn, name)) < 0)
+		out[0] = '\0';
+}
+
 #endif /* EGRET_SANDBOX_BPF_H */

@@ -5,8 +5,6 @@
 #ifndef EGRET_CONFINE_H
 #define EGRET_CONFINE_H
 
-#define EGRET_CGROUP_NAME_LEN 64
-
 /* egret_cgroup_event.op; mirrors SandboxLifecycle.Kind in proto/egret/v1/events.proto */
 enum egret_cgroup_op {
 	EGRET_CG_CREATED = 1,

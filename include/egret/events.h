@@ -5,8 +5,9 @@
 #ifndef EGRET_EVENTS_H
 #define EGRET_EVENTS_H
 
-#define EGRET_RINGBUF_BYTES (8u << 20) /* events ring buffer size, a power of two */
-#define EGRET_COMM_LEN	    16
+#define EGRET_RINGBUF_BYTES   (8u << 20) /* events ring buffer size, a power of two */
+#define EGRET_COMM_LEN	      16
+#define EGRET_CGROUP_NAME_LEN 64 /* a cgroup directory name as records carry it */
 
 /* Record types; the first field of every record is struct egret_event_hdr. */
 enum egret_event_type {

@@ -227,12 +227,79 @@ static void cleanup_named(const char *mount, const char *name)
 	remove_tree(path);
 }
 
+/* The mount point of a v1 controller's hierarchy ("memory", "pids"), from mountinfo. */
+static int v1_mount(const char *controller, char *out, size_t size)
+{
+	char line[4096], opt[64];
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+
+	snprintf(opt, sizeof(opt), ",%s", controller);
+	while (f && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - cgroup "), *tok, *save = NULL;
+		int field = 0;
+
+		if (!sep || (!strstr(sep, opt) && !strstr(sep, controller)))
+			continue;
+		if (!strstr(sep + 10, controller))
+			continue;
+		for (tok = strtok_r(line, " ", &save); tok && ++field < 5;
+		     tok = strtok_r(NULL, " ", &save))
+			;
+		if (tok) {
+			snprintf(out, size, "%s", tok);
+			fclose(f);
+			return 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	return -ENOENT;
+}
+
+/* A cgroup of the given controller for this instance with file set to value (a memory or pids
+ * limit): in the controller's v1 hierarchy on a hybrid host, else in egret's v2 root with the
+ * controller enabled. A process joins it with cgroup__join(out) beside its sandbox.
+ */
+int harness_limit_cgroup(struct egret_instance *e, const char *controller, const char *file,
+			 const char *value, char *out, size_t size)
+{
+	char mnt[PATH_MAX], path[PATH_MAX * 2], ctl[64];
+	int slot = -1;
+
+	for (int i = 0; i < 4 && slot < 0; i++)
+		slot = e->limit_dirs[i][0] ? -1 : i;
+	if (slot < 0)
+		return -E2BIG;
+	if (v1_mount(controller, mnt, sizeof(mnt)) == 0) {
+		snprintf(out, size, "%s/%s", mnt, e->name);
+		if (mkdir(out, 0755) && errno != EEXIST)
+			return -errno;
+		snprintf(e->limit_dirs[slot], sizeof(e->limit_dirs[slot]), "%s", out);
+	} else {
+		/* pure v2: enable the controller down to a child of egret's root */
+		snprintf(ctl, sizeof(ctl), "+%s", controller);
+		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", e->cgroup_mount);
+		write_file(path, ctl);
+		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", e->cgroup_root);
+		if (write_file(path, ctl))
+			return -EOPNOTSUPP;
+		snprintf(out, size, "%s/limited", e->cgroup_root);
+		mkdir(out, 0755);
+	}
+	snprintf(path, sizeof(path), "%s/%s", out, file);
+	return write_file(path, value);
+}
+
 void harness_cleanup(struct egret_instance *e)
 {
 	if (!e || !e->name[0])
 		return;
 	if (e->egretd)
 		harness_stop(e, SIGKILL);
+	for (int i = 0; i < 4; i++) {
+		if (e->limit_dirs[i][0])
+			remove_cgroup_tree(e->limit_dirs[i]);
+	}
 	if (getenv("EGRET_TEST_VERBOSE"))
 		fprintf(stderr, "--- egretd log of %s ---\n%s\n", e->name, harness_log(e));
 	cleanup_named(e->cgroup_mount, e->name);

@@ -29,7 +29,8 @@ struct egret_instance {
 	char log_path[PATH_MAX];
 	char policy_path[PATH_MAX];
 	char live_path[PATH_MAX];
-	pid_t egretd; /* running egretd, 0 when none */
+	pid_t egretd;		      /* running egretd, 0 when none */
+	char limit_dirs[4][PATH_MAX]; /* v1 controller cgroups made by harness_limit_cgroup */
 };
 
 /* the instance of the current test (one per test process) */
@@ -42,6 +43,8 @@ int harness_start(struct egret_instance *e, const char *const extra[]);
 int harness_stop(struct egret_instance *e, int sig);
 void harness_cleanup(struct egret_instance *e);
 void harness_sweep_stale(void);
+int harness_limit_cgroup(struct egret_instance *e, const char *controller, const char *file,
+			 const char *value, char *out, size_t size);
 const char *harness_log(struct egret_instance *e);
 
 /* commands */

@@ -1,0 +1,565 @@
+/* The audit stream, from real commands in a sandbox: a shell script that execs, forks, writes,
+ * renames, chmods, deletes, connects inside the test's network namespace and exits with a code;
+ * the exact events per process, in order. Secrets in argv arrive redacted; an OOM kill and a
+ * fork refused at pids.max are reported; a paused and resumed sandbox is reported; nothing from
+ * outside the sandboxes appears unless the scope is the host.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "pbjson.h"
+#include "util.h"
+
+static int listener;
+static pid_t http;
+
+static void start_http(void)
+{
+	int fd = tcp_listen("0.0.0.0", 8080);
+
+	cr_assert(fd >= 0);
+	http = fork();
+	if (http == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;) {
+			char buf[2048];
+			int c = accept(fd, NULL, NULL);
+
+			if (c < 0)
+				continue;
+			if (recv(c, buf, sizeof(buf), 0) > 0)
+				send(c, "HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", 40, 0);
+			close(c);
+		}
+	}
+	close(fd);
+}
+
+static void setup(void)
+{
+	static struct egret_instance inst;
+
+	harness_require_root();
+	T = &inst;
+	cr_assert_eq(harness_init(T), 0);
+	cr_assert_eq(netns_new(), 0);
+	cr_assert_eq(netns_addr("lo", "192.0.2.10/32"), 0);
+	start_http();
+	listener = udp_bind("192.0.2.10", 5000);
+	cr_assert(listener >= 0);
+	cr_assert_eq(harness_policy(T, "allow 192.0.2.10\n"), 0);
+	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
+}
+
+static void teardown(void)
+{
+	if (http > 0) {
+		kill(http, SIGKILL);
+		waitpid(http, NULL, 0);
+	}
+	close(listener);
+	harness_cleanup(T);
+}
+
+TestSuite(audit, .init = setup, .fini = teardown, .timeout = 120);
+
+/* The events of one process, in stream order. */
+static size_t of_pid(const struct events *evs, uint32_t pid, const Egret__V1__Event **out,
+		     size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < evs->n && n < max; i++) {
+		if (evs->ev[i]->process && evs->ev[i]->process->pid == pid)
+			out[n++] = evs->ev[i];
+	}
+	return n;
+}
+
+static const Egret__V1__Event *exec_of(const struct events *evs, const char *exe_suffix,
+				       const char *sandbox)
+{
+	for (size_t i = 0; i < evs->n; i++) {
+		const Egret__V1__Event *ev = evs->ev[i];
+		size_t l, sl = strlen(exe_suffix);
+
+		if (ev->payload_case != EGRET__V1__EVENT__PAYLOAD_EXEC || !ev->process->exe)
+			continue;
+		l = strlen(ev->process->exe);
+		if (l >= sl && !strcmp(ev->process->exe + l - sl, exe_suffix) &&
+		    (!sandbox || !strcmp(ev->sandbox->name, sandbox)))
+			return ev;
+	}
+	return NULL;
+}
+
+Test(audit, a_shell_script_in_a_sandbox)
+{
+	char script[PATH_MAX], dir[PATH_MAX], out[8192], want[PATH_MAX * 2];
+	const Egret__V1__Event *sh, *mine[256], *mv, *curl;
+	struct events evs;
+	size_t n, k = 0;
+	FILE *f;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/work", T->tmpdir);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(script, sizeof(script), "%s/job.sh", T->tmpdir);
+	f = fopen(script, "w");
+	fprintf(f,
+		"cd %s\n"
+		"echo hello > created.txt\n"
+		"mv created.txt renamed.txt\n"
+		"chmod 600 renamed.txt\n"
+		"rm renamed.txt\n"
+		"curl -s --max-time 3 -o /dev/null http://192.0.2.10:8080/\n"
+		"exit 3\n",
+		dir);
+	fclose(f);
+	rc = sandbox_cmd(T, "box", out, sizeof(out), "/bin/sh", script, NULL);
+	cr_assert_eq(rc, 3, "%s", out);
+	usleep(300000);
+	cr_assert_eq(events_read(T->sink_path, &evs), 0);
+
+	sh = exec_of(&evs, "/sh", "box");
+	if (!sh)
+		sh = exec_of(&evs, "/dash", "box");
+	cr_assert(sh, "no exec event for the script's shell");
+	cr_expect_eq(sh->class_uid, 1007);
+	cr_expect_eq(sh->activity_id, 1);
+	cr_assert_geq(sh->exec->n_args, 2);
+	cr_expect_str_eq(sh->exec->args[1], script);
+	cr_expect_neq(sh->process->exec_id, 0);
+	cr_expect_neq(sh->process->ppid, 0);
+	n = of_pid(&evs, sh->process->pid, mine, 256);
+	/* the shell: exec, create, fork x4 (mv, chmod, rm, curl), exit 3, in this order */
+	cr_assert_gt(n, 0);
+	while (k < n && mine[k] != sh)
+		k++;
+	cr_assert_lt(k, n);
+	k++;
+	cr_assert_lt(k, n, "nothing after the exec");
+	cr_expect_eq(mine[k]->payload_case, EGRET__V1__EVENT__PAYLOAD_FILE);
+	if (mine[k]->payload_case == EGRET__V1__EVENT__PAYLOAD_FILE) {
+		snprintf(want, sizeof(want), "%s/created.txt", dir);
+		cr_expect_eq(mine[k]->file->op, EGRET__V1__FILE_ACTIVITY__OP__OP_CREATE);
+		cr_expect_str_eq(mine[k]->file->path, want);
+		cr_expect_geq(mine[k]->file->result, 0);
+		cr_expect_eq(mine[k]->class_uid, 1001);
+		cr_expect_eq(mine[k]->process->exec_id, sh->process->exec_id,
+			     "a file event not linked to its image");
+	}
+	for (int forks = 0; forks < 4; forks++) {
+		k++;
+		cr_assert_lt(k, n);
+		cr_expect_eq(mine[k]->payload_case, EGRET__V1__EVENT__PAYLOAD_FORK, "event %zu", k);
+	}
+	k++;
+	cr_assert_lt(k, n);
+	cr_expect_eq(mine[k]->payload_case, EGRET__V1__EVENT__PAYLOAD_EXIT);
+	if (mine[k]->payload_case == EGRET__V1__EVENT__PAYLOAD_EXIT) {
+		cr_expect_eq(mine[k]->exit->exit_code, 3);
+		cr_expect_gt(mine[k]->exit->duration_ns, 0);
+		cr_expect_eq(mine[k]->activity_id, 2);
+	}
+
+	/* mv: its own exec (child of the shell's image), the rename, its exit */
+	mv = exec_of(&evs, "/mv", "box");
+	cr_assert(mv);
+	cr_expect_eq(mv->process->parent_exec_id, sh->process->exec_id);
+	n = of_pid(&evs, mv->process->pid, mine, 256);
+	k = 0;
+	while (k < n && mine[k] != mv)
+		k++;
+	cr_assert_lt(k + 2, n);
+	cr_expect_eq(mine[k + 1]->payload_case, EGRET__V1__EVENT__PAYLOAD_FILE);
+	if (mine[k + 1]->payload_case == EGRET__V1__EVENT__PAYLOAD_FILE) {
+		cr_expect_eq(mine[k + 1]->file->op, EGRET__V1__FILE_ACTIVITY__OP__OP_RENAME);
+		snprintf(want, sizeof(want), "%s/created.txt", dir);
+		cr_expect_str_eq(mine[k + 1]->file->path, want);
+		snprintf(want, sizeof(want), "%s/renamed.txt", dir);
+		cr_expect_str_eq(mine[k + 1]->file->new_path, want);
+		cr_expect_eq(mine[k + 1]->file->result, 0);
+	}
+	cr_expect_eq(mine[n - 1]->payload_case, EGRET__V1__EVENT__PAYLOAD_EXIT);
+
+	/* chmod and rm each leave their file event */
+	for (size_t i = 0, chmods = 0, unlinks = 0; i <= evs.n; i++) {
+		if (i == evs.n) {
+			cr_expect_eq(chmods, 1);
+			cr_expect_eq(unlinks, 1);
+			break;
+		}
+		if (evs.ev[i]->payload_case != EGRET__V1__EVENT__PAYLOAD_FILE ||
+		    !strstr(evs.ev[i]->file->path, "/work/renamed.txt"))
+			continue;
+		if (evs.ev[i]->file->op == EGRET__V1__FILE_ACTIVITY__OP__OP_CHMOD) {
+			chmods++;
+			cr_expect_eq(evs.ev[i]->file->flags & 0777, 0600);
+		}
+		unlinks += evs.ev[i]->file->op == EGRET__V1__FILE_ACTIVITY__OP__OP_UNLINK;
+	}
+
+	/* curl: the connect, then a flow record with what it carried */
+	curl = exec_of(&evs, "/curl", "box");
+	cr_assert(curl);
+	n = of_pid(&evs, curl->process->pid, mine, 256);
+	for (size_t i = 0, connects = 0, flows = 0; i <= n; i++) {
+		if (i == n) {
+			cr_expect_geq(connects, 1);
+			cr_expect_eq(flows, 1);
+			break;
+		}
+		if (mine[i]->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+		    !strcmp(mine[i]->net_connect->dst_addr, "192.0.2.10"))
+			connects++;
+		if (mine[i]->payload_case == EGRET__V1__EVENT__PAYLOAD_FLOW) {
+			flows++;
+			cr_expect_str_eq(mine[i]->flow->dst_addr, "192.0.2.10");
+			cr_expect_eq(mine[i]->flow->dst_port, 8080);
+			cr_expect_str_eq(mine[i]->flow->protocol, "tcp");
+			cr_expect_gt(mine[i]->flow->bytes_out, 0);
+			cr_expect_gt(mine[i]->flow->bytes_in, 0);
+			cr_expect_gt(mine[i]->flow->packets_out, 0);
+			cr_expect_gt(mine[i]->flow->duration_ns, 0);
+			cr_expect_eq(mine[i]->class_uid, 4001);
+		}
+	}
+	events_free(&evs);
+}
+
+Test(audit, secrets_in_argv_arrive_redacted)
+{
+	char out[4096];
+	const Egret__V1__Event *ev;
+	struct events evs;
+
+	cr_assert_eq(sandbox_cmd(T, "box", out, sizeof(out), "/bin/true", "--password", "hunter2",
+				 "--token=abc123", "AKIAIOSFODNN7EXAMPLE", "API_KEY=s3cr3t",
+				 "https://u:pw@example.test/", "plain", NULL),
+		     0, "%s", out);
+	usleep(300000);
+	cr_assert_eq(events_read(T->sink_path, &evs), 0);
+	ev = exec_of(&evs, "/true", "box");
+	cr_assert(ev);
+	cr_assert_eq(ev->exec->n_args, 8);
+	cr_expect_str_eq(ev->exec->args[1], "--password");
+	cr_expect_str_eq(ev->exec->args[2], "[REDACTED]");
+	cr_expect_str_eq(ev->exec->args[3], "--token=[REDACTED]");
+	cr_expect_str_eq(ev->exec->args[4], "[REDACTED]");
+	cr_expect_str_eq(ev->exec->args[5], "API_KEY=[REDACTED]");
+	cr_expect_str_eq(ev->exec->args[6], "https://u:[REDACTED]@example.test/");
+	cr_expect_str_eq(ev->exec->args[7], "plain");
+	for (size_t i = 0; i < evs.n; i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *m = open_memstream(&buf, &len);
+
+		pbjson__print(m, &evs.ev[i]->base);
+		fclose(m);
+		cr_expect_null(strstr(buf, "hunter2"), "a secret left the host: %s", buf);
+		cr_expect_null(strstr(buf, "AKIAIOSFODNN7EXAMPLE"), "%s", buf);
+		free(buf);
+	}
+	events_free(&evs);
+}
+
+static int hog(void *arg)
+{
+	const char *memcg = arg;
+	size_t size = 256u << 20;
+	char *p;
+
+	if (cgroup__join(memcg, getpid()))
+		return 90;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return 91;
+	for (size_t i = 0; i < size; i += 4096)
+		p[i] = 1;
+	return 0; /* not killed: no OOM */
+}
+
+static bool is_oom(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
+	       ev->limit->kind == EGRET__V1__RESOURCE_LIMIT__KIND__KIND_OOM_KILL &&
+	       ev->process->pid == *(const uint32_t *)arg;
+}
+
+Test(audit, an_oom_kill_is_reported)
+{
+	char memcg[PATH_MAX];
+	struct events evs;
+	const Egret__V1__Event *ev;
+	uint32_t pid;
+	int status;
+	pid_t child;
+
+	cr_assert_eq(harness_limit_cgroup(T, "memory", "memory.limit_in_bytes", "33554432", memcg,
+					  sizeof(memcg)) &&
+			     harness_limit_cgroup(T, "memory", "memory.max", "33554432", memcg,
+						  sizeof(memcg)),
+		     0, "no memory controller to limit with");
+	child = fork();
+	if (child == 0) {
+		char dir[PATH_MAX];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		sandbox_path(T, "hungry", dir, sizeof(dir));
+		mkdir(dir, 0755);
+		if (cgroup__join(dir, getpid()))
+			_exit(89);
+		_exit(hog(memcg));
+	}
+	waitpid(child, &status, 0);
+	cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the hog was not OOM-killed (status %#x)", status);
+	pid = (uint32_t)child;
+	cr_assert_eq(events_wait(T->sink_path, is_oom, &pid, 5000, &evs), 0, "no OOM event");
+	ev = events_find(&evs, is_oom, &pid, NULL);
+	cr_expect_str_eq(ev->sandbox->name, "hungry");
+	cr_expect_eq(ev->limit->limit, 32u << 20);
+	cr_expect_gt(ev->limit->usage, 16u << 20);
+	cr_expect_str_eq(ev->limit->cgroup, strrchr(memcg, '/') + 1);
+	events_free(&evs);
+}
+
+static int fork_bomb(void *arg)
+{
+	const char *pidcg = arg;
+	pid_t kids[16];
+	int n = 0, failed = 0;
+
+	if (cgroup__join(pidcg, getpid()))
+		return 90;
+	for (int i = 0; i < 16; i++) {
+		pid_t p = fork();
+
+		if (p == 0) {
+			pause();
+			_exit(0);
+		}
+		if (p < 0)
+			failed++;
+		else
+			kids[n++] = p;
+	}
+	for (int i = 0; i < n; i++)
+		kill(kids[i], SIGKILL);
+	while (wait(NULL) > 0)
+		;
+	return failed ? 0 : 1;
+}
+
+static bool is_pids(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
+	       ev->limit->kind == EGRET__V1__RESOURCE_LIMIT__KIND__KIND_PIDS;
+}
+
+Test(audit, a_fork_refused_at_pids_max_is_reported)
+{
+	char pidcg[PATH_MAX];
+	struct events evs;
+
+	cr_assert_eq(harness_limit_cgroup(T, "pids", "pids.max", "5", pidcg, sizeof(pidcg)), 0);
+	cr_assert_eq(in_sandbox(T, "forky", fork_bomb, pidcg), 0, "no fork failed");
+	cr_assert_eq(events_wait(T->sink_path, is_pids, NULL, 5000, &evs), 0, "no pids event");
+	cr_expect_eq(events_find(&evs, is_pids, NULL, NULL)->limit->limit, 5);
+	cr_expect_eq(events_find(&evs, is_pids, NULL, NULL)->limit->usage, 5);
+	cr_expect_str_eq(events_find(&evs, is_pids, NULL, NULL)->limit->cgroup,
+			 strrchr(pidcg, '/') + 1);
+	cr_expect_str_eq(events_find(&evs, is_pids, NULL, NULL)->sandbox->name, "forky");
+	events_free(&evs);
+}
+
+static bool is_life(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE &&
+	       ev->sandbox_lifecycle->kind == (Egret__V1__SandboxLifecycle__Kind)(long)arg;
+}
+
+Test(audit, a_paused_and_resumed_sandbox_is_reported)
+{
+	char dir[PATH_MAX], file[PATH_MAX + 16];
+	struct events evs;
+	const Egret__V1__Event *ev;
+
+	cr_assert_eq(sandbox_path(T, "pausable", dir, sizeof(dir)), 0);
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	snprintf(file, sizeof(file), "%s/cgroup.freeze", dir);
+	cr_assert_eq(write_file(file, "1"), 0);
+	cr_assert_eq(write_file(file, "0"), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_life,
+				 (void *)(long)EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_THAWED,
+				 5000, &evs),
+		     0);
+	ev = events_find(&evs, is_life,
+			 (void *)(long)EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_FROZEN, NULL);
+	cr_assert(ev, "no frozen event");
+	cr_expect_str_eq(ev->sandbox->name, "pausable");
+	cr_expect(strstr(ev->sandbox_lifecycle->reason, "cgroup.freeze written by egret_integrati"),
+		  "%s", ev->sandbox_lifecycle->reason);
+	cr_expect(events_find(&evs, is_life,
+			      (void *)(long)EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_CREATED,
+			      NULL));
+	events_free(&evs);
+}
+
+static int read_secret_and_not(void *arg)
+{
+	char buf[256];
+	int fd = open("/proc/self/environ", O_RDONLY);
+
+	if (fd >= 0) {
+		if (read(fd, buf, sizeof(buf)) < 0)
+			buf[0] = 0;
+		close(fd);
+	}
+	fd = open("/etc/hostname", O_RDONLY);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+static bool is_read(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FILE &&
+	       ev->file->op == EGRET__V1__FILE_ACTIVITY__OP__OP_READ && strstr(ev->file->path, arg);
+}
+
+Test(audit, reads_of_secrets_only)
+{
+	struct events evs;
+
+	cr_assert_eq(in_sandbox(T, "box", read_secret_and_not, NULL), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_read, "/environ", 5000, &evs), 0,
+		     "no event for reading /proc/self/environ");
+	cr_expect_null(events_find(&evs, is_read, "/etc/hostname", NULL),
+		       "an ordinary read was reported");
+	events_free(&evs);
+}
+
+static int tamper(void *arg)
+{
+	pid_t outside = *(pid_t *)arg;
+	int fd;
+
+	ptrace(PTRACE_ATTACH, outside, NULL, NULL);
+	mount("none", "/mnt", "tmpfs", 0, NULL);
+	fd = open("/sys/fs/bpf/egret-tamper-probe", O_WRONLY | O_CREAT, 0600);
+	if (fd >= 0) {
+		close(fd);
+		unlink("/sys/fs/bpf/egret-tamper-probe");
+	}
+	return 0;
+}
+
+static bool is_tamper(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_TAMPER &&
+	       ev->tamper->kind == (Egret__V1__Tamper__Kind)(long)arg;
+}
+
+Test(audit, tamper_attempts_are_reported)
+{
+	struct events evs;
+	pid_t outside = fork();
+
+	if (outside == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
+	}
+	cr_assert_eq(in_sandbox(T, "box", tamper, &outside), 0);
+	kill(outside, SIGKILL);
+	waitpid(outside, NULL, 0);
+	cr_assert_eq(events_wait(T->sink_path, is_tamper,
+				 (void *)(long)EGRET__V1__TAMPER__KIND__KIND_BPFFS, 5000, &evs),
+		     0);
+	cr_expect(events_find(&evs, is_tamper, (void *)(long)EGRET__V1__TAMPER__KIND__KIND_PTRACE,
+			      NULL),
+		  "ptrace not reported");
+	cr_expect(events_find(&evs, is_tamper, (void *)(long)EGRET__V1__TAMPER__KIND__KIND_MOUNT,
+			      NULL),
+		  "mount not reported");
+	events_free(&evs);
+}
+
+static int udp_flow(void *arg)
+{
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(5000) };
+
+	inet_pton(AF_INET, "192.0.2.10", &sa.sin_addr);
+	for (int i = 0; i < 3; i++)
+		sendto(fd, "12345678", 8, 0, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	return 0;
+}
+
+static bool is_udp_flow(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FLOW &&
+	       !strcmp(ev->flow->protocol, "udp") && ev->flow->dst_port == 5000;
+}
+
+Test(audit, udp_flows_are_measured)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+
+	cr_assert_eq(in_sandbox(T, "box", udp_flow, NULL), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_udp_flow, NULL, 5000, &evs), 0);
+	ev = events_find(&evs, is_udp_flow, NULL, NULL);
+	cr_expect_eq(ev->flow->packets_out, 3);
+	cr_expect_eq(ev->flow->bytes_out, 3 * (20 + 8 + 8));
+	cr_expect_str_eq(ev->flow->dst_addr, "192.0.2.10");
+	cr_expect_neq(ev->flow->src_port, 0);
+	events_free(&evs);
+}
+
+static bool is_exec_of_marker(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_EXEC && ev->exec->n_args > 1 &&
+	       !strcmp(ev->exec->args[1], arg);
+}
+
+Test(audit, the_host_is_audited_only_when_asked)
+{
+	const char *host[] = { "--audit-scope", "host", NULL };
+	char out[1024];
+	struct events evs;
+
+	cr_assert_eq(sandbox_cmd(T, NULL, out, sizeof(out), "/bin/echo", "outside-1", NULL), 0);
+	cr_assert_eq(sandbox_cmd(T, "box", out, sizeof(out), "/bin/echo", "inside-1", NULL), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_exec_of_marker, "inside-1", 5000, &evs), 0);
+	cr_expect_null(events_find(&evs, is_exec_of_marker, "outside-1", NULL),
+		       "a process outside the sandboxes was audited");
+	events_free(&evs);
+
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, host), 0, "%s", harness_log(T));
+	cr_assert_eq(sandbox_cmd(T, NULL, out, sizeof(out), "/bin/echo", "outside-2", NULL), 0);
+	cr_expect_eq(events_wait(T->sink_path, is_exec_of_marker, "outside-2", 5000, &evs), 0,
+		     "--audit-scope host did not audit the host");
+	events_free(&evs);
+}
