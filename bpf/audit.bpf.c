@@ -73,8 +73,7 @@ int BPF_PROG(egret_aexec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	off += e->cwd_len & (2 * EGRET_PATH_MAX - 1);
 	if (off > sizeof(e->data))
 		return 0;
-	if (bpf_ringbuf_output(&events, e, offsetof(struct egret_exec_event, data) + off, 0))
-		counter_inc(EGRET_CNT_RINGBUF_DROPS);
+	event_output(e, offsetof(struct egret_exec_event, data) + off);
 	return 0;
 }
 
@@ -268,8 +267,7 @@ static __always_inline void file_end(long ret)
 	       (e->op == EGRET_FILE_RENAME ? EGRET_PATH_MAX + e->path2_len : e->path_len);
 	if (size > sizeof(*e))
 		return;
-	if (bpf_ringbuf_output(&events, e, size, 0))
-		counter_inc(EGRET_CNT_RINGBUF_DROPS);
+	event_output(e, size);
 }
 
 static __always_inline __u16 open_op(__u64 flags)
@@ -412,9 +410,9 @@ FILE_EXIT(fchmod, egret_xfchmod)
 /* ---- flows ---------------------------------------------------------------------------------- */
 
 /* The flow record, from what flow_begin() noted and the socket's own addresses. */
-static __always_inline void flow_report(__u64 cookie, struct egret_flow *fl, __u8 family,
-					__u8 protocol, const __u32 *saddr, const __u32 *daddr,
-					__u16 sport, __u16 dport, struct egret_sock_meta *m)
+static __always_inline void flow_report(struct egret_flow *fl, __u8 family, __u8 protocol,
+					const __u32 *saddr, const __u32 *daddr, __u16 sport,
+					__u16 dport, struct egret_sock_meta *m)
 {
 	struct egret_flow_event *e = event_reserve(sizeof(*e));
 
@@ -452,14 +450,12 @@ static __always_inline void flow_report(__u64 cookie, struct egret_flow *fl, __u
 SEC("cgroup/sock_release")
 int egret_sock_end(struct bpf_sock *sk)
 {
-	__u64 cookie = bpf_get_socket_cookie(sk);
-	struct egret_flow *fl = bpf_map_lookup_elem(&flows, &cookie);
+	struct egret_flow *fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
 
 	if (!fl || fl->protocol != IPPROTO_UDP)
 		return 1;
-	flow_report(cookie, fl, fl->family, fl->protocol, fl->saddr, fl->daddr, fl->sport,
-		    fl->dport, bpf_sk_storage_get(&sock_meta, sk, 0, 0));
-	bpf_map_delete_elem(&flows, &cookie);
+	flow_report(fl, fl->family, fl->protocol, fl->saddr, fl->daddr, fl->sport, fl->dport,
+		    bpf_sk_storage_get(&sock_meta, sk, 0, 0));
 	return 1;
 }
 
@@ -467,16 +463,13 @@ int egret_sock_end(struct bpf_sock *sk)
 SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(egret_tcp_end, struct sock *sk)
 {
-	__u64 cookie = BPF_CORE_READ(sk, __sk_common.skc_cookie.counter);
 	struct tcp_sock *tp = (struct tcp_sock *)sk;
 	__u32 saddr[4] = { 0, 0, bpf_htonl(0x0000ffff), 0 },
 	      daddr[4] = { 0, 0, bpf_htonl(0x0000ffff), 0 };
 	struct egret_flow *fl;
 	__u16 family;
 
-	if (!cookie)
-		return 0;
-	fl = bpf_map_lookup_elem(&flows, &cookie);
+	fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
 	if (!fl)
 		return 0;
 	fl->bytes_out = BPF_CORE_READ(tp, bytes_acked);
@@ -491,11 +484,10 @@ int BPF_PROG(egret_tcp_end, struct sock *sk)
 		BPF_CORE_READ_INTO(&saddr, sk, __sk_common.skc_v6_rcv_saddr);
 		BPF_CORE_READ_INTO(&daddr, sk, __sk_common.skc_v6_daddr);
 	}
-	flow_report(cookie, fl, (__u8)family, IPPROTO_TCP, saddr, daddr,
+	flow_report(fl, (__u8)family, IPPROTO_TCP, saddr, daddr,
 		    BPF_CORE_READ(sk, __sk_common.skc_num),
 		    bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)),
 		    bpf_sk_storage_get(&sock_meta, sk, 0, 0));
-	bpf_map_delete_elem(&flows, &cookie);
 	return 0;
 }
 
@@ -505,12 +497,10 @@ int egret_ingress(struct __sk_buff *skb)
 {
 	struct bpf_sock *sk = skb->sk;
 	struct egret_flow *fl;
-	__u64 cookie;
 
 	if (!sk || !(sk = bpf_sk_fullsock(sk)) || sk->protocol != IPPROTO_UDP)
 		return 1;
-	cookie = bpf_get_socket_cookie(skb);
-	fl = bpf_map_lookup_elem(&flows, &cookie);
+	fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
 	if (fl) {
 		__sync_fetch_and_add(&fl->bytes_in, skb->len);
 		__sync_fetch_and_add(&fl->packets_in, 1);

@@ -6,7 +6,8 @@
 #   deploy/bootstrap.sh test                   install packages, build, run every test
 #   deploy/bootstrap.sh bench                  install packages, build, run the benchmarks
 #
-# Packages come from deploy/packages.txt; the build goes to ./build (or $EGRET_BUILD_DIR).
+# Packages come from deploy/packages.txt (bench adds deploy/bench-packages.txt: auditd, to
+# compare with); the build goes to ./build (or $EGRET_BUILD_DIR).
 set -eu
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,8 +18,9 @@ die() {
 	exit 1
 }
 
+# install_packages [LIST...]: the packages of deploy/packages.txt and the lists given
 install_packages() {
-	pkgs=$(grep -v '^#' "$top/deploy/packages.txt" | tr '\n' ' ')
+	pkgs=$(cat "$top/deploy/packages.txt" "$@" | grep -v '^#' | tr '\n' ' ')
 	missing=
 	for p in $pkgs; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
@@ -60,9 +62,12 @@ test)
 	exec ctest --output-on-failure --verbose
 	;;
 bench)
-	install_packages
+	install_packages "$top/deploy/bench-packages.txt"
 	build
-	exec "$build/tests/bench/egret_bench_connect" "$@"
+	for b in connect dns audit; do
+		echo "bootstrap: egret_bench_$b"
+		"$build/tests/bench/egret_bench_$b" || die "egret_bench_$b failed"
+	done
 	;;
 *)
 	echo "usage: deploy/bootstrap.sh run [EGRETD OPTIONS] | test | bench" >&2

@@ -107,7 +107,7 @@ static void usage(FILE *f)
 		"                         sandbox, everything under the root cgroup)\n"
 		"  --audit-write PREFIX   report creates, writes, deletes, renames, chmods under it\n"
 		"                         (repeatable; default: /)\n"
-		"  --audit-read PATTERN   report reads matching it, '*' within a component\n"
+		"  --audit-read PATTERN   report reads under it, '*' standing for any one name\n"
 		"                         (repeatable; default: /proc/*/environ, /root/.aws,\n"
 		"                         /root/.ssh, /home/*/.aws, /home/*/.ssh, /var/run/secrets,\n"
 		"                         /run/secrets)\n"

@@ -30,25 +30,24 @@ static __always_inline void meta_set_flow(struct egret_sock_meta *m, const struc
 static __always_inline void flow_begin(struct bpf_sock_addr *ctx, const struct flow *f,
 				       __u64 sandbox_id)
 {
-	struct egret_flow fl = { 0 };
 	struct bpf_sock *sk = ctx->sk;
-	__u64 cookie;
+	struct egret_flow *fl;
 
 	if (!sk)
 		return;
-	cookie = bpf_get_socket_cookie(ctx);
-	if (bpf_map_lookup_elem(&flows, &cookie))
+	/* the socket's flow, created zeroed; one already started is left as it is */
+	fl = bpf_sk_storage_get(&sock_flows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
+	if (!fl || fl->start_ns)
 		return;
-	fl.start_ns = bpf_ktime_get_boot_ns();
-	fl.family = f->family;
-	fl.protocol = f->protocol;
-	fl.dport = f->port;
-	__builtin_memcpy(fl.daddr, f->addr, sizeof(fl.daddr));
-	fl.sandbox_id = sandbox_id;
-	fl.pid = bpf_get_current_pid_tgid() >> 32;
-	fl.uid = (__u32)bpf_get_current_uid_gid();
-	bpf_get_current_comm(fl.comm, sizeof(fl.comm));
-	bpf_map_update_elem(&flows, &cookie, &fl, BPF_NOEXIST);
+	fl->start_ns = bpf_ktime_get_boot_ns();
+	fl->family = f->family;
+	fl->protocol = f->protocol;
+	fl->dport = f->port;
+	__builtin_memcpy(fl->daddr, f->addr, sizeof(fl->daddr));
+	fl->sandbox_id = sandbox_id;
+	fl->pid = bpf_get_current_pid_tgid() >> 32;
+	fl->uid = (__u32)bpf_get_current_uid_gid();
+	bpf_get_current_comm(fl->comm, sizeof(fl->comm));
 }
 
 /* connect4/6, sendmsg4/6: decide, count, report denials and new flows. A connect is always a
@@ -186,10 +185,9 @@ static __always_inline bool flow_from_skb(struct __sk_buff *skb, struct flow *f,
 }
 
 /* what UDP sockets send (TCP keeps its own counters) */
-static __always_inline void flow_count_out(struct __sk_buff *skb)
+static __always_inline void flow_count_out(struct __sk_buff *skb, struct bpf_sock *sk)
 {
-	__u64 cookie = bpf_get_socket_cookie(skb);
-	struct egret_flow *fl = bpf_map_lookup_elem(&flows, &cookie);
+	struct egret_flow *fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
 
 	if (!fl)
 		return;
@@ -245,7 +243,7 @@ static __always_inline int egress_skb(struct __sk_buff *skb)
 	if (sk && sk->type != SOCK_RAW &&
 	    (sk->protocol == IPPROTO_TCP || sk->protocol == IPPROTO_UDP) && !skb_may_route(skb)) {
 		if (sk->protocol == IPPROTO_UDP)
-			flow_count_out(skb);
+			flow_count_out(skb, sk);
 		return SK_PASS;
 	}
 	if (sk)

@@ -19,13 +19,22 @@ static __always_inline void *event_reserve(__u64 size)
  */
 #define WAKEUP_BYTES (EGRET_RINGBUF_BYTES / 16)
 
+static __always_inline __u64 wakeup_flags(void)
+{
+	return bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > WAKEUP_BYTES ? BPF_RB_FORCE_WAKEUP
+									    : BPF_RB_NO_WAKEUP;
+}
+
 static __always_inline void event_submit(void *e)
 {
-	__u64 flags = bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > WAKEUP_BYTES
-			      ? BPF_RB_FORCE_WAKEUP
-			      : BPF_RB_NO_WAKEUP;
+	bpf_ringbuf_submit(e, wakeup_flags());
+}
 
-	bpf_ringbuf_submit(e, flags);
+/* A variable-length record built elsewhere (task storage, a per-CPU buffer), copied in. */
+static __always_inline void event_output(void *e, __u64 size)
+{
+	if (bpf_ringbuf_output(&events, e, size, wakeup_flags()))
+		counter_inc(EGRET_CNT_RINGBUF_DROPS);
 }
 
 static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type, __u64 sandbox_id)

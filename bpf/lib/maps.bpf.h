@@ -79,13 +79,15 @@ struct {
 	__type(value, struct egret_dns_allow);
 } dns_allow SEC(".maps");
 
-/* flows being measured, by socket cookie: from the first allowed connect or send to close */
+/* a sandboxed socket's traffic, from its first allowed connect or send to its close; kept with
+ * the socket, so it needs no key, no eviction and no clean-up
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, EGRET_FLOWS_MAX);
-	__type(key, __u64);
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
 	__type(value, struct egret_flow);
-} flows SEC(".maps");
+} sock_flows SEC(".maps");
 
 /* network namespaces already reported as lacking a listener (rate limit) */
 struct {

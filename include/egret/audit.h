@@ -6,13 +6,12 @@
 #ifndef EGRET_AUDIT_H
 #define EGRET_AUDIT_H
 
-#define EGRET_ARGS_MAX	    4096  /* bytes of argv an exec event carries (NUL-separated) */
-#define EGRET_PATH_MAX	    1024  /* bytes of a path; longer ones are cut and flagged */
-#define EGRET_PATH_DEPTH    48	  /* directory levels walked to resolve a path */
-#define EGRET_PATTERNS_MAX  32	  /* configured path patterns */
-#define EGRET_PATTERN_LEN   128	  /* characters of a pattern's text */
-#define EGRET_PATTERN_DEPTH 8	  /* components a pattern may have */
-#define EGRET_FLOWS_MAX	    65536 /* flows being measured (LRU) */
+#define EGRET_ARGS_MAX	    4096 /* bytes of argv an exec event carries (NUL-separated) */
+#define EGRET_PATH_MAX	    1024 /* bytes of a path; longer ones are cut and flagged */
+#define EGRET_PATH_DEPTH    48	 /* directory levels walked to resolve a path */
+#define EGRET_PATTERNS_MAX  32	 /* configured path patterns */
+#define EGRET_PATTERN_LEN   128	 /* characters of a pattern's text */
+#define EGRET_PATTERN_DEPTH 8	 /* components a pattern may have */
 
 /* record types continue enum egret_event_type (include/egret/events.h) */
 enum egret_audit_event_type {

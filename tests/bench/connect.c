@@ -32,6 +32,7 @@
 #include <bpf/bpf.h>
 #include <netinet/in.h>
 
+#include "bench.h"
 #include "cgroup.h"
 #include "harness.h"
 #include "util.h"
@@ -53,15 +54,6 @@ static struct egret_instance inst10, inst100k;
 static char nft_mounts[2][PATH_MAX];
 static char base_cgroup[PATH_MAX];
 
-static void pin_cpu(int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(0, sizeof(set), &set);
-}
-
 static pid_t start_server(void)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
@@ -78,7 +70,7 @@ static pid_t start_server(void)
 	pid = fork();
 	if (pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		pin_cpu(1);
+		bench_pin(0, 1);
 		for (;;) {
 			int c = accept(fd, NULL, NULL);
 
@@ -107,7 +99,7 @@ static double measure(const char *cgroup, int n)
 		struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 		uint64_t t0;
 
-		pin_cpu(0);
+		bench_pin(0, 0);
 		if (cgroup__join(cgroup, getpid()))
 			_exit(1);
 		t0 = now_ns(CLOCK_MONOTONIC);
@@ -204,24 +196,10 @@ static void start_nft(int idx, int nrules, struct config *c, const char *prefix)
 	unlink(file);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	double tmp[64];
-
-	memcpy(tmp, v, n * sizeof(*v));
-	qsort(tmp, n, sizeof(*tmp), cmp_double);
-	return n % 2 ? tmp[n / 2] : (tmp[n / 2 - 1] + tmp[n / 2]) / 2;
-}
-
-#define NPROGS 3
-static const char *const progs[NPROGS] = { "egret_sock_new", "egret_connect4", "egret_egress" };
+/* the connect path, and the flow record at close (audit) */
+#define NPROGS 5
+static const char *const progs[NPROGS] = { "egret_sock_new", "egret_connect4", "egret_egress",
+					   "egret_sock_end", "egret_tcp_end" };
 
 /* run_time_ns and run_cnt of an instance's cgroup programs on the connect path */
 static void bpf_runtime(struct egret_instance *e, uint64_t ns[NPROGS], uint64_t cnt[NPROGS])
@@ -247,16 +225,6 @@ static void bpf_runtime(struct egret_instance *e, uint64_t ns[NPROGS], uint64_t 
 		close(pfd);
 		close(fd);
 	}
-}
-
-static long rss_kb(pid_t pid)
-{
-	char path[64], buf[4096], *p;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if (read_file(path, buf, sizeof(buf)) < 0 || !(p = strstr(buf, "VmRSS:")))
-		return -1;
-	return strtol(p + 6, NULL, 10);
 }
 
 static void cleanup(void)
@@ -314,7 +282,7 @@ int main(int argc, char **argv)
 	start_nft(0, 10, &configs[3], prefix);
 	start_nft(1, 100000, &configs[4], prefix);
 	printf("egretd RSS: %ld KiB with 10 rules, %ld KiB with 100,000 rules\n",
-	       rss_kb(inst10.egretd), rss_kb(inst100k.egretd));
+	       bench_rss_kb(inst10.egretd), bench_rss_kb(inst100k.egretd));
 
 	for (int c = 0; c < CONFIGS; c++)
 		measure(configs[c].cgroup, connects / 10); /* warm-up, and a connectivity check */
@@ -327,12 +295,12 @@ int main(int argc, char **argv)
 		printf("round %d/%d done\n", r + 1, rounds);
 		fflush(stdout);
 	}
-	base = median(configs[0].rates, rounds);
+	base = bench_median(configs[0].rates, rounds);
 	printf("\nTCP connect+close on loopback, %d connects x %d interleaved rounds, medians:\n",
 	       connects, rounds);
 	printf("%-12s %12s %10s\n", "config", "connects/s", "vs baseline");
 	for (int c = 0; c < CONFIGS; c++) {
-		double m = median(configs[c].rates, rounds);
+		double m = bench_median(configs[c].rates, rounds);
 
 		printf("%-12s %12.0f %10.3f\n", configs[c].name, m, m / base);
 	}

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "cgroup.h"
 #include "harness.h"
 #include "util.h"
@@ -43,15 +44,6 @@ struct result {
 static struct egret_instance inst;
 static char base_cgroup[PATH_MAX];
 static pid_t dnsmasq;
-
-static void pin(pid_t pid, int cpu)
-{
-	cpu_set_t set;
-
-	CPU_ZERO(&set);
-	CPU_SET(cpu, &set);
-	sched_setaffinity(pid, sizeof(set), &set);
-}
 
 static size_t make_query(uint8_t *q, uint16_t id)
 {
@@ -84,7 +76,7 @@ static void client(const char *cgroup, double rate, double seconds, int window, 
 	int fd, inflight = 0;
 	uint8_t q[512];
 
-	pin(0, 0);
+	bench_pin(0, 0);
 	if (cgroup__join(cgroup, getpid()))
 		_exit(1);
 	inet_pton(AF_INET, UPSTREAM, &up.sin_addr);
@@ -156,35 +148,10 @@ static struct result measure(const char *cgroup, double rate, double seconds, in
 	return out;
 }
 
-static uint64_t cpu_ticks(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	unsigned long ut = 0, st = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	if (read_file(path, buf, sizeof(buf)) < 0 || !(p = strrchr(buf, ')')))
-		return 0;
-	sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
-	return ut + st;
-}
-
 static void print(const char *what, const struct result *r)
 {
 	printf("%-22s %8.0f %8.0f %8.0f %8.0f %9.0f %8lu/%lu\n", what, r->p50, r->p90, r->p99,
 	       r->max, r->qps, r->answered, r->sent);
-}
-
-static double median(double *v, int n)
-{
-	for (int i = 1; i < n; i++) {
-		for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-			double t = v[j];
-
-			v[j] = v[j - 1];
-			v[j - 1] = t;
-		}
-	}
-	return v[n / 2];
 }
 
 int main(int argc, char **argv)
@@ -194,8 +161,7 @@ int main(int argc, char **argv)
 	char mount_root[PATH_MAX], sandbox[PATH_MAX];
 	int rounds = 3;
 	struct result base, via, fast_base, fast_via;
-	uint64_t t0, t1;
-	long hz = sysconf(_SC_CLK_TCK);
+	double t0, t1;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--rate"))
@@ -226,7 +192,7 @@ int main(int argc, char **argv)
 		       "--address=/bench.test/192.0.2.10", "--dns-forward-max=1000", NULL);
 		_exit(127);
 	}
-	pin(dnsmasq, 1);
+	bench_pin(dnsmasq, 1);
 	if (harness_init(&inst) || harness_policy(&inst, "allow domain *.bench.test\n") ||
 	    harness_start(&inst, extra)) {
 		fprintf(stderr, "bench: egretd did not start:\n%s\n", harness_log(&inst));
@@ -234,7 +200,7 @@ int main(int argc, char **argv)
 		harness_cleanup(&inst);
 		return 1;
 	}
-	pin(inst.egretd, 1);
+	bench_pin(inst.egretd, 1);
 	cgroup__find_v2_mount(mount_root, sizeof(mount_root));
 	snprintf(base_cgroup, sizeof(base_cgroup), "%s/%s-base", mount_root, inst.name);
 	mkdir(base_cgroup, 0755);
@@ -250,22 +216,22 @@ int main(int argc, char **argv)
 	       "answered/sent");
 	for (int r = 0; r < rounds; r++) {
 		base = measure(base_cgroup, rate, seconds, 0);
-		t0 = cpu_ticks(inst.egretd);
+		t0 = bench_cpu_seconds(inst.egretd);
 		via = measure(sandbox, rate, seconds, 0);
-		t1 = cpu_ticks(inst.egretd);
+		t1 = bench_cpu_seconds(inst.egretd);
 		print("dnsmasq directly", &base);
 		print("through egret", &via);
 		printf("  egretd CPU: %.1f us per query (%.1f%% of a core)\n",
-		       (double)(t1 - t0) / hz * 1e6 / (via.answered ? via.answered : 1),
-		       (double)(t1 - t0) / hz / seconds * 100);
+		       (t1 - t0) * 1e6 / (via.answered ? via.answered : 1),
+		       (t1 - t0) / seconds * 100);
 		b50[r] = base.p50, b99[r] = base.p99, e50[r] = via.p50, e99[r] = via.p99;
 		d50[r] = via.p50 - base.p50;
 		d99[r] = via.p99 - base.p99;
 	}
 	printf("\nmedian of rounds: direct p50 %.0f p99 %.0f us; through egret p50 %.0f p99 %.0f us;"
 	       "\nadded by egret: p50 %.0f us, p99 %.0f us\n",
-	       median(b50, rounds), median(b99, rounds), median(e50, rounds), median(e99, rounds),
-	       median(d50, rounds), median(d99, rounds));
+	       bench_median(b50, rounds), bench_median(b99, rounds), bench_median(e50, rounds),
+	       bench_median(e99, rounds), bench_median(d50, rounds), bench_median(d99, rounds));
 
 	fast_base = measure(base_cgroup, 1e9, 2, 64);
 	fast_via = measure(sandbox, 1e9, 2, 64);
