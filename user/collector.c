@@ -215,29 +215,47 @@ void collector__free(struct collector *c)
 /* The counters map as a small table: per hook, allowed / denied / audited; then the totals of
  * loss and tamper. Used by egretd's status and by egretctl when egretd is down.
  */
+static const char *const hook_names[] = { "",	      "connect4",    "connect6", "sendmsg4",
+					  "sendmsg6", "sock_create", "egress",	 "syscall" };
+static const char *const verdict_names[] = { "", "allowed", "denied", "audited" };
+
+size_t collector__counters(int counters_fd, struct counter_value *out, size_t max)
+{
+	size_t n = 0;
+
+	for (__u32 h = 1; h < ARRAY_SIZE(hook_names); h++) {
+		for (__u32 verdict = 1; verdict <= 3 && n < max; verdict++, n++) {
+			snprintf(out[n].name, sizeof(out[n].name), "%s.%s", hook_names[h],
+				 verdict_names[verdict]);
+			out[n].value = 0;
+			collector__counter(counters_fd, EGRET_CNT_VERDICT_BASE + h * 4 + verdict,
+					   &out[n].value);
+		}
+	}
+	if (n + 2 <= max) {
+		snprintf(out[n].name, sizeof(out[n].name), "ringbuf_drops");
+		collector__counter(counters_fd, EGRET_CNT_RINGBUF_DROPS, &out[n++].value);
+		snprintf(out[n].name, sizeof(out[n].name), "tamper_attempts");
+		collector__counter(counters_fd, EGRET_CNT_TAMPER, &out[n++].value);
+	}
+	return n;
+}
+
 void collector__format_counters(int counters_fd, char *buf, size_t size)
 {
-	static const char *const hooks[] = { "",	 "connect4",	"connect6", "sendmsg4",
-					     "sendmsg6", "sock_create", "egress",   "syscall" };
-	size_t used = 0;
-	uint64_t v[4], drops = 0, tamper = 0;
+	struct counter_value v[COLLECTOR_COUNTERS];
+	size_t n = collector__counters(counters_fd, v, COLLECTOR_COUNTERS), used = 0, hooks;
 
+	hooks = (ARRAY_SIZE(hook_names) - 1) * 3;
 	used += (size_t)snprintf(buf + used, size - used, "%-12s %10s %10s %10s\n", "hook",
 				 "allowed", "denied", "audited");
-	for (__u32 h = 1; h < ARRAY_SIZE(hooks) && used < size; h++) {
-		for (__u32 verdict = 1; verdict <= 3; verdict++) {
-			v[verdict] = 0;
-			collector__counter(counters_fd, EGRET_CNT_VERDICT_BASE + h * 4 + verdict,
-					   &v[verdict]);
-		}
+	for (size_t i = 0; i + 2 < hooks && i + 2 < n && used < size; i += 3)
 		used += (size_t)snprintf(buf + used, size - used, "%-12s %10llu %10llu %10llu\n",
-					 hooks[h], (unsigned long long)v[EGRET_VERDICT_ALLOW],
-					 (unsigned long long)v[EGRET_VERDICT_DENY],
-					 (unsigned long long)v[EGRET_VERDICT_AUDIT]);
-	}
-	collector__counter(counters_fd, EGRET_CNT_RINGBUF_DROPS, &drops);
-	collector__counter(counters_fd, EGRET_CNT_TAMPER, &tamper);
-	if (used < size)
+					 hook_names[i / 3 + 1], (unsigned long long)v[i].value,
+					 (unsigned long long)v[i + 1].value,
+					 (unsigned long long)v[i + 2].value);
+	if (used < size && n == hooks + 2)
 		snprintf(buf + used, size - used, "ring buffer drops %llu, tamper attempts %llu\n",
-			 (unsigned long long)drops, (unsigned long long)tamper);
+			 (unsigned long long)v[hooks].value,
+			 (unsigned long long)v[hooks + 1].value);
 }

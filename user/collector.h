@@ -56,6 +56,14 @@ void collector__bad_record(struct collector *c, __u32 type, size_t size);
 int collector__counter(int counters_fd, __u32 idx, uint64_t *sum);
 void collector__envelope(struct collector *c, const struct egret_event_hdr *h, struct envelope *e);
 void collector__format_counters(int counters_fd, char *buf, size_t size);
+
+/* The kernel's counters by name ("connect4.denied", "ringbuf_drops", ...). */
+#define COLLECTOR_COUNTERS 32
+struct counter_value {
+	char name[32];
+	uint64_t value;
+};
+size_t collector__counters(int counters_fd, struct counter_value *out, size_t max);
 void collector__free(struct collector *c);
 
 #endif /* EGRET_COLLECTOR_H */

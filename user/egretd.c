@@ -45,6 +45,11 @@ struct options {
 	const char *control_group;
 	const char *sinks[MAX_SINKS];
 	unsigned int nsinks;
+	enum sink_format format;
+	const char *spool;
+	uint64_t spool_max;
+	enum spool_sync spool_sync;
+	unsigned int heartbeat_s;
 	struct dns_options dns;
 	struct loader_config loader;
 	unsigned int patterns_given; /* bit per EGRET_PATTERN_* kind given on the command line */
@@ -66,6 +71,7 @@ struct daemon {
 	struct loop loop;
 	struct watch sigw, rbw;
 	uint64_t started_ns;
+	uint64_t next_heartbeat_ns;
 	char stop_reason[64];
 };
 
@@ -117,8 +123,27 @@ static void usage(FILE *f)
 		"                         WORD (repeatable; added to the built-in words)\n"
 		"  --redact-pattern REGEX redact whatever the POSIX extended regex matches in argv\n"
 		"                         and paths (repeatable)\n"
-		"  --sink URI             where events go; repeat for several. URIs: file:PATH\n"
-		"                         (default: " EGRET_DEFAULT_SINK ")\n"
+		"  --sink URI             where events go; repeat for several (default:\n"
+		"                         " EGRET_DEFAULT_SINK "). URIs:\n"
+		"                           file:PATH[?max_size=SIZE&keep=N]  rotated at SIZE\n"
+		"                             (default 100M) into PATH.1 ... PATH.N (default 10)\n"
+		"                           stdout\n"
+		"                           tcp://HOST:PORT[?ack]   ack: wait for the receiver's\n"
+		"                             acknowledgements (egretctl tail sends them)\n"
+		"                           unix:PATH[?ack]\n"
+		"                           otlp+http://HOST[:PORT][/PATH]  OTLP/HTTP logs\n"
+		"                             (default port 4318, path /v1/logs)\n"
+		"  --format binary|json   what file and stdout sinks write (default: binary, the\n"
+		"                         varint-delimited egret.v1.Event stream)\n"
+		"  --spool DIR            events wait here for sinks that are down or slow, and\n"
+		"                         across restarts (default: " EGRET_DEFAULT_SPOOL ")\n"
+		"  --spool-max SIZE       evict the oldest events past this size, reporting the\n"
+		"                         exact range as a Loss event (default: 1G; K, M, G)\n"
+		"  --spool-sync never|second|batch\n"
+		"                         how often the spool is fdatasync'ed (default: second; an\n"
+		"                         egretd crash loses nothing either way, a power cut loses\n"
+		"                         what was not synced)\n"
+		"  --heartbeat SECONDS    a Heartbeat event this often; 0: none (default: 30)\n"
 		"  -v, --verbose          debug logging, including the BPF verifier's output\n"
 		"  -V, --version          print the version and exit\n"
 		"  -h, --help             print this help and exit\n"
@@ -192,6 +217,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_ASKIP,
 		OPT_RKEY,
 		OPT_RPATTERN,
+		OPT_FORMAT,
+		OPT_SPOOL,
+		OPT_SPOOL_MAX,
+		OPT_SPOOL_SYNC,
+		OPT_HEARTBEAT,
 	};
 	static const struct option longopts[] = {
 		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
@@ -212,6 +242,11 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "control", required_argument, NULL, OPT_CONTROL },
 		{ "control-group", required_argument, NULL, OPT_CONTROL_GROUP },
 		{ "sink", required_argument, NULL, OPT_SINK },
+		{ "format", required_argument, NULL, OPT_FORMAT },
+		{ "spool", required_argument, NULL, OPT_SPOOL },
+		{ "spool-max", required_argument, NULL, OPT_SPOOL_MAX },
+		{ "spool-sync", required_argument, NULL, OPT_SPOOL_SYNC },
+		{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -303,13 +338,58 @@ static int parse_options(int argc, char **argv, struct options *o)
 		case OPT_CONTROL_GROUP:
 			o->control_group = optarg;
 			break;
-		case OPT_SINK:
+		case OPT_SINK: {
+			struct sink probe;
+			char err[160];
+
 			if (o->nsinks == MAX_SINKS)
 				return log_usage("at most %d --sink options", MAX_SINKS);
-			if (sink__check_uri(optarg))
-				return log_usage("bad --sink '%s': expected file:PATH", optarg);
+			if (sink__parse(&probe, optarg, err, sizeof(err)))
+				return log_usage("bad --sink '%s': %s", optarg, err);
+			for (unsigned int i = 0; i < o->nsinks; i++) {
+				if (!strcmp(o->sinks[i], optarg))
+					return log_usage("--sink '%s' given twice", optarg);
+			}
 			o->sinks[o->nsinks++] = optarg;
 			break;
+		}
+		case OPT_FORMAT:
+			if (strcmp(optarg, "binary") && strcmp(optarg, "json"))
+				return log_usage("bad --format '%s': binary or json", optarg);
+			o->format = strcmp(optarg, "json") ? SINK_BINARY : SINK_JSON;
+			break;
+		case OPT_SPOOL:
+			if (optarg[0] != '/')
+				return log_usage("bad --spool '%s': an absolute directory", optarg);
+			o->spool = optarg;
+			break;
+		case OPT_SPOOL_MAX:
+			if (parse_size(optarg, &o->spool_max) || o->spool_max < SPOOL_MIN_LIMIT)
+				return log_usage(
+					"bad --spool-max '%s': a size of at least %lluK (K, M, "
+					"G suffixes)",
+					optarg, SPOOL_MIN_LIMIT >> 10);
+			break;
+		case OPT_SPOOL_SYNC:
+			if (!strcmp(optarg, "never"))
+				o->spool_sync = SPOOL_SYNC_NEVER;
+			else if (!strcmp(optarg, "second"))
+				o->spool_sync = SPOOL_SYNC_SECOND;
+			else if (!strcmp(optarg, "batch"))
+				o->spool_sync = SPOOL_SYNC_BATCH;
+			else
+				return log_usage("bad --spool-sync '%s': never, second or batch",
+						 optarg);
+			break;
+		case OPT_HEARTBEAT: {
+			uint64_t v;
+
+			if (parse_u64(optarg, 86400, &v))
+				return log_usage("bad --heartbeat '%s': seconds, 0 to 86400",
+						 optarg);
+			o->heartbeat_s = (unsigned int)v;
+			break;
+		}
 		case 'v':
 			o->verbose = true;
 			break;
@@ -329,6 +409,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		return log_usage("unexpected argument '%s'", argv[optind]);
 	if (!o->nsinks)
 		o->sinks[o->nsinks++] = EGRET_DEFAULT_SINK;
+	if (!o->spool)
+		o->spool = EGRET_DEFAULT_SPOOL;
 	default_patterns(o);
 	if (!o->policy)
 		o->policy = EGRET_DEFAULT_POLICY;
@@ -360,6 +442,49 @@ static void emit_agent(struct daemon *d, Egret__V1__AgentLifecycle__Kind kind)
 	stream__flush(&d->stream);
 }
 
+/* The Heartbeat: last seq, the spool, every sink, the kernel's counters. */
+static void emit_heartbeat(struct daemon *d)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Heartbeat hb = EGRET__V1__HEARTBEAT__INIT;
+	Egret__V1__SinkState st[MAX_SINKS], *stp[MAX_SINKS];
+	Egret__V1__Counter cv[COLLECTOR_COUNTERS], *cvp[COLLECTOR_COUNTERS];
+	struct counter_value counters[COLLECTOR_COUNTERS];
+	size_t n = collector__counters(loader__map_fd(&d->loader, "counters"), counters,
+				       COLLECTOR_COUNTERS);
+
+	hb.last_seq = d->stream.seq;
+	hb.spool_bytes = d->stream.spool.bytes;
+	hb.spool_limit_bytes = d->stream.spool.limit;
+	hb.lost = d->stream.lost;
+	for (unsigned int i = 0; i < d->stream.nsinks; i++) {
+		const struct sink *s = d->stream.sinks[i];
+
+		egret__v1__sink_state__init(&st[i]);
+		st[i].uri = (char *)s->uri;
+		st[i].up = s->up;
+		st[i].delivered = s->delivered;
+		st[i].behind_bytes = spool__behind(&d->stream.spool, s->acked);
+		st[i].error = (char *)s->error;
+		stp[i] = &st[i];
+	}
+	hb.n_sinks = d->stream.nsinks;
+	hb.sinks = stp;
+	for (size_t i = 0; i < n; i++) {
+		egret__v1__counter__init(&cv[i]);
+		cv[i].name = counters[i].name;
+		cv[i].value = counters[i].value;
+		cvp[i] = &cv[i];
+	}
+	hb.n_counters = n;
+	hb.counters = cvp;
+	ev.class_uid = OCSF_APPLICATION_LIFECYCLE;
+	ev.activity_id = 99; /* Other */
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_HEARTBEAT;
+	ev.heartbeat = &hb;
+	stream__emit(&d->stream, &ev);
+}
+
 static int cmd_status(void *ctx, struct control_req *r)
 {
 	struct daemon *d = ctx;
@@ -371,14 +496,18 @@ static int cmd_status(void *ctx, struct control_req *r)
 		EGRET_VERSION);
 	engine__status(&d->engine, r);
 	resolver__status(d->resolver, r);
-	control__out(r, "stream: %s, last seq %llu\n", d->stream.id,
-		     (unsigned long long)d->stream.seq);
+	control__out(r, "stream: %s, last seq %llu, %llu events reported lost\n", d->stream.id,
+		     (unsigned long long)d->stream.seq, (unsigned long long)d->stream.lost);
+	control__out(r, "spool: %s, %llu of %llu bytes\n", d->stream.spool.dir,
+		     (unsigned long long)d->stream.spool.bytes,
+		     (unsigned long long)d->stream.spool.limit);
 	for (unsigned int i = 0; i < d->stream.nsinks; i++) {
 		struct sink *s = d->stream.sinks[i];
 
-		control__out(r, "sink: %s, %llu records, %s\n", s->uri,
-			     (unsigned long long)s->records,
-			     s->last_err ? strerror(-s->last_err) : "healthy");
+		control__out(r, "sink: %s, %s, %llu delivered, %llu bytes behind%s%s\n", s->uri,
+			     s->up ? "up" : "down", (unsigned long long)s->delivered,
+			     (unsigned long long)spool__behind(&d->stream.spool, s->acked),
+			     s->error[0] ? ", " : "", s->error);
 	}
 	control__out(r, "programs: %u in force, %u adopted from a previous egretd\n",
 		     d->loader.attached, d->loader.adopted);
@@ -426,6 +555,8 @@ static void on_signal(struct watch *w, uint32_t events)
 				log_err("reload on SIGHUP: %s: nothing changed", err);
 			else
 				log_info("reloaded %s on SIGHUP", d->opt.policy);
+			for (unsigned int i = 0; i < d->stream.nsinks; i++)
+				sink__reopen(d->stream.sinks[i]);
 			continue;
 		}
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "%s",
@@ -535,12 +666,21 @@ static int setup_pipeline(struct daemon *d)
 	int err;
 
 	stream__init(&d->stream);
+	err = stream__open_spool(&d->stream, d->opt.spool, d->opt.spool_max, d->opt.spool_sync);
+	if (err)
+		return err;
 	for (unsigned int i = 0; i < d->opt.nsinks; i++) {
-		err = sink__open(&d->sinks[i], d->opt.sinks[i]);
+		char why[160];
+
+		err = sink__parse(&d->sinks[i], d->opt.sinks[i], why, sizeof(why));
 		if (err)
 			return err;
-		stream__add_sink(&d->stream, &d->sinks[i]);
+		d->sinks[i].format = d->opt.format;
+		err = stream__add_sink(&d->stream, &d->sinks[i], &d->loop);
+		if (err)
+			return err;
 	}
+	stream__report_damage(&d->stream);
 	err = collector__init(&d->collector, &d->stream, d->paths.cgroup_root,
 			      loader__map_fd(&d->loader, "events"),
 			      loader__map_fd(&d->loader, "counters"));
@@ -606,6 +746,8 @@ static void run(struct daemon *d)
 {
 	uint64_t next_tick = 0, next_flush = 0, ticks = 0;
 
+	d->next_heartbeat_ns = now_ns(CLOCK_MONOTONIC) + d->opt.heartbeat_s * 1000000000ull;
+
 	while (!d->loop.stop) {
 		uint64_t now;
 
@@ -619,6 +761,11 @@ static void run(struct daemon *d)
 			collector__check_drops(&d->collector);
 			control__expire(&d->control);
 			stream__sync_clock(&d->stream);
+			stream__tick(&d->stream);
+			if (d->opt.heartbeat_s && now >= d->next_heartbeat_ns) {
+				emit_heartbeat(d);
+				d->next_heartbeat_ns = now + d->opt.heartbeat_s * 1000000000ull;
+			}
 			next_tick = now + TICK_MS * 1000000ull;
 		}
 		/* one write per drain period, not per event (a sink also writes when half full) */
@@ -634,15 +781,15 @@ static void shutdown_daemon(struct daemon *d)
 	notify__send("STOPPING=1");
 	if (d->rbw.fd > 0)
 		collector__poll(&d->collector);
-	if (d->stream.nsinks)
+	if (d->stream.nsinks) {
 		emit_agent(d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_STOP);
+		stream__drain(&d->stream, &d->loop);
+	}
 	control__close(&d->control);
 	if (d->rbw.fd > 0)
 		collector__free(&d->collector);
 	proc_cache__free(&d->procs);
 	redact__free(&d->opt.redact);
-	for (unsigned int i = 0; i < d->stream.nsinks; i++)
-		sink__close(d->stream.sinks[i]);
 	stream__free(&d->stream);
 	resolver__free(d->resolver);
 	d->resolver = NULL;
@@ -664,6 +811,9 @@ int main(int argc, char **argv)
 					  .grace = DNS_DEFAULT_GRACE,
 					  .timeout_ms = DNS_DEFAULT_TIMEOUT_MS };
 	redact__init(&d.opt.redact);
+	d.opt.spool_max = SPOOL_DEFAULT_LIMIT;
+	d.opt.spool_sync = SPOOL_SYNC_SECOND;
+	d.opt.heartbeat_s = 30;
 	log_init("egretd", LOG_LVL_INFO);
 	err = parse_options(argc, argv, &d.opt);
 	if (err)

@@ -13,6 +13,7 @@
 #define EGRET_DEFAULT_STATE_DIR	  "/sys/fs/bpf/egret"
 #define EGRET_DEFAULT_CONTROL	  "/run/egret/control.sock"
 #define EGRET_DEFAULT_SINK	  "file:/var/log/egret/events.pb"
+#define EGRET_DEFAULT_SPOOL	  "/var/lib/egret/spool"
 #define EGRET_BPFFS		  "/sys/fs/bpf"
 #define EGRET_TRACEFS		  "/sys/kernel/tracing"
 

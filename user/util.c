@@ -112,6 +112,28 @@ int parse_u64(const char *s, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+int parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	char num[32];
+	const char *u;
+	size_t n;
+	int shift = 0;
+
+	if (!s || !*s || (n = strlen(s)) >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	u = strchr(units, num[n - 1] & ~0x20);
+	if (num[n - 1] && u) {
+		shift = 10 * (int)(u - units + 1);
+		num[n - 1] = '\0';
+	}
+	if (parse_u64(num, UINT64_MAX >> shift, out))
+		return -EINVAL;
+	*out <<= shift;
+	return 0;
+}
+
 /* nbytes random bytes as 2*nbytes hex digits; out must hold 2*nbytes+1. */
 void random_hex(char *out, size_t nbytes)
 {

@@ -18,6 +18,8 @@ int join_path(char *out, size_t size, const char *dir, const char *name);
 bool str_starts_with(const char *s, const char *prefix);
 size_t str_copy(char *dst, size_t size, const char *src);
 int parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* "4096", "64K", "100M", "1G" (powers of 1024) */
+int parse_size(const char *s, uint64_t *out);
 void random_hex(char *out, size_t nbytes);
 uint64_t now_ns(int clock);
 

@@ -34,6 +34,35 @@ int wire__varint_get(const uint8_t *buf, size_t len, uint64_t *v, size_t *used)
 	return -EBADMSG;
 }
 
+int wire__frame(const uint8_t *buf, size_t len, size_t *total, size_t *msg_off)
+{
+	uint64_t size;
+	size_t used;
+	int err = wire__varint_get(buf, len, &size, &used);
+
+	if (err == -EAGAIN)
+		return 0;
+	if (err || size > WIRE_RECORD_MAX)
+		return -EBADMSG;
+	if (used + size > len)
+		return 0;
+	*total = used + (size_t)size;
+	*msg_off = used;
+	return 1;
+}
+
+size_t wire__whole(const uint8_t *buf, size_t len, size_t max, size_t *count)
+{
+	size_t off = 0, n = 0, total, msg;
+
+	while (n < max && wire__frame(buf + off, len - off, &total, &msg) == 1) {
+		off += total;
+		n++;
+	}
+	*count = n;
+	return off;
+}
+
 void wire_reader__init(struct wire_reader *r, FILE *f)
 {
 	r->f = f;

@@ -13,6 +13,12 @@
 
 size_t wire__varint_put(uint64_t v, uint8_t *out);
 int wire__varint_get(const uint8_t *buf, size_t len, uint64_t *v, size_t *used);
+/* The record at the start of buf: 1 with its total size (prefix + message) and the message's
+ * offset; 0 when buf ends inside it; -EBADMSG when the prefix cannot start an egret record.
+ */
+int wire__frame(const uint8_t *buf, size_t len, size_t *total, size_t *msg_off);
+/* Whole records at the start of buf, at most max of them: their bytes, and *count. */
+size_t wire__whole(const uint8_t *buf, size_t len, size_t max, size_t *count);
 
 struct wire_reader {
 	FILE *f;

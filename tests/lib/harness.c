@@ -61,6 +61,7 @@ int harness_init(struct egret_instance *e)
 	snprintf(e->log_path, sizeof(e->log_path), "%s/egretd.log", e->tmpdir);
 	snprintf(e->policy_path, sizeof(e->policy_path), "%s/egret.policy", e->tmpdir);
 	snprintf(e->live_path, sizeof(e->live_path), "%s/live.rules", e->tmpdir);
+	snprintf(e->spool_dir, sizeof(e->spool_dir), "%s/spool", e->tmpdir);
 	if (mkdir(e->tmpdir, 0700) && errno != EEXIST)
 		return -errno;
 	return harness_policy(e, "mode enforce\n");
@@ -116,6 +117,8 @@ int harness_start(struct egret_instance *e, const char *const extra[])
 	argv[n++] = e->policy_path;
 	argv[n++] = "--live-rules";
 	argv[n++] = e->live_path;
+	argv[n++] = "--spool";
+	argv[n++] = e->spool_dir;
 	/* tests that resolve start their own upstream and pass --upstream-dns after these */
 	argv[n++] = "--upstream-dns";
 	argv[n++] = "192.0.2.53";

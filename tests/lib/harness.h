@@ -29,6 +29,7 @@ struct egret_instance {
 	char log_path[PATH_MAX];
 	char policy_path[PATH_MAX];
 	char live_path[PATH_MAX];
+	char spool_dir[PATH_MAX];
 	pid_t egretd;		      /* running egretd, 0 when none */
 	char limit_dirs[4][PATH_MAX]; /* v1 controller cgroups made by harness_limit_cgroup */
 };
