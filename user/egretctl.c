@@ -20,6 +20,7 @@
 #include "pbjson.h"
 #include "sandbox.h"
 #include "seccomp.h"
+#include "tail.h"
 #include "util.h"
 #include "wire.h"
 
@@ -59,8 +60,11 @@ static void usage(FILE *f)
 		"  reload [--discard-live]\n"
 		"              re-read the policy file (atomic: a file with an error changes\n"
 		"              nothing); --discard-live also drops the live rules\n"
-		"  tail [FILE|-]\n"
-		"              decode an event stream (default: stdin) to one JSON object a line\n"
+		"  tail [-f|--follow] [FILE|-|tcp-listen://HOST:PORT|unix-listen:PATH]\n"
+		"              decode an event stream (default: stdin) to one JSON object a\n"
+		"              line; --follow keeps reading a file as it grows and rotates;\n"
+		"              tcp-listen:// and unix-listen: receive from egretd's tcp:// and\n"
+		"              unix: sinks (acknowledging what was written out, for ?ack)\n"
 		"  uninstall [--force]\n"
 		"              detach egret's programs and remove its pins: sandboxes are no\n"
 		"              longer protected (stop egretd first, or it re-attaches on restart)\n"
@@ -339,61 +343,25 @@ static int do_status(int argc, char **argv)
 
 static int do_tail(int argc, char **argv)
 {
-	static const struct option longopts[] = { GLOBAL_LONGOPTS, { 0 } };
-	const char *path = "-";
-	struct wire_reader r;
-	const uint8_t *msg;
-	size_t len;
-	FILE *f;
-	int c, n, rc = 0;
+	static const struct option longopts[] = { GLOBAL_LONGOPTS,
+						  { "follow", no_argument, NULL, 'f' },
+						  { 0 } };
+	const char *src = "-";
+	bool follow = false;
+	int c;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
-		if (!global_opt(c))
+	while ((c = getopt_long(argc, argv, "+:f", longopts, NULL)) != -1) {
+		if (c == 'f')
+			follow = true;
+		else if (!global_opt(c))
 			return opt_error(c, argv);
 	}
 	if (optind < argc)
-		path = argv[optind++];
+		src = argv[optind++];
 	if (optind < argc)
 		return log_usage("unexpected argument '%s'", argv[optind]);
-	f = strcmp(path, "-") ? fopen(path, "re") : stdin;
-	if (!f) {
-		fprintf(stderr, "egretctl: cannot open %s: %s\n", path, strerror(errno));
-		return 1;
-	}
-	wire_reader__init(&r, f);
-	while ((n = wire_reader__next(&r, &msg, &len)) == 1) {
-		Egret__V1__Event *ev = egret__v1__event__unpack(NULL, len, msg);
-
-		if (!ev) {
-			fprintf(stderr,
-				"egretctl: %s: record at byte %llu (%zu bytes) is not an "
-				"egret.v1.Event; skipped\n",
-				path, (unsigned long long)(r.offset - len), len);
-			rc = 1;
-			continue;
-		}
-		pbjson__print(stdout, &ev->base);
-		fputc('\n', stdout);
-		egret__v1__event__free_unpacked(ev, NULL);
-	}
-	if (n == -EPIPE)
-		fprintf(stderr,
-			"egretctl: %s: stream ends inside the record at byte %llu "
-			"(half-written tail)\n",
-			path, (unsigned long long)r.offset);
-	else if (n == -EBADMSG)
-		fprintf(stderr,
-			"egretctl: %s: bad length prefix at byte %llu: not an egret event "
-			"stream\n",
-			path, (unsigned long long)r.offset);
-	else if (n < 0)
-		fprintf(stderr, "egretctl: %s: %s\n", path, strerror(-n));
-	wire_reader__free(&r);
-	if (f != stdin)
-		fclose(f);
-	fflush(stdout);
-	return n < 0 ? 1 : rc;
+	return tail__run(src, follow, stdout);
 }
 
 static int do_uninstall(int argc, char **argv)

@@ -133,8 +133,9 @@ static void usage(FILE *f)
 		"                           unix:PATH[?ack]\n"
 		"                           otlp+http://HOST[:PORT][/PATH]  OTLP/HTTP logs\n"
 		"                             (default port 4318, path /v1/logs)\n"
-		"  --format binary|json   what file and stdout sinks write (default: binary, the\n"
-		"                         varint-delimited egret.v1.Event stream)\n"
+		"  --format binary|json   what the stdout sink writes (default: binary, the\n"
+		"                         varint-delimited egret.v1.Event stream; json: one event\n"
+		"                         a line, for a human)\n"
 		"  --spool DIR            events wait here for sinks that are down or slow, and\n"
 		"                         across restarts (default: " EGRET_DEFAULT_SPOOL ")\n"
 		"  --spool-max SIZE       evict the oldest events past this size, reporting the\n"
@@ -675,7 +676,8 @@ static int setup_pipeline(struct daemon *d)
 		err = sink__parse(&d->sinks[i], d->opt.sinks[i], why, sizeof(why));
 		if (err)
 			return err;
-		d->sinks[i].format = d->opt.format;
+		if (d->sinks[i].kind == SINK_STDOUT)
+			d->sinks[i].format = d->opt.format;
 		err = stream__add_sink(&d->stream, &d->sinks[i], &d->loop);
 		if (err)
 			return err;

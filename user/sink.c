@@ -74,8 +74,7 @@ static int parse_query(struct sink *s, char *rest, char *err, size_t errsz)
 	return 0;
 }
 
-/* "HOST:PORT" or "[V6]:PORT", the port optional when dflt is given */
-static int parse_hostport(struct sink *s, const char *hp, size_t n, const char *dflt)
+int sink__parse_hostport(const char *hp, size_t n, const char *dflt, char host[256], char port[16])
 {
 	const char *colon;
 	size_t hlen;
@@ -86,34 +85,36 @@ static int parse_hostport(struct sink *s, const char *hp, size_t n, const char *
 		if (!close)
 			return -EINVAL;
 		hlen = (size_t)(close - hp - 1);
-		memcpy(s->host, hp + 1, hlen < sizeof(s->host) ? hlen : 0);
+		if (hlen >= 256)
+			return -EINVAL;
+		memcpy(host, hp + 1, hlen);
 		colon = close + 1 < hp + n && close[1] == ':' ? close + 1 : NULL;
 		if (!colon && close + 1 != hp + n)
 			return -EINVAL;
 	} else {
 		colon = memrchr(hp, ':', n);
 		hlen = colon ? (size_t)(colon - hp) : n;
-		if (hlen >= sizeof(s->host))
+		if (hlen >= 256)
 			return -EINVAL;
-		memcpy(s->host, hp, hlen);
+		memcpy(host, hp, hlen);
 	}
-	if (!hlen || hlen >= sizeof(s->host))
+	if (!hlen)
 		return -EINVAL;
-	s->host[hlen] = '\0';
+	host[hlen] = '\0';
 	if (colon) {
 		size_t plen = n - (size_t)(colon + 1 - hp);
-		uint64_t port;
+		uint64_t v;
 		char p[16];
 
 		if (!plen || plen >= sizeof(p))
 			return -EINVAL;
 		memcpy(p, colon + 1, plen);
 		p[plen] = '\0';
-		if (parse_u64(p, 65535, &port) || !port)
+		if (parse_u64(p, 65535, &v) || !v)
 			return -EINVAL;
-		snprintf(s->port, sizeof(s->port), "%s", p);
+		snprintf(port, 16, "%s", p);
 	} else if (dflt) {
-		snprintf(s->port, sizeof(s->port), "%s", dflt);
+		snprintf(port, 16, "%s", dflt);
 	} else {
 		return -EINVAL;
 	}
@@ -171,7 +172,7 @@ int sink__parse(struct sink *s, const char *uri, char *err, size_t errsz)
 		snprintf(s->path, sizeof(s->path), "%s", rest);
 		return 0;
 	case SINK_TCP:
-		if (parse_hostport(s, rest + 2, strlen(rest + 2), NULL)) {
+		if (sink__parse_hostport(rest + 2, strlen(rest + 2), NULL, s->host, s->port)) {
 			snprintf(err, errsz, "expected tcp://HOST:PORT[?ack]");
 			return -EINVAL;
 		}
@@ -180,7 +181,7 @@ int sink__parse(struct sink *s, const char *uri, char *err, size_t errsz)
 		const char *hp = rest + 2, *slash = strchr(hp, '/');
 		size_t n = slash ? (size_t)(slash - hp) : strlen(hp);
 
-		if (parse_hostport(s, hp, n, "4318")) {
+		if (sink__parse_hostport(hp, n, "4318", s->host, s->port)) {
 			snprintf(err, errsz, "expected otlp+http://HOST[:PORT][/PATH]");
 			return -EINVAL;
 		}

@@ -119,6 +119,8 @@ void sink__reopen(struct sink *s);
 /* Stop: what is confirmed stays confirmed; the rest will be sent again next time. */
 void sink__close(struct sink *s);
 const char *sink__kind_name(enum sink_kind k);
+/* "HOST:PORT" or "[V6]:PORT" in hp[0..n); the port may be left out when dflt is given. */
+int sink__parse_hostport(const char *hp, size_t n, const char *dflt, char host[256], char port[16]);
 
 /* Helpers shared with the OTLP sink and the tests */
 unsigned int sink__backoff_next(unsigned int ms);
