@@ -21,10 +21,14 @@ die() {
 # install_packages [LIST...]: the packages of deploy/packages.txt and the lists given
 install_packages() {
 	pkgs=$(cat "$top/deploy/packages.txt" "$@" | grep -v '^#' | tr '\n' ' ')
+	# what is installed, and what installed packages provide (nodesource's nodejs provides
+	# npm, and conflicts with Debian's)
+	have=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Provides}\n' |
+		awk '$1 == "ii" { for (i = 2; i <= NF; i++) { t = $i; gsub(/,/, "", t)
+			if (t ~ /^[a-z0-9][a-z0-9+.-]*$/) print t } }')
 	missing=
 	for p in $pkgs; do
-		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-			missing="$missing $p"
+		printf '%s\n' "$have" | grep -qx "$p" || missing="$missing $p"
 	done
 	[ -z "$missing" ] && return 0
 	echo "bootstrap: installing$missing"

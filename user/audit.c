@@ -87,7 +87,7 @@ void audit__on_exec(struct collector *c, const void *rec)
 	e.ev.activity_id = 1; /* Launch */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;
 	e.ev.exec = &ex;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 }
 
 void audit__on_fork(struct collector *c, const void *rec)
@@ -117,7 +117,7 @@ void audit__on_fork(struct collector *c, const void *rec)
 	e.ev.activity_id = 1; /* Launch */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FORK;
 	e.ev.fork = &fk;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 }
 
 void audit__on_exit(struct collector *c, const void *rec)
@@ -139,7 +139,7 @@ void audit__on_exit(struct collector *c, const void *rec)
 	e.ev.activity_id = 2; /* Terminate */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXIT;
 	e.ev.exit = &ex;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 	if (c->procs)
 		proc_cache__del(c->procs, r->hdr.pid);
 }
@@ -172,7 +172,7 @@ void audit__on_file(struct collector *c, const void *rec)
 	e.ev.activity_id = r->op < ARRAY_SIZE(file_activity) ? file_activity[r->op] : 99;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
 	e.ev.file = &fa;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 	if (r->cut & EGRET_FILE_BPFFS) {
 		Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
 		char detail[EGRET_PATH_MAX * 2 + 64];
@@ -186,7 +186,7 @@ void audit__on_file(struct collector *c, const void *rec)
 		e2.ev.activity_id = 99;
 		e2.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 		e2.ev.tamper = &t;
-		stream__emit(c->stream, &e2.ev);
+		collector__emit(c, &e2.ev);
 	}
 }
 
@@ -214,7 +214,7 @@ void audit__on_flow(struct collector *c, const void *rec)
 	e.ev.activity_id = 2; /* Close */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FLOW;
 	e.ev.flow = &nf;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 }
 
 void audit__on_limit(struct collector *c, const void *rec)
@@ -243,7 +243,7 @@ void audit__on_limit(struct collector *c, const void *rec)
 	rl.cgroup = cgroup;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LIMIT;
 	e.ev.limit = &rl;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 }
 
 /* A path pattern for the kernel: an absolute prefix of at most EGRET_PATTERN_DEPTH

@@ -167,6 +167,13 @@ void collector__check_drops(struct collector *c)
 	counter_store(c->counters_fd, EGRET_CNT_DROPS_REPORTED, drops);
 }
 
+void collector__emit(struct collector *c, Egret__V1__Event *ev)
+{
+	stream__emit(c->stream, ev);
+	if (c->hooks.observe)
+		c->hooks.observe(c->hooks.ctx, ev);
+}
+
 void collector__envelope(struct collector *c, const struct egret_event_hdr *h, struct envelope *e)
 {
 	const char *name;

@@ -23,6 +23,8 @@ struct collector_hooks {
 	void (*sandbox_destroyed)(void *ctx, uint64_t id);
 	const char *(*rule_text)(void *ctx, uint32_t rule_id, char *buf, size_t size);
 	void (*netns_seen)(void *ctx, uint64_t cookie, uint32_t pid, uint64_t sandbox);
+	/* every event from a kernel record, after it went into the stream */
+	void (*observe)(void *ctx, const Egret__V1__Event *ev);
 };
 
 struct collector {
@@ -55,6 +57,8 @@ void collector__check_drops(struct collector *c);
 void collector__bad_record(struct collector *c, __u32 type, size_t size);
 int collector__counter(int counters_fd, __u32 idx, uint64_t *sum);
 void collector__envelope(struct collector *c, const struct egret_event_hdr *h, struct envelope *e);
+/* Into the stream, then to the observe hook. */
+void collector__emit(struct collector *c, Egret__V1__Event *ev);
 void collector__format_counters(int counters_fd, char *buf, size_t size);
 
 /* The kernel's counters by name ("connect4.denied", "ringbuf_drops", ...). */

@@ -57,7 +57,7 @@ void confine__on_cgroup(struct collector *c, const void *rec)
 	e.ev.activity_id = cgroup_ops[r->op].activity;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE;
 	e.ev.sandbox_lifecycle = &sl;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 	if (r->op == EGRET_CG_DESTROYED)
 		sandbox_names__del(&c->names, r->cgroup_id);
 }
@@ -103,5 +103,5 @@ void confine__on_tamper(struct collector *c, const void *rec)
 	e.ev.activity_id = 99; /* Other */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 }

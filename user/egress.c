@@ -38,5 +38,5 @@ void egress__on_connect(struct collector *c, const void *rec)
 							    : OCSF_NET_ACTIVITY_OPEN;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_NET_CONNECT;
 	e.ev.net_connect = &nc;
-	stream__emit(c->stream, &e.ev);
+	collector__emit(c, &e.ev);
 }

@@ -27,6 +27,7 @@
 #include "loop.h"
 #include "notify.h"
 #include "paths.h"
+#include "pkg.h"
 #include "sink.h"
 #include "stream.h"
 #include "util.h"
@@ -67,6 +68,7 @@ struct daemon {
 	struct sink sinks[MAX_SINKS];
 	struct collector collector;
 	struct proc_cache procs;
+	struct pkg_tracker pkg;
 	struct control control;
 	struct loop loop;
 	struct watch sigw, rbw;
@@ -662,6 +664,13 @@ static void on_netns_seen(void *ctx, uint64_t cookie, uint32_t pid, uint64_t san
 		resolver__netns_seen(d->resolver, cookie, pid, sandbox);
 }
 
+static void on_observe(void *ctx, const Egret__V1__Event *ev)
+{
+	struct daemon *d = ctx;
+
+	pkg__observe(&d->pkg, ev);
+}
+
 static int setup_pipeline(struct daemon *d)
 {
 	int err;
@@ -696,7 +705,11 @@ static int setup_pipeline(struct daemon *d)
 		.sandbox_destroyed = on_sandbox_destroyed,
 		.rule_text = on_rule_text,
 		.netns_seen = on_netns_seen,
+		.observe = on_observe,
 	};
+	err = pkg__init(&d->pkg, &d->stream);
+	if (err)
+		return err;
 	d->engine.stream = &d->stream;
 	d->rbw = (struct watch){ .fd = collector__fd(&d->collector), .fn = on_ringbuf, .data = d };
 	return loop__add(&d->loop, &d->rbw, EPOLLIN);
@@ -764,6 +777,7 @@ static void run(struct daemon *d)
 			control__expire(&d->control);
 			stream__sync_clock(&d->stream);
 			stream__tick(&d->stream);
+			pkg__tick(&d->pkg);
 			if (d->opt.heartbeat_s && now >= d->next_heartbeat_ns) {
 				emit_heartbeat(d);
 				d->next_heartbeat_ns = now + d->opt.heartbeat_s * 1000000000ull;
@@ -783,6 +797,7 @@ static void shutdown_daemon(struct daemon *d)
 	notify__send("STOPPING=1");
 	if (d->rbw.fd > 0)
 		collector__poll(&d->collector);
+	pkg__flush(&d->pkg);
 	if (d->stream.nsinks) {
 		emit_agent(d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_STOP);
 		stream__drain(&d->stream, &d->loop);
@@ -791,6 +806,7 @@ static void shutdown_daemon(struct daemon *d)
 	if (d->rbw.fd > 0)
 		collector__free(&d->collector);
 	proc_cache__free(&d->procs);
+	pkg__free(&d->pkg);
 	redact__free(&d->opt.redact);
 	stream__free(&d->stream);
 	resolver__free(d->resolver);

@@ -470,21 +470,30 @@ static int exec_captured(void *arg)
  */
 int sandbox_cmd(struct egret_instance *e, const char *sandbox, char *out, size_t outsz, ...)
 {
-	char *argv[64], *shared;
-	struct cmd_arg c;
+	char *argv[64];
 	va_list ap;
-	int n = 0, rc;
+	int n = 0;
 
 	va_start(ap, outsz);
 	while (n < 63 && (argv[n] = va_arg(ap, char *)))
 		n++;
 	va_end(ap);
 	argv[n] = NULL;
+	return sandbox_cmdv(e, sandbox, out, outsz, argv);
+}
+
+int sandbox_cmdv(struct egret_instance *e, const char *sandbox, char *out, size_t outsz,
+		 char *const argv[])
+{
+	char *shared;
+	struct cmd_arg c;
+	int rc;
+
 	shared = mmap(NULL, outsz, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (shared == MAP_FAILED)
 		return -1;
 	shared[0] = '\0';
-	c = (struct cmd_arg){ .argv = argv, .out = shared, .outsz = outsz };
+	c = (struct cmd_arg){ .argv = (char **)argv, .out = shared, .outsz = outsz };
 	rc = in_sandbox(e, sandbox, exec_captured, &c);
 	snprintf(out, outsz, "%s", shared);
 	munmap(shared, outsz);

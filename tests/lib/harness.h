@@ -59,6 +59,8 @@ int sandbox_path(struct egret_instance *e, const char *sandbox, char *out, size_
 int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
 int in_sandbox_status(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
 int sandbox_cmd(struct egret_instance *e, const char *sandbox, char *out, size_t outsz, ...);
+int sandbox_cmdv(struct egret_instance *e, const char *sandbox, char *out, size_t outsz,
+		 char *const argv[]);
 
 /* network namespace of the calling test process */
 int netns_new(void);

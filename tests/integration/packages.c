@@ -1,0 +1,331 @@
+/* Package installs in a sandbox, from local registries inside the test's network namespace: a
+ * PEP 503 simple index and a flat apt repository served by python3 -m http.server on
+ * 192.0.2.20 (allowed) and 192.0.2.30 (not), a .deb for dpkg, an npm tarball. Each install is
+ * reported with the right manager, name, version, source and hash; a package copied into place
+ * with cp is reported too; an install from the denied registry is reported as such.
+ * Fixtures: tests/tools/pkg_fixtures.sh.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "util.h"
+
+#define ALLOWED "192.0.2.20"
+#define DENIED	"192.0.2.30"
+
+static pid_t servers[2];
+static char fx[PATH_MAX];
+
+static pid_t serve(const char *addr)
+{
+	pid_t pid = fork();
+
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(null, 1);
+		dup2(null, 2);
+		execl("/usr/bin/python3", "python3", "-m", "http.server", "8000", "--bind", addr,
+		      "--directory", fx, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100 && tcp_connect(addr, 8000, 0, 100); i++)
+		usleep(50000);
+	return pid;
+}
+
+static void setup(void)
+{
+	static struct egret_instance inst;
+	char script[PATH_MAX], out[4096];
+	char *argv[] = { "/bin/sh", script, fx, NULL };
+
+	harness_require_root();
+	T = &inst;
+	cr_assert_eq(harness_init(T), 0);
+	snprintf(fx, sizeof(fx), "%s/fx", T->tmpdir);
+	snprintf(script, sizeof(script), "%s/tests/tools/pkg_fixtures.sh", EGRET_SOURCE_DIR);
+	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "fixtures: %s", out);
+	cr_assert_eq(netns_new(), 0);
+	cr_assert_eq(netns_addr("lo", ALLOWED "/32"), 0);
+	cr_assert_eq(netns_addr("lo", DENIED "/32"), 0);
+	servers[0] = serve(ALLOWED);
+	servers[1] = serve(DENIED);
+	cr_assert_eq(harness_policy(T, "allow " ALLOWED " tcp/8000\n"), 0);
+	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (servers[i] > 0) {
+			kill(servers[i], SIGKILL);
+			waitpid(servers[i], NULL, 0);
+		}
+	}
+	harness_cleanup(T);
+}
+
+TestSuite(packages, .init = setup, .fini = teardown, .timeout = 120);
+
+/* the contents of a fixture file (a hash the fixtures computed) */
+static const char *fixture(const char *name)
+{
+	static char buf[4][256];
+	static int n;
+	char path[PATH_MAX + 64];
+	char *b = buf[n++ % 4];
+
+	snprintf(path, sizeof(path), "%s/%s", fx, name);
+	cr_assert_gt(read_file(path, b, 256), 0, "%s", path);
+	return b;
+}
+
+static bool is_install(const Egret__V1__Event *ev, const void *name)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_PACKAGE_INSTALL &&
+	       !strcmp(ev->package_install->name, name);
+}
+
+static bool is_run(const Egret__V1__Event *ev, const void *manager)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_PACKAGE_RUN &&
+	       !strcmp(ev->package_run->manager, manager);
+}
+
+/* A command in the sandbox "pkgbox"; its output when it fails. */
+static int in_box(const char *what, ...)
+{
+	char *argv[64], out[16384];
+	va_list ap;
+	int n = 0, rc;
+
+	va_start(ap, what);
+	while (n < 63 && (argv[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	rc = sandbox_cmdv(T, "pkgbox", out, sizeof(out), argv);
+	if (rc && getenv("EGRET_TEST_VERBOSE"))
+		fprintf(stderr, "%s: exit %d\n%s\n", what, rc, out);
+	return rc;
+}
+
+static const Egret__V1__PackageInstall *wait_install(struct events *evs, const char *name)
+{
+	cr_assert_eq(events_wait(T->sink_path, is_install, name, 15000, evs), 0,
+		     "no PackageInstall for %s", name);
+	return events_find(evs, is_install, name, NULL)->package_install;
+}
+
+/* --isolated: no configuration or environment of the host's; plain HTTP to the test's hosts */
+#define PIP                                                                                      \
+	"/usr/bin/python3", "-m", "pip", "install", "--isolated", "--no-cache-dir", "--no-deps", \
+		"--disable-pip-version-check", "--no-input", "--break-system-packages",          \
+		"--trusted-host", ALLOWED, "--trusted-host", DENIED
+
+Test(packages, pip_from_an_index)
+{
+	char target[PATH_MAX + 16];
+	const Egret__V1__PackageInstall *pi;
+	const Egret__V1__PackageRun *run;
+	struct events evs;
+
+	snprintf(target, sizeof(target), "%s/site1", T->tmpdir);
+	cr_assert_eq(in_box("pip", PIP, "--target", target, "--index-url",
+			    "http://" ALLOWED ":8000/simple/", "demo-pkg", NULL),
+		     0, "pip install failed");
+	pi = wait_install(&evs, "demo-pkg");
+	cr_expect_str_eq(pi->manager, "pip");
+	cr_expect_str_eq(pi->version, "1.0");
+	cr_expect_str_eq(pi->installer, "pip");
+	cr_expect_neq(pi->installer_exec_id, 0);
+	cr_expect_str_eq(pi->source, "http://" ALLOWED ":8000/simple/");
+	cr_expect_str_eq(pi->hash, fixture("metadata.hash"));
+	cr_expect_str_eq(pi->hash_source, "pip RECORD (METADATA)");
+	cr_expect(strstr(pi->path, "/site1/demo_pkg-1.0.dist-info"), "%s", pi->path);
+	events_free(&evs);
+	cr_assert_eq(events_wait(T->sink_path, is_run, "pip", 5000, &evs), 0, "no PackageRun");
+	run = events_find(&evs, is_run, "pip", NULL)->package_run;
+	cr_expect_str_eq(run->registry, "http://" ALLOWED ":8000/simple/");
+	cr_expect_str_eq(run->registry_from, "--index-url");
+	cr_assert_eq(run->n_installed, 1);
+	cr_expect_str_eq(run->installed[0], "demo-pkg@1.0");
+	cr_expect_not(run->registry_denied);
+	cr_expect_eq(run->exit_code, 0);
+	events_free(&evs);
+}
+
+Test(packages, pip_from_a_url_has_the_wheel_hash)
+{
+	char target[PATH_MAX + 16], url[256], want[80];
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+
+	snprintf(target, sizeof(target), "%s/site2", T->tmpdir);
+	snprintf(url, sizeof(url),
+		 "http://" ALLOWED ":8000/demo_pkg-1.0-py3-none-any.whl#sha256=%s",
+		 fixture("wheel.sha256"));
+	cr_assert_eq(in_box("pip url", PIP, "--target", target, url, NULL), 0,
+		     "pip install failed");
+	pi = wait_install(&evs, "demo-pkg");
+	snprintf(want, sizeof(want), "sha256:%s", fixture("wheel.sha256"));
+	cr_expect_str_eq(pi->hash, want);
+	cr_expect_str_eq(pi->hash_source, "pip direct_url.json");
+	cr_expect_str_eq(pi->source, "http://" ALLOWED ":8000/demo_pkg-1.0-py3-none-any.whl");
+	events_free(&evs);
+}
+
+Test(packages, apt_from_a_local_repository)
+{
+	char root[PATH_MAX + 16], dir[PATH_MAX + 64], opt_root[PATH_MAX + 16],
+		opt_status[PATH_MAX + 64], opt_dpkg[PATH_MAX + 32], want[80];
+	static const char *const dirs[] = { "etc/apt/apt.conf.d",
+					    "etc/apt/preferences.d",
+					    "var/lib/apt/lists/partial",
+					    "var/cache/apt/archives/partial",
+					    "var/lib/dpkg/info",
+					    "var/lib/dpkg/updates",
+					    "var/log/apt" };
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+	FILE *f;
+
+	snprintf(root, sizeof(root), "%s/aptroot", T->tmpdir);
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(dir, sizeof(dir), "%s/%s", root, dirs[i]);
+		cr_assert_eq(mkdir_p(dir, 0755), 0);
+	}
+	snprintf(dir, sizeof(dir), "%s/var/lib/dpkg/status", root);
+	f = fopen(dir, "w");
+	fclose(f);
+	snprintf(dir, sizeof(dir), "%s/etc/apt/sources.list", root);
+	f = fopen(dir, "w");
+	fprintf(f, "deb [trusted=yes] http://" ALLOWED ":8000/repo ./\n");
+	fclose(f);
+	snprintf(opt_root, sizeof(opt_root), "Dir=%s", root);
+	snprintf(opt_status, sizeof(opt_status), "Dir::State::status=%s/var/lib/dpkg/status", root);
+	snprintf(opt_dpkg, sizeof(opt_dpkg), "DPkg::Options::=--root=%s", root);
+#define APT                                                                                  \
+	"apt-get", "-q", "-o", opt_root, "-o", opt_status, "-o", "Debug::NoLocking=1", "-o", \
+		"APT::Sandbox::User=root", "-o", opt_dpkg, "-o", "DPkg::Options::=--log=/dev/null"
+	cr_assert_eq(in_box("apt update", APT, "update", NULL), 0, "apt-get update failed");
+	cr_assert_eq(in_box("apt install", APT, "-y", "install", "egret-demo", NULL), 0,
+		     "apt-get install failed");
+	pi = wait_install(&evs, "egret-demo");
+	snprintf(want, sizeof(want), "sha256:%s", fixture("deb.sha256"));
+	cr_expect_str_eq(pi->manager, "dpkg");
+	cr_expect_str_eq(pi->version, "1.0-1");
+	cr_expect_str_eq(pi->installer, "apt");
+	cr_expect_str_eq(pi->hash, want);
+	cr_expect(!strncmp(pi->hash_source, "apt lists", 9), "%s", pi->hash_source);
+	cr_expect_str_eq(pi->source, "http://" ALLOWED ":8000/repo/./egret-demo_1.0-1_all.deb");
+	events_free(&evs);
+}
+
+Test(packages, dpkg_of_a_local_deb)
+{
+	char root[PATH_MAX + 16], dir[PATH_MAX + 64], opt[PATH_MAX + 16], deb[PATH_MAX + 64],
+		want[80];
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+	FILE *f;
+
+	snprintf(root, sizeof(root), "%s/dpkgroot", T->tmpdir);
+	snprintf(dir, sizeof(dir), "%s/var/lib/dpkg/info", root);
+	cr_assert_eq(mkdir_p(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/var/lib/dpkg/updates", root);
+	cr_assert_eq(mkdir_p(dir, 0755), 0);
+	snprintf(dir, sizeof(dir), "%s/var/lib/dpkg/status", root);
+	f = fopen(dir, "w");
+	fclose(f);
+	snprintf(opt, sizeof(opt), "--root=%s", root);
+	snprintf(deb, sizeof(deb), "%s/repo/egret-demo_1.0-1_all.deb", fx);
+	cr_assert_eq(in_box("dpkg", "dpkg", opt, "--log=/dev/null", "-i", deb, NULL), 0);
+	pi = wait_install(&evs, "egret-demo");
+	snprintf(want, sizeof(want), "sha256:%s", fixture("deb.sha256"));
+	cr_expect_str_eq(pi->installer, "dpkg");
+	cr_expect_str_eq(pi->hash, want);
+	cr_expect_str_eq(pi->hash_source, "sha256 of the .deb");
+	snprintf(want, sizeof(want), "file://%s", deb);
+	cr_expect_str_eq(pi->source, want);
+	events_free(&evs);
+}
+
+Test(packages, npm_of_a_tarball)
+{
+	char prefix[PATH_MAX + 16], cache[PATH_MAX + 16], tgz[PATH_MAX + 32];
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+
+	snprintf(prefix, sizeof(prefix), "%s/proj", T->tmpdir);
+	snprintf(cache, sizeof(cache), "%s/npmcache", T->tmpdir);
+	snprintf(tgz, sizeof(tgz), "%s/demo-npm-1.0.0.tgz", fx);
+	cr_assert_eq(in_box("npm", "npm", "install", "--prefix", prefix, "--no-audit", "--no-fund",
+			    "--offline", "--cache", cache, tgz, NULL),
+		     0, "npm install failed");
+	pi = wait_install(&evs, "demo-npm");
+	cr_expect_str_eq(pi->manager, "npm");
+	cr_expect_str_eq(pi->version, "1.0.0");
+	cr_expect_str_eq(pi->installer, "npm");
+	cr_expect_str_eq(pi->hash, fixture("npm.integrity"));
+	cr_expect_str_eq(pi->hash_source, "npm lockfile integrity");
+	cr_expect(strstr(pi->source, "demo-npm-1.0.0.tgz"), "%s", pi->source);
+	events_free(&evs);
+}
+
+Test(packages, copied_into_place_without_a_manager)
+{
+	char src[PATH_MAX + 64], dst[PATH_MAX + 16];
+	const Egret__V1__Event *ev;
+	struct events evs;
+
+	snprintf(src, sizeof(src), "%s/unpacked/demo_pkg-1.0.dist-info", fx);
+	snprintf(dst, sizeof(dst), "%s/site3", T->tmpdir);
+	cr_assert_eq(mkdir_p(dst, 0755), 0);
+	cr_assert_eq(in_box("cp", "cp", "-r", src, dst, NULL), 0);
+	wait_install(&evs, "demo-pkg");
+	ev = events_find(&evs, is_install, "demo-pkg", NULL);
+	cr_expect_str_eq(ev->package_install->installer, "");
+	cr_expect_str_eq(ev->process->comm, "cp");
+	cr_expect_str_eq(ev->sandbox->name, "pkgbox");
+	cr_expect_str_eq(ev->package_install->version, "1.0");
+	cr_expect_str_eq(ev->package_install->hash, fixture("metadata.hash"));
+	cr_expect_eq(ev->class_uid, 6002);
+	cr_expect_eq(ev->activity_id, 1);
+	events_free(&evs);
+}
+
+Test(packages, a_denied_registry_is_reported)
+{
+	char target[PATH_MAX + 16];
+	const Egret__V1__PackageRun *run;
+	struct events evs;
+
+	snprintf(target, sizeof(target), "%s/site4", T->tmpdir);
+	cr_expect_neq(in_box("pip denied", PIP, "--target", target, "--index-url",
+			     "http://" DENIED ":8000/simple/", "demo-pkg", NULL),
+		      0, "pip installed from a registry egret should have refused");
+	cr_assert_eq(events_wait(T->sink_path, is_run, "pip", 15000, &evs), 0, "no PackageRun");
+	run = events_find(&evs, is_run, "pip", NULL)->package_run;
+	cr_expect(run->registry_denied);
+	cr_assert_geq(run->n_denied, 1);
+	cr_expect(strstr(run->denied[0], DENIED ":8000"), "%s", run->denied[0]);
+	cr_expect_eq(run->n_installed, 0);
+	cr_expect_neq(run->exit_code, 0);
+	cr_expect_null(events_find(&evs, is_install, "demo-pkg", NULL), "an install was reported");
+	events_free(&evs);
+}

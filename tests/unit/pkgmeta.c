@@ -1,0 +1,263 @@
+/* Package managers and their metadata, from fixtures: which command lines are managers, the
+ * registry each will use, which paths mark an installed package, and what the metadata says.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "pkgmeta.h"
+#include "util.h"
+
+Test(pkgmeta, managers)
+{
+	static const struct {
+		const char *argv[6];
+		const char *manager;
+		bool installs;
+	} cases[] = {
+		{ { "pip", "install", "requests" }, "pip", true },
+		{ { "/usr/bin/pip3.11", "install", "-r", "req.txt" }, "pip", true },
+		{ { "pip", "list" }, "pip", false },
+		{ { "python3", "-m", "pip", "install", "x" }, "pip", true },
+		{ { "/usr/bin/python3.11", "-m", "pip", "download", "x" }, "pip", true },
+		{ { "python3", "script.py" }, NULL, false },
+		{ { "pipx" }, NULL, false },
+		{ { "npm", "i", "left-pad" }, "npm", true },
+		{ { "npm", "test" }, "npm", false },
+		{ { "yarn" }, "yarn", true },
+		{ { "pnpm", "add", "x" }, "pnpm", true },
+		{ { "apt-get", "-y", "install", "curl" }, "apt", true },
+		{ { "apt", "update" }, "apt", false },
+		{ { "dpkg", "-i", "x.deb" }, "dpkg", true },
+		{ { "dpkg", "-l" }, "dpkg", false },
+		{ { "gem", "install", "rails" }, "gem", true },
+		{ { "cargo", "install", "ripgrep" }, "cargo", true },
+		{ { "go", "install", "example.com/x@latest" }, "go", true },
+		{ { "go", "test" }, "go", false },
+		{ { "bash", "-c", "pip install x" }, NULL, false },
+		/* #! scripts, as the kernel hands them their argv */
+		{ { "/usr/bin/env", "node", "/usr/bin/npm", "install", "x" }, "npm", true },
+		{ { "node", "/usr/share/nodejs/npm/bin/npm-cli.js", "ci" }, "npm", true },
+		{ { "/usr/bin/python3", "/usr/bin/pip3", "install", "x" }, "pip", true },
+		{ { "apt-get", "-o", "Dir=/x", "install", "y" }, "apt", true },
+		{ { "python3", "-m", "venv", "v" }, NULL, false },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t argc = 0;
+		bool installs;
+		const char *m;
+
+		while (argc < 6 && cases[i].argv[argc])
+			argc++;
+		m = pkgmeta__manager((char *const *)cases[i].argv, argc, &installs);
+		if (cases[i].manager)
+			cr_expect(m && !strcmp(m, cases[i].manager), "case %zu: %s", i,
+				  m ? m : "(none)");
+		else
+			cr_expect_null(m, "case %zu: %s", i, m);
+		cr_expect_eq(installs, cases[i].installs, "case %zu", i);
+	}
+}
+
+static void registry(const char *manager, const char *const *argv, const char *env, size_t envlen,
+		     const char *want, const char *want_from)
+{
+	char out[512], from[256];
+	size_t argc = 0;
+
+	while (argv[argc])
+		argc++;
+	pkgmeta__registry(manager, (char *const *)argv, argc, env, envlen, "/nonexistent", out,
+			  sizeof(out), from, sizeof(from));
+	cr_expect_str_eq(out, want);
+	cr_expect_str_eq(from, want_from);
+}
+
+Test(pkgmeta, registries)
+{
+	static const char env[] = "HOME=/nonexistent\0PIP_INDEX_URL=http://mirror/simple\0"
+				  "npm_config_registry=http://npm.mirror/\0";
+	char dir[] = "/tmp/egret-unit-XXXXXX", list[64], arg[96];
+
+	registry("pip", (const char *[]){ "pip", "install", "-i", "http://a/simple", "x", NULL },
+		 NULL, 0, "http://a/simple", "--index-url");
+	registry("pip",
+		 (const char *[]){ "pip", "install", "--index-url=http://b/simple", "x", NULL },
+		 NULL, 0, "http://b/simple", "--index-url");
+	registry("pip", (const char *[]){ "pip", "install", "x", NULL }, env, sizeof(env),
+		 "http://mirror/simple", "PIP_INDEX_URL");
+	registry("pip",
+		 (const char *[]){ "pip", "install", "http://c/x-1.0-py3-none-any.whl", NULL },
+		 NULL, 0, "http://c/x-1.0-py3-none-any.whl", "argument");
+	registry("npm", (const char *[]){ "npm", "i", "--registry", "http://r/", "x", NULL }, NULL,
+		 0, "http://r/", "--registry");
+	registry("npm", (const char *[]){ "npm", "i", "x", NULL }, env, sizeof(env),
+		 "http://npm.mirror/", "npm_config_registry");
+	registry("gem", (const char *[]){ "gem", "install", "x", NULL }, NULL, 0,
+		 "https://rubygems.org", "default");
+	registry("dpkg", (const char *[]){ "dpkg", "-i", "/tmp/x_1.0_all.deb", NULL }, NULL, 0,
+		 "file:///tmp/x_1.0_all.deb", "argument");
+	cr_assert(mkdtemp(dir));
+	snprintf(list, sizeof(list), "%s/sources.list", dir);
+
+	{
+		FILE *f = fopen(list, "w");
+
+		fputs("# local\ndeb [trusted=yes] http://192.0.2.20:8000/repo ./\n", f);
+		fclose(f);
+	}
+	snprintf(arg, sizeof(arg), "Dir::Etc::sourcelist=%s", list);
+	registry("apt", (const char *[]){ "apt-get", "-o", arg, "install", "x", NULL }, NULL, 0,
+		 "http://192.0.2.20:8000/repo", list);
+	unlink(list);
+	rmdir(dir);
+}
+
+Test(pkgmeta, metadata_paths)
+{
+	struct pkg_found f;
+
+	cr_assert(pkgmeta__match("/tmp/r/var/lib/dpkg/info/hello:amd64.list", &f));
+	cr_expect_eq(f.layout, PKG_DPKG);
+	cr_expect_str_eq(f.name, "hello");
+	cr_expect_str_eq(f.root, "/tmp/r");
+	cr_assert(
+		pkgmeta__match("/usr/lib/python3/dist-packages/Demo_Pkg-1.2.dist-info/RECORD", &f));
+	cr_expect_eq(f.layout, PKG_PIP);
+	cr_expect_str_eq(f.name, "Demo_Pkg");
+	cr_expect_str_eq(f.version, "1.2");
+	cr_assert(pkgmeta__match("/t/site/demo_pkg-1.0.dist-info", &f));
+	cr_expect_str_eq(f.root, "/t/site/demo_pkg-1.0.dist-info");
+	cr_expect_str_eq(f.name, "demo_pkg");
+	cr_assert(pkgmeta__match("/p/node_modules/left-pad/package.json", &f));
+	cr_expect_eq(f.layout, PKG_NPM);
+	cr_expect_str_eq(f.name, "left-pad");
+	cr_assert(pkgmeta__match("/p/node_modules/a/node_modules/@s/b/package.json", &f));
+	cr_expect_str_eq(f.name, "@s/b");
+	cr_expect_not(pkgmeta__match("/p/node_modules/a/lib/package.json", &f));
+	cr_expect_not(pkgmeta__match("/p/node_modules/.package-lock.json", &f));
+	cr_expect_not(pkgmeta__match("/p/package.json", &f));
+	cr_assert(pkgmeta__match("/g/specifications/rack-3.0.8.gemspec", &f));
+	cr_expect_str_eq(f.name, "rack");
+	cr_expect_str_eq(f.version, "3.0.8");
+	cr_assert(pkgmeta__match("/go/pkg/mod/cache/download/golang.org/x/text/@v/v0.14.0.ziphash",
+				 &f));
+	cr_expect_str_eq(f.name, "golang.org/x/text");
+	cr_expect_str_eq(f.version, "v0.14.0");
+	cr_expect_not(pkgmeta__match("/var/lib/dpkg/status", &f));
+}
+
+Test(pkgmeta, json_and_stanzas)
+{
+	static const char lock[] =
+		"{\"name\":\"proj\",\"packages\":{\"\":{\"dependencies\":{\"demo\":\"1.0.0\"}},"
+		"\"node_modules/demo\":{\"version\":\"1.0.0\",\"resolved\":\"file:../demo.tgz\","
+		"\"integrity\":\"sha512-abc\\/def==\"}}}";
+	static const char status[] = "Package: a\nStatus: install ok installed\nVersion: 1\n\n"
+				     "Package: ab\nVersion: 2.0\nSHA256: ff00\n";
+	const char *obj;
+	size_t len;
+	char out[128];
+
+	cr_assert(pkgmeta__json_string(lock, sizeof(lock) - 1, "name", out, sizeof(out)));
+	cr_expect_str_eq(out, "proj");
+	cr_assert(pkgmeta__json_object(lock, sizeof(lock) - 1, "packages", &obj, &len));
+	cr_assert(pkgmeta__json_object(obj, len, "node_modules/demo", &obj, &len));
+	cr_assert(pkgmeta__json_string(obj, len, "integrity", out, sizeof(out)));
+	cr_expect_str_eq(out, "sha512-abc/def==");
+	cr_expect_not(pkgmeta__json_string(obj, len, "dependencies", out, sizeof(out)));
+	cr_assert(pkgmeta__stanza(status, "ab", "2.0", "SHA256", out, sizeof(out)));
+	cr_expect_str_eq(out, "ff00");
+	cr_expect_not(pkgmeta__stanza(status, "ab", "3.0", "SHA256", out, sizeof(out)));
+	cr_assert(pkgmeta__stanza(status, "a", NULL, "Version", out, sizeof(out)));
+	cr_expect_str_eq(out, "1");
+}
+
+static void put(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+Test(pkgmeta, reading_installed_packages)
+{
+	char dir[] = "/tmp/egret-unit-XXXXXX", p[512], cmd[64];
+	struct pkg_found f;
+
+	cr_assert(mkdtemp(dir));
+	/* pip: direct_url.json's archive hash wins; without it, RECORD's METADATA line */
+	snprintf(p, sizeof(p), "%s/site/demo_pkg-1.0.dist-info", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "METADATA", "Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n\nbody\n");
+	put(p, "RECORD",
+	    "demo_pkg/__init__.py,sha256=AAA,0\n"
+	    "demo_pkg-1.0.dist-info/METADATA,sha256=MmMm,52\n");
+	snprintf(p, sizeof(p), "%s/site/demo_pkg-1.0.dist-info/RECORD", dir);
+	cr_assert(pkgmeta__match(p, &f));
+	cr_assert_eq(pkgmeta__read(&f, NULL, 0, "http://idx/simple"), 0);
+	cr_expect_str_eq(f.name, "demo-pkg");
+	cr_expect_str_eq(f.version, "1.0");
+	cr_expect_str_eq(f.hash, "sha256:MmMm");
+	cr_expect_str_eq(f.hash_source, "pip RECORD (METADATA)");
+	cr_expect_str_eq(f.source, "http://idx/simple");
+	snprintf(p, sizeof(p), "%s/site/demo_pkg-1.0.dist-info", dir);
+	put(p, "direct_url.json",
+	    "{\"archive_info\": {\"hash\": \"sha256=0123abcd\", \"hashes\": {\"sha256\": "
+	    "\"0123abcd\"}}, \"url\": \"http://h/demo_pkg-1.0-py3-none-any.whl\"}");
+	snprintf(p, sizeof(p), "%s/site/demo_pkg-1.0.dist-info/RECORD", dir);
+	cr_assert(pkgmeta__match(p, &f));
+	cr_assert_eq(pkgmeta__read(&f, NULL, 0, NULL), 0);
+	cr_expect_str_eq(f.hash, "sha256:0123abcd");
+	cr_expect_str_eq(f.source, "http://h/demo_pkg-1.0-py3-none-any.whl");
+	/* npm: the hidden lockfile's integrity and resolved */
+	snprintf(p, sizeof(p), "%s/proj/node_modules/demo", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "package.json",
+	    "{\"name\": \"demo\", \"version\": \"1.0.0\", \"author\": "
+	    "{\"name\": \"x\"}}");
+	snprintf(p, sizeof(p), "%s/proj/node_modules", dir);
+	put(p, ".package-lock.json",
+	    "{\"packages\": {\"node_modules/demo\": {\"version\": \"1.0.0\", \"resolved\": "
+	    "\"http://reg/demo/-/demo-1.0.0.tgz\", \"integrity\": \"sha512-QQ==\"}}}");
+	snprintf(p, sizeof(p), "%s/proj/node_modules/demo/package.json", dir);
+	cr_assert(pkgmeta__match(p, &f));
+	cr_assert_eq(pkgmeta__read(&f, NULL, 0, NULL), 0);
+	cr_expect_str_eq(f.name, "demo");
+	cr_expect_str_eq(f.version, "1.0.0");
+	cr_expect_str_eq(f.hash, "sha512-QQ==");
+	cr_expect_str_eq(f.source, "http://reg/demo/-/demo-1.0.0.tgz");
+	/* dpkg: status for the version, apt's lists for the .deb's SHA256 */
+	snprintf(p, sizeof(p), "%s/root/var/lib/dpkg/info", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "hello.md5sums", "d41d8cd98f00b204e9800998ecf8427e  usr/share/hello\n");
+	snprintf(p, sizeof(p), "%s/root/var/lib/dpkg", dir);
+	put(p, "status", "Package: hello\nStatus: install ok installed\nVersion: 2.10-3\n\n");
+	snprintf(p, sizeof(p), "%s/root/var/lib/apt/lists", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "192.0.2.20:8000_repo_._Packages",
+	    "Package: hello\nVersion: 2.10-3\nFilename: ./hello_2.10-3_all.deb\nSHA256: beef\n");
+	snprintf(p, sizeof(p), "%s/root/var/lib/dpkg/info/hello.list", dir);
+	cr_assert(pkgmeta__match(p, &f));
+	cr_assert_eq(pkgmeta__read(&f, NULL, 0, "http://192.0.2.20:8000/repo"), 0);
+	cr_expect_str_eq(f.version, "2.10-3");
+	cr_expect_str_eq(f.hash, "sha256:beef");
+	cr_expect_str_eq(f.source, "http://192.0.2.20:8000/repo/./hello_2.10-3_all.deb");
+	/* not installed (any more): nothing to report */
+	snprintf(p, sizeof(p), "%s/root/var/lib/dpkg/info/gone.list", dir);
+	cr_assert(pkgmeta__match(p, &f));
+	cr_expect_eq(pkgmeta__read(&f, NULL, 0, NULL), -ENOENT);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+}
