@@ -241,6 +241,21 @@ static bool apt_sources(const char *list, char *out, size_t size)
 	return used > 0;
 }
 
+/* The first of n config files (NULL: skipped) that sets key: its value in out and its path in
+ * from.
+ */
+static bool first_config(const char *const *paths, size_t n, const char *key, char *out,
+			 size_t size, char *from, size_t fromsz)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (paths[i] && config_value(paths[i], key, out, size)) {
+			snprintf(from, fromsz, "%s", paths[i]);
+			return true;
+		}
+	}
+	return false;
+}
+
 /* out (unless val is out already) and where it came from */
 static void found(char *out, size_t size, const char *val, char *from, size_t fromsz,
 		  const char *where)
@@ -259,7 +274,8 @@ void pkgmeta__registry(const char *manager, char *const *argv, size_t argc, cons
 	static const char *const gem_opts[] = { "--source", "-s", NULL };
 	static const char *const cargo_opts[] = { "--index", "--registry", NULL };
 	const char *v = NULL, *home = env_value(env, envlen, "HOME");
-	char path[PATH_MAX];
+	char path[PATH_MAX], conf[3][PATH_MAX];
+	const char *confs[4];
 
 	out[0] = from[0] = '\0';
 	if (!home)
@@ -279,19 +295,16 @@ void pkgmeta__registry(const char *manager, char *const *argv, size_t argc, cons
 		}
 		if ((v = env_value(env, envlen, "PIP_INDEX_URL")))
 			FOUND(v, "PIP_INDEX_URL");
-		if ((v = env_value(env, envlen, "VIRTUAL_ENV"))) {
-			snprintf(path, sizeof(path), "%s/pip.conf", v);
-			if (config_value(path, "index-url", out, size))
-				FOUND(out, path);
-		}
-		snprintf(path, sizeof(path), "%s/.config/pip/pip.conf", home);
-		if (config_value(path, "index-url", out, size))
-			FOUND(out, path);
-		snprintf(path, sizeof(path), "%s/.pip/pip.conf", home);
-		if (config_value(path, "index-url", out, size))
-			FOUND(out, path);
-		if (config_value("/etc/pip.conf", "index-url", out, size))
-			FOUND(out, "/etc/pip.conf");
+		v = env_value(env, envlen, "VIRTUAL_ENV");
+		snprintf(conf[0], sizeof(conf[0]), "%s/pip.conf", v ? v : "");
+		snprintf(conf[1], sizeof(conf[1]), "%s/.config/pip/pip.conf", home);
+		snprintf(conf[2], sizeof(conf[2]), "%s/.pip/pip.conf", home);
+		confs[0] = v ? conf[0] : NULL;
+		confs[1] = conf[1];
+		confs[2] = conf[2];
+		confs[3] = "/etc/pip.conf";
+		if (first_config(confs, 4, "index-url", out, size, from, fromsz))
+			return;
 		FOUND("https://pypi.org/simple", "default");
 	}
 	if (!strcmp(manager, "npm") || !strcmp(manager, "yarn") || !strcmp(manager, "pnpm")) {
@@ -300,14 +313,13 @@ void pkgmeta__registry(const char *manager, char *const *argv, size_t argc, cons
 		if ((v = env_value(env, envlen, "npm_config_registry")) ||
 		    (v = env_value(env, envlen, "NPM_CONFIG_REGISTRY")))
 			FOUND(v, "npm_config_registry");
-		snprintf(path, sizeof(path), "%s/.npmrc", cwd ? cwd : ".");
-		if (config_value(path, "registry", out, size))
-			FOUND(out, path);
-		snprintf(path, sizeof(path), "%s/.npmrc", home);
-		if (config_value(path, "registry", out, size))
-			FOUND(out, path);
-		if (config_value("/etc/npmrc", "registry", out, size))
-			FOUND(out, "/etc/npmrc");
+		snprintf(conf[0], sizeof(conf[0]), "%s/.npmrc", cwd ? cwd : ".");
+		snprintf(conf[1], sizeof(conf[1]), "%s/.npmrc", home);
+		confs[0] = conf[0];
+		confs[1] = conf[1];
+		confs[2] = "/etc/npmrc";
+		if (first_config(confs, 3, "registry", out, size, from, fromsz))
+			return;
 		FOUND(!strcmp(manager, "yarn") ? "https://registry.yarnpkg.com"
 					       : "https://registry.npmjs.org/",
 		      "default");
@@ -662,6 +674,17 @@ static void set_hash(struct pkg_found *f, const char *prefix, const char *val)
 	str_copy(f->hash + n, sizeof(f->hash) - n, val);
 }
 
+/* pip writes "sha256=<digest>"; egret reports "sha256:<digest>" like the others */
+static void pip_hash(struct pkg_found *f, char *val, const char *from)
+{
+	char *eq = strchr(val, '=');
+
+	if (eq)
+		*eq = ':';
+	set_hash(f, "", val);
+	snprintf(f->hash_source, sizeof(f->hash_source), "%s", from);
+}
+
 static void own_hash(struct pkg_found *f, const char *path, const char *what)
 {
 	char hex[65];
@@ -805,7 +828,7 @@ static bool record_hash(const char *record, const char *dist, char *out, size_t 
 	return false;
 }
 
-static int read_pip(struct pkg_found *f, const char *registry)
+static int read_pip(struct pkg_found *f)
 {
 	char path[8192], val[PKG_URL_MAX];
 	const char *dist = base(f->root), *info;
@@ -825,39 +848,25 @@ static int read_pip(struct pkg_found *f, const char *registry)
 	if (text) {
 		pkgmeta__json_string(text, len, "url", f->source, sizeof(f->source));
 		if (pkgmeta__json_object(text, len, "archive_info", &info, &ilen) &&
-		    pkgmeta__json_string(info, ilen, "hash", val, sizeof(val))) {
-			char *eq = strchr(val, '=');
-
-			if (eq)
-				*eq = ':';
-			set_hash(f, "", val);
-			snprintf(f->hash_source, sizeof(f->hash_source), "pip direct_url.json");
-		}
+		    pkgmeta__json_string(info, ilen, "hash", val, sizeof(val)))
+			pip_hash(f, val, "pip direct_url.json");
 		free(text);
 	}
 	if (!f->hash[0]) {
 		snprintf(path, sizeof(path), "%s/RECORD", f->root);
 		text = slurp(path, &len);
-		if (text && record_hash(text, dist, val, sizeof(val))) {
-			char *eq = strchr(val, '=');
-
-			if (eq)
-				*eq = ':';
-			set_hash(f, "", val);
-			snprintf(f->hash_source, sizeof(f->hash_source), "pip RECORD (METADATA)");
-		}
+		if (text && record_hash(text, dist, val, sizeof(val)))
+			pip_hash(f, val, "pip RECORD (METADATA)");
 		free(text);
 	}
 	if (!f->hash[0]) {
 		snprintf(path, sizeof(path), "%s/METADATA", f->root);
 		own_hash(f, path, "METADATA");
 	}
-	if (!f->source[0] && registry)
-		snprintf(f->source, sizeof(f->source), "%s", registry);
 	return 0;
 }
 
-static int read_npm(struct pkg_found *f, const char *registry)
+static int read_npm(struct pkg_found *f)
 {
 	char path[8192], key[PKG_NAME_MAX + 16];
 	const char *nm = strstr(f->root, "/node_modules/"), *entry, *last = nm;
@@ -897,8 +906,6 @@ static int read_npm(struct pkg_found *f, const char *registry)
 		snprintf(path, sizeof(path), "%s/package.json", f->root);
 		own_hash(f, path, "package.json");
 	}
-	if (!f->source[0] && registry)
-		snprintf(f->source, sizeof(f->source), "%s", registry);
 	return 0;
 }
 
@@ -910,9 +917,13 @@ int pkgmeta__read(struct pkg_found *f, char *const *debs, size_t ndebs, const ch
 	case PKG_DPKG:
 		return read_dpkg(f, debs, ndebs, registry);
 	case PKG_PIP:
-		return read_pip(f, registry);
+		if (read_pip(f))
+			return -ENOENT;
+		break;
 	case PKG_NPM:
-		return read_npm(f, registry);
+		if (read_npm(f))
+			return -ENOENT;
+		break;
 	case PKG_GEM:
 		if (access(f->key, R_OK))
 			return -ENOENT;

@@ -191,6 +191,53 @@ static void put(const char *dir, const char *name, const char *text)
 	fclose(f);
 }
 
+/* The config files each manager reads, in its order: pip prefers the virtualenv's pip.conf to
+ * the user's, npm the project's .npmrc to the user's.
+ */
+Test(pkgmeta, registries_from_config_files)
+{
+	char dir[] = "/tmp/egret-unit-XXXXXX", p[256], env[512], out[256], from[256], want[320];
+	char *pip[] = { "pip", "install", "x" }, *npm[] = { "npm", "install", "x" };
+	int envlen;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/home/.config/pip", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "pip.conf", "[global]\ntimeout = 5\nindex-url = http://user/simple # mirror\n");
+	snprintf(p, sizeof(p), "%s/home", dir);
+	put(p, ".npmrc", "registry=http://user-npm/\n");
+	envlen = snprintf(env, sizeof(env), "HOME=%s/home%cVIRTUAL_ENV=%s/venv", dir, 0, dir) + 1;
+
+	pkgmeta__registry("pip", pip, 3, env, (size_t)envlen, "/", out, sizeof(out), from,
+			  sizeof(from));
+	cr_expect_str_eq(out, "http://user/simple");
+	snprintf(want, sizeof(want), "%s/home/.config/pip/pip.conf", dir);
+	cr_expect_str_eq(from, want);
+
+	snprintf(p, sizeof(p), "%s/venv", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "pip.conf", "[global]\nindex-url=http://venv/simple\n");
+	pkgmeta__registry("pip", pip, 3, env, (size_t)envlen, "/", out, sizeof(out), from,
+			  sizeof(from));
+	cr_expect_str_eq(out, "http://venv/simple");
+
+	snprintf(want, sizeof(want), "%s/home", dir);
+	pkgmeta__registry("npm", npm, 3, env, (size_t)envlen, want, out, sizeof(out), from,
+			  sizeof(from));
+	cr_expect_str_eq(out, "http://user-npm/");
+	snprintf(p, sizeof(p), "%s/proj", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, ".npmrc", "registry = http://project-npm/\n");
+	pkgmeta__registry("npm", npm, 3, env, (size_t)envlen, p, out, sizeof(out), from,
+			  sizeof(from));
+	cr_expect_str_eq(out, "http://project-npm/");
+	snprintf(want, sizeof(want), "%s/proj/.npmrc", dir);
+	cr_expect_str_eq(from, want);
+
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	cr_expect_eq(system(p), 0);
+}
+
 Test(pkgmeta, reading_installed_packages)
 {
 	char dir[] = "/tmp/egret-unit-XXXXXX", p[512], cmd[64];
