@@ -68,7 +68,7 @@ test)
 bench)
 	install_packages "$top/deploy/bench-packages.txt"
 	build
-	for b in connect dns audit sinks; do
+	for b in connect dns audit sinks pkg; do
 		echo "bootstrap: egret_bench_$b"
 		"$build/tests/bench/egret_bench_$b" || die "egret_bench_$b failed"
 	done

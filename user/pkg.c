@@ -371,6 +371,7 @@ void pkg__tick(struct pkg_tracker *t)
 			i++;
 		}
 	}
+	pkgmeta__expire(now);
 	/* a run whose exit record was lost: its process is gone */
 	for (int i = 0; i < PKG_MAX_RUNS; i++) {
 		if (t->runs[i].used && now - t->runs[i].started_ns > PKG_ORPHAN_NS &&
@@ -396,4 +397,5 @@ void pkg__free(struct pkg_tracker *t)
 	}
 	free(t->pending);
 	t->pending = NULL;
+	pkgmeta__expire(0);
 }

@@ -5,15 +5,60 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pkgmeta.h"
 #include "sha256.h"
 #include "util.h"
 
-#define META_MAX (4u << 20) /* metadata files larger than this are not read */
+/* The files read here are written by sandboxes: only regular files are opened, and only so
+ * much of them is read or hashed, so that a FIFO, a device or a huge file cannot stall egretd.
+ */
+#define META_MAX     (4u << 20)	    /* metadata files larger than this are not read */
+#define LIST_MAX     (256u << 20)   /* apt lists (Debian main is ~50 MiB uncompressed) */
+#define HASH_MAX     (512ull << 20) /* .debs larger than this are not hashed by egret */
+#define HELPER_MS    5000	    /* apt-helper gets this long to decompress a list */
+#define LISTS_CACHED 8
+#define LIST_IDLE_NS (60ull * 1000000000ull) /* an unused list is dropped after this */
+
+/* Open path for reading if it is a regular file; its size in *size. */
+static int open_regular(const char *path, uint64_t *size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (size)
+		*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+/* read_file() for files a sandbox may have put there */
+static int read_small(const char *path, char *buf, size_t size)
+{
+	int fd = open_regular(path, NULL);
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	buf[n] = '\0';
+	return (int)n;
+}
 
 /* ---- recognising a manager ------------------------------------------------------------------ */
 
@@ -168,7 +213,7 @@ static bool config_value(const char *path, const char *key, char *out, size_t si
 	char buf[65536], *save = NULL;
 	size_t kl = strlen(key);
 
-	if (read_file(path, buf, sizeof(buf)) <= 0)
+	if (read_small(path, buf, sizeof(buf)) <= 0)
 		return false;
 	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *p = line, *v;
@@ -215,7 +260,7 @@ static bool apt_sources(const char *list, char *out, size_t size)
 		closedir(d);
 	out[0] = '\0';
 	for (size_t i = 0; i < nf; i++) {
-		if (read_file(files[i], buf, sizeof(buf)) <= 0)
+		if (read_small(files[i], buf, sizeof(buf)) <= 0)
 			continue;
 		for (char *line = strtok_r(buf, "\n", &save); line;
 		     line = strtok_r(NULL, "\n", &save)) {
@@ -481,15 +526,20 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 	return false;
 }
 
-int pkgmeta__sha256_file(const char *path, char *hex)
+int pkgmeta__sha256_file(const char *path, uint64_t max, char *hex)
 {
 	uint8_t buf[65536], digest[32];
 	struct sha256 s;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint64_t size;
+	int fd = open_regular(path, &size);
 	ssize_t n;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
+	if (size > max) {
+		close(fd);
+		return -EFBIG;
+	}
 	sha256__init(&s);
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		sha256__update(&s, buf, (size_t)n);
@@ -502,33 +552,61 @@ int pkgmeta__sha256_file(const char *path, char *hex)
 }
 
 /* A whole (small) file into a malloc'd, NUL-terminated buffer. */
-static char *slurp(const char *path, size_t *len)
+/* All of fd (up to max bytes) into a malloc'd, NUL-terminated buffer; NULL when deadline
+ * (CLOCK_MONOTONIC ns, 0: none) passes before the end, or on no memory.
+ */
+static char *read_fd(int fd, size_t max, uint64_t deadline, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	size_t cap = 65536, n = 0;
-	char *buf = NULL;
+	char *buf = malloc(cap + 1);
 	ssize_t r;
 
-	if (fd < 0)
-		return NULL;
-	buf = malloc(cap + 1);
-	while (buf && (r = read(fd, buf + n, cap - n)) > 0) {
+	while (buf) {
+		if (deadline) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+			if (now >= deadline ||
+			    poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1) <= 0) {
+				free(buf);
+				return NULL;
+			}
+		}
+		r = read(fd, buf + n, cap - n);
+		if (r <= 0)
+			break;
 		n += (size_t)r;
 		if (n == cap) {
-			char *nb = cap * 2 <= META_MAX ? realloc(buf, cap * 2 + 1) : NULL;
+			char *nb = cap * 2 <= max ? realloc(buf, cap * 2 + 1) : NULL;
 
 			if (!nb)
-				break;
+				break; /* the first max bytes */
 			buf = nb;
 			cap *= 2;
 		}
 	}
-	close(fd);
 	if (buf) {
 		buf[n] = '\0';
 		*len = n;
 	}
 	return buf;
+}
+
+static char *slurp_max(const char *path, size_t max, size_t *len)
+{
+	int fd = open_regular(path, NULL);
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = read_fd(fd, max, 0, len);
+	close(fd);
+	return buf;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	return slurp_max(path, META_MAX, len);
 }
 
 /* "Key: value" of an RFC 822-style header block (METADATA), the first. */
@@ -551,32 +629,175 @@ static bool header_value(const char *text, const char *key, char *out, size_t si
 	return false;
 }
 
+/* The stanza at s, when it is pkg's (at version, unless NULL) and has field. header_value
+ * stops at the blank line, so nothing is copied.
+ */
+static bool stanza_at(const char *s, const char *pkg, const char *version, const char *field,
+		      char *out, size_t size)
+{
+	size_t pl = strlen(pkg);
+	char want[PKG_VER_MAX + 16];
+
+	if (strncmp(s, "Package: ", 9) || strncmp(s + 9, pkg, pl) || s[9 + pl] != '\n')
+		return false;
+	if (version && (!header_value(s, "Version", want, sizeof(want)) || strcmp(want, version)))
+		return false;
+	return header_value(s, field, out, size);
+}
+
 bool pkgmeta__stanza(const char *text, const char *pkg, const char *version, const char *field,
 		     char *out, size_t size)
 {
-	size_t pl = strlen(pkg);
-
 	for (const char *s = text; s && *s;) {
 		const char *end = strstr(s, "\n\n");
-		size_t len = end ? (size_t)(end - s) : strlen(s);
-		char want[PKG_VER_MAX + 16], *stanza = strndup(s, len);
-		bool match = false;
 
-		if (!stanza)
-			return false;
-		if (!strncmp(stanza, "Package: ", 9) && !strncmp(stanza + 9, pkg, pl) &&
-		    stanza[9 + pl] == '\n') {
-			match = !version || (header_value(stanza, "Version", want, sizeof(want)) &&
-					     !strcmp(want, version));
-			if (match && header_value(stanza, field, out, size)) {
-				free(stanza);
-				return true;
-			}
-		}
-		free(stanza);
+		if (stanza_at(s, pkg, version, field, out, size))
+			return true;
 		s = end ? end + 2 : NULL;
 	}
 	return false;
+}
+
+/* ---- apt's lists, indexed once --------------------------------------------------------------- */
+
+/* A package's stanzas are found in an apt list by the hash of its name; a list is read and
+ * indexed once and kept while it is in use and unchanged (device, inode, size, mtime), so an
+ * install of many packages reads a 50 MiB list once, not once per package.
+ */
+struct list_entry {
+	uint64_t hash;
+	uint32_t off;
+};
+
+static struct apt_list {
+	char path[PATH_MAX];
+	struct stat st;
+	char *text;
+	struct list_entry *ix;
+	size_t nix;
+	uint64_t used_ns;
+} lists[LISTS_CACHED];
+
+static uint64_t name_hash(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ull;
+	return h;
+}
+
+static int by_hash(const void *a, const void *b)
+{
+	const struct list_entry *x = a, *y = b;
+
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static void list_drop(struct apt_list *l)
+{
+	free(l->text);
+	free(l->ix);
+	memset(l, 0, sizeof(*l));
+}
+
+static bool same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+static char *apt_cat(const char *path, size_t *len);
+
+static bool list_index(struct apt_list *l)
+{
+	size_t cap = 0;
+
+	for (const char *s = l->text; s && *s;) {
+		const char *end = strstr(s, "\n\n");
+
+		if (!strncmp(s, "Package: ", 9)) {
+			if (l->nix == cap) {
+				struct list_entry *n;
+
+				cap = cap ? cap * 2 : 4096;
+				n = realloc(l->ix, cap * sizeof(*n));
+				if (!n)
+					return false;
+				l->ix = n;
+			}
+			l->ix[l->nix].hash = name_hash(s + 9, strcspn(s + 9, "\n"));
+			l->ix[l->nix++].off = (uint32_t)(s - l->text);
+		}
+		s = end ? end + 2 : NULL;
+	}
+	if (l->nix)
+		qsort(l->ix, l->nix, sizeof(*l->ix), by_hash);
+	return true;
+}
+
+static const struct apt_list *list_get(const char *path, bool compressed)
+{
+	struct apt_list *l = &lists[0];
+	struct stat st;
+	size_t len = 0;
+
+	if (strlen(path) >= sizeof(l->path) || stat(path, &st) || !S_ISREG(st.st_mode))
+		return NULL;
+	for (int i = 0; i < LISTS_CACHED; i++) {
+		if (lists[i].text && !strcmp(lists[i].path, path)) {
+			if (same_file(&lists[i].st, &st)) {
+				lists[i].used_ns = now_ns(CLOCK_MONOTONIC);
+				return &lists[i];
+			}
+			list_drop(&lists[i]);
+		}
+		if (lists[i].used_ns < l->used_ns)
+			l = &lists[i];
+	}
+	list_drop(l);
+	l->text = compressed ? apt_cat(path, &len) : slurp_max(path, LIST_MAX, &len);
+	if (!l->text)
+		return NULL;
+	if (!list_index(l)) {
+		list_drop(l);
+		return NULL;
+	}
+	memcpy(l->path, path, strlen(path) + 1);
+	l->st = st;
+	l->used_ns = now_ns(CLOCK_MONOTONIC);
+	return l;
+}
+
+static bool list_stanza(const struct apt_list *l, const char *pkg, const char *version,
+			const char *field, char *out, size_t size)
+{
+	uint64_t h = name_hash(pkg, strlen(pkg));
+	size_t lo = 0, hi = l->nix;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->ix[mid].hash < h)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < l->nix && l->ix[lo].hash == h; lo++) {
+		if (stanza_at(l->text + l->ix[lo].off, pkg, version, field, out, size))
+			return true;
+	}
+	return false;
+}
+
+void pkgmeta__expire(uint64_t now)
+{
+	for (int i = 0; i < LISTS_CACHED; i++) {
+		if (lists[i].text && (!now || now - lists[i].used_ns >= LIST_IDLE_NS))
+			list_drop(&lists[i]);
+	}
 }
 
 /* ---- JSON, as much as package.json and lockfiles need ----------------------------------- */
@@ -593,7 +814,9 @@ static const char *skip_string(const char *p, const char *end)
 	return end;
 }
 
-/* The value of key among the members of the object at depth 1 of json[0..len). */
+/* The value of key among the members of the object at depth 1 of json[0..len): its first byte,
+ * never json + len (a file cut after the colon has no value).
+ */
 static const char *member(const char *json, size_t len, const char *key)
 {
 	const char *p = json, *end = json + len;
@@ -610,7 +833,7 @@ static const char *member(const char *json, size_t len, const char *key)
 			    !memcmp(s + 1, key, kl)) {
 				for (q++; q < end && isspace((unsigned char)*q); q++)
 					;
-				return q;
+				return q < end ? q : NULL;
 			}
 			p = e;
 			continue;
@@ -689,7 +912,7 @@ static void own_hash(struct pkg_found *f, const char *path, const char *what)
 {
 	char hex[65];
 
-	if (!pkgmeta__sha256_file(path, hex)) {
+	if (!pkgmeta__sha256_file(path, META_MAX, hex)) {
 		snprintf(f->hash, sizeof(f->hash), "sha256:%s", hex);
 		snprintf(f->hash_source, sizeof(f->hash_source), "egret sha256 of %s", what);
 	}
@@ -701,12 +924,14 @@ static void own_hash(struct pkg_found *f, const char *path, const char *what)
 static char *apt_cat(const char *path, size_t *len)
 {
 	static const char helper[] = "/usr/lib/apt/apt-helper";
-	size_t cap = 1 << 20, n = 0;
-	char *buf;
+	char *buf = NULL;
 	int pfd[2], status;
 	pid_t pid;
-	ssize_t r;
+	int fd = open_regular(path, NULL);
 
+	if (fd < 0)
+		return NULL;
+	close(fd);
 	if (access(helper, X_OK) || pipe2(pfd, O_CLOEXEC))
 		return NULL;
 	pid = fork();
@@ -719,24 +944,14 @@ static char *apt_cat(const char *path, size_t *len)
 		_exit(127);
 	}
 	close(pfd[1]);
-	buf = pid > 0 ? malloc(cap + 1) : NULL;
-	while (buf && (r = read(pfd[0], buf + n, cap - n)) > 0) {
-		n += (size_t)r;
-		if (n == cap) {
-			char *nb = cap * 2 <= META_MAX * 16 ? realloc(buf, cap * 2 + 1) : NULL;
-
-			if (!nb)
-				break;
-			buf = nb;
-			cap *= 2;
-		}
-	}
-	close(pfd[0]);
+	/* the file may have become a FIFO since it was checked: the helper then waits */
 	if (pid > 0)
+		buf = read_fd(pfd[0], LIST_MAX, now_ns(CLOCK_MONOTONIC) + HELPER_MS * 1000000ull,
+			      len);
+	close(pfd[0]);
+	if (pid > 0) {
+		kill(pid, SIGKILL); /* done with it, or it is stuck */
 		waitpid(pid, &status, 0);
-	if (buf) {
-		buf[n] = '\0';
-		*len = n;
 	}
 	return buf;
 }
@@ -765,26 +980,24 @@ static int read_dpkg(struct pkg_found *f, char *const *debs, size_t ndebs, const
 	snprintf(path, sizeof(path), "%s/var/lib/apt/lists", f->root);
 	d = opendir(path);
 	while (d && (de = readdir(d)) && !f->hash[0]) {
-		char lp[8448], *list;
+		char lp[8448];
+		const struct apt_list *list;
 
 		if (!strstr(de->d_name, "_Packages"))
 			continue;
 		snprintf(lp, sizeof(lp), "%s/%s", path, de->d_name);
-		list = ends_with(de->d_name, "_Packages") ? slurp(lp, &len) : apt_cat(lp, &len);
-		if (list &&
-		    pkgmeta__stanza(list, f->name, f->version, "SHA256", val, sizeof(val))) {
+		list = list_get(lp, !ends_with(de->d_name, "_Packages"));
+		if (list && list_stanza(list, f->name, f->version, "SHA256", val, sizeof(val))) {
 			set_hash(f, "sha256:", val);
 			snprintf(f->hash_source, sizeof(f->hash_source), "apt lists (%s)",
 				 de->d_name);
-			if (pkgmeta__stanza(list, f->name, f->version, "Filename", val,
-					    sizeof(val)))
+			if (list_stanza(list, f->name, f->version, "Filename", val, sizeof(val)))
 				snprintf(f->source, sizeof(f->source), "%s%s%s",
 					 registry && *registry ? registry : "",
 					 registry && *registry && !ends_with(registry, "/") ? "/"
 											    : "",
 					 val);
 		}
-		free(list);
 	}
 	if (d)
 		closedir(d);
@@ -795,7 +1008,7 @@ static int read_dpkg(struct pkg_found *f, char *const *debs, size_t ndebs, const
 
 		snprintf(want, sizeof(want), "%s_", f->name);
 		if ((ndebs == 1 || !strncmp(b, want, strlen(want))) &&
-		    !pkgmeta__sha256_file(debs[i], hex)) {
+		    !pkgmeta__sha256_file(debs[i], HASH_MAX, hex)) {
 			snprintf(f->hash, sizeof(f->hash), "sha256:%s", hex);
 			snprintf(f->hash_source, sizeof(f->hash_source), "sha256 of the .deb");
 			snprintf(f->source, sizeof(f->source), "file://%s", debs[i]);
@@ -931,7 +1144,7 @@ int pkgmeta__read(struct pkg_found *f, char *const *debs, size_t ndebs, const ch
 		break;
 	case PKG_GO:
 		/* go's own hash of the module zip: "h1:<base64 sha256 of the file tree>" */
-		if (read_file(f->key, buf, sizeof(buf)) <= 0)
+		if (read_small(f->key, buf, sizeof(buf)) <= 0)
 			return -ENOENT;
 		buf[strcspn(buf, "\r\n")] = '\0';
 		snprintf(f->hash, sizeof(f->hash), "%s", buf);

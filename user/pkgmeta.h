@@ -8,6 +8,7 @@
 #define EGRET_PKGMETA_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 
 #define PKG_NAME_MAX 128
@@ -58,12 +59,19 @@ bool pkgmeta__match(const char *path, struct pkg_found *f);
  */
 int pkgmeta__read(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry);
 
+/* apt lists read by pkgmeta__read are kept indexed while in use: drop those unused for a
+ * minute (now: CLOCK_MONOTONIC ns), or all of them (now 0).
+ */
+void pkgmeta__expire(uint64_t now);
+
 /* helpers, exported for the tests */
 bool pkgmeta__json_string(const char *json, size_t len, const char *key, char *out, size_t size);
 bool pkgmeta__json_object(const char *json, size_t len, const char *key, const char **obj,
 			  size_t *objlen);
 bool pkgmeta__stanza(const char *text, const char *pkg, const char *version, const char *field,
 		     char *out, size_t size);
-int pkgmeta__sha256_file(const char *path, char *hex);
+/* sha256 of a regular file of at most max bytes (-EFBIG when larger, -EINVAL when not a
+ * regular file: a FIFO would block) */
+int pkgmeta__sha256_file(const char *path, uint64_t max, char *hex);
 
 #endif /* EGRET_PKGMETA_H */

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -179,6 +180,60 @@ Test(pkgmeta, json_and_stanzas)
 	cr_expect_str_eq(out, "1");
 }
 
+/* Metadata files are written by the sandbox: the JSON reader must stay inside the bytes it is
+ * given whatever they are. Every truncation of a lockfile and 20,000 random mutations of it
+ * are parsed from the very end of a page followed by an inaccessible one, so reading one byte
+ * too far faults.
+ */
+Test(pkgmeta, hostile_json_stays_in_bounds)
+{
+	static const char lock[] =
+		"{\"name\":\"p\\\"q\",\"packages\":{\"node_modules/demo\":{\"version\":\"1.0.0\","
+		"\"resolved\":\"http://r/demo.tgz\",\"integrity\":\"sha512-abc\\/d\\u0041==\","
+		"\"deps\":[1,{\"a\":[\"}\"]},true,null]}}}";
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = sizeof(lock) - 1;
+	char *map =
+		mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char mut[sizeof(lock)], out[64] = "";
+	const char *obj;
+	size_t olen;
+	unsigned int seed = 7;
+
+	cr_assert_neq(map, MAP_FAILED);
+	cr_assert_eq(mprotect(map + page, page, PROT_NONE), 0);
+	for (size_t len = 0; len <= n; len++) {
+		char *at = map + page - len;
+
+		memcpy(at, lock, len);
+		pkgmeta__json_string(at, len, "name", out, sizeof(out));
+		if (pkgmeta__json_object(at, len, "packages", &obj, &olen)) {
+			cr_assert(obj >= at && obj + olen <= at + len);
+			if (pkgmeta__json_object(obj, olen, "node_modules/demo", &obj, &olen))
+				pkgmeta__json_string(obj, olen, "integrity", out, sizeof(out));
+		}
+	}
+	for (int i = 0; i < 20000; i++) {
+		size_t len = (size_t)rand_r(&seed) % (n + 1);
+		char *at = map + page - len;
+
+		memcpy(mut, lock, n);
+		for (int k = rand_r(&seed) % 4; k >= 0; k--)
+			mut[rand_r(&seed) % n] = "{}[]\"\\:,u0 "[rand_r(&seed) % 12];
+		memcpy(at, mut, len);
+		pkgmeta__json_string(at, len, "name", out, sizeof(out));
+		cr_assert_lt(strlen(out), sizeof(out));
+		if (pkgmeta__json_object(at, len, "packages", &obj, &olen)) {
+			cr_assert(obj >= at && obj + olen <= at + len);
+			pkgmeta__json_string(obj, olen, "version", out, sizeof(out));
+		}
+	}
+	/* the whole, unharmed, still reads */
+	memcpy(map + page - n, lock, n);
+	cr_assert(pkgmeta__json_string(map + page - n, n, "name", out, sizeof(out)));
+	cr_expect_str_eq(out, "p\"q");
+	munmap(map, 2 * page);
+}
+
 static void put(const char *dir, const char *name, const char *text)
 {
 	char path[512];
@@ -307,4 +362,87 @@ Test(pkgmeta, reading_installed_packages)
 	cr_expect_eq(pkgmeta__read(&f, NULL, 0, NULL), -ENOENT);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_expect_eq(system(cmd), 0);
+}
+
+/* apt's lists are indexed once: a list of 60,000 stanzas with two versions of the package
+ * answers for the installed version; rewritten, it is read again.
+ */
+Test(pkgmeta, apt_lists_indexed_and_reread)
+{
+	char dir[] = "/tmp/egret-unit-XXXXXX", p[256], list[320];
+	struct pkg_found f;
+	FILE *out;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/var/lib/dpkg/info", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/var/lib/dpkg", dir);
+	put(p, "status", "Package: zz-late\nStatus: install ok installed\nVersion: 2.0\n");
+	snprintf(p, sizeof(p), "%s/var/lib/apt/lists", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	snprintf(list, sizeof(list), "%s/mirror_dists_x_main_binary-amd64_Packages", p);
+	out = fopen(list, "w");
+	cr_assert(out);
+	for (int i = 0; i < 60000; i++)
+		fprintf(out, "Package: pkg%05d\nVersion: 1\nFilename: pool/p%d.deb\nSHA256: %064d\n\n",
+			i, i, i);
+	fputs("Package: zz-late\nVersion: 1.0\nFilename: pool/zz_1.0.deb\nSHA256: 10\n\n"
+	      "Package: zz-late\nVersion: 2.0\nFilename: pool/zz_2.0.deb\nSHA256: 20\n",
+	      out);
+	fclose(out);
+	snprintf(p, sizeof(p), "%s/var/lib/dpkg/info/zz-late.list", dir);
+	cr_assert(pkgmeta__match(p, &f));
+	cr_assert_eq(pkgmeta__read(&f, NULL, 0, "http://mirror/debian"), 0);
+	cr_expect_str_eq(f.version, "2.0");
+	cr_expect_str_eq(f.hash, "sha256:20");
+	cr_expect_str_eq(f.source, "http://mirror/debian/pool/zz_2.0.deb");
+
+	/* apt update brought a new list: same name, other contents */
+	out = fopen(list, "w");
+	cr_assert(out);
+	fputs("Package: zz-late\nVersion: 2.0\nFilename: pool/zz_2.0.deb\nSHA256: 21\n", out);
+	fclose(out);
+	cr_assert(pkgmeta__match(p, &f));
+	cr_assert_eq(pkgmeta__read(&f, NULL, 0, "http://mirror/debian"), 0);
+	cr_expect_str_eq(f.hash, "sha256:21");
+	pkgmeta__expire(0);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	cr_expect_eq(system(p), 0);
+}
+
+/* A sandbox names the files egretd reads: FIFOs where metadata should be are not opened (an
+ * open would wait for a writer forever), and the package is reported from what can be read.
+ */
+Test(pkgmeta, a_fifo_for_metadata_does_not_block, .timeout = 10)
+{
+	char dir[] = "/tmp/egret-unit-XXXXXX", p[256], q[320];
+	struct pkg_found f;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/node_modules/evil", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	snprintf(q, sizeof(q), "%s/package.json", p);
+	cr_assert_eq(mkfifo(q, 0644), 0);
+	cr_assert(pkgmeta__match(q, &f));
+	cr_expect_eq(pkgmeta__read(&f, NULL, 0, NULL), -ENOENT);
+
+	/* a dist-info whose METADATA is real and RECORD is a FIFO: read, hashed by egret */
+	snprintf(p, sizeof(p), "%s/site/evil-1.0.dist-info", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "METADATA", "Name: evil\nVersion: 1.0\n");
+	snprintf(q, sizeof(q), "%s/RECORD", p);
+	cr_assert_eq(mkfifo(q, 0644), 0);
+	snprintf(q, sizeof(q), "%s/direct_url.json", p);
+	cr_assert_eq(mkfifo(q, 0644), 0);
+	cr_assert(pkgmeta__match(q, &f) || pkgmeta__match(p, &f));
+	cr_assert_eq(pkgmeta__read(&f, NULL, 0, NULL), 0);
+	cr_expect_str_eq(f.name, "evil");
+	cr_expect(!strncmp(f.hash_source, "egret sha256 of", 15), "%s", f.hash_source);
+
+	/* a FIFO for a .deb given to dpkg is not hashed */
+	snprintf(q, sizeof(q), "%s/x.deb", dir);
+	cr_assert_eq(mkfifo(q, 0644), 0);
+	cr_expect_eq(pkgmeta__sha256_file(q, 1u << 30, p), -EINVAL);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	cr_expect_eq(system(p), 0);
 }
