@@ -46,7 +46,7 @@ static int read_all(char (*paths)[320], int n, bool rescan, int *hashed)
 int main(int argc, char **argv)
 {
 	int want = 200, rounds = 5, n = 0, ok = 0, hashed = 0;
-	char (*paths)[320];
+	char(*paths)[320];
 	double per[2][64];
 	DIR *d;
 	struct dirent *de;

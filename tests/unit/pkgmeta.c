@@ -384,7 +384,8 @@ Test(pkgmeta, apt_lists_indexed_and_reread)
 	out = fopen(list, "w");
 	cr_assert(out);
 	for (int i = 0; i < 60000; i++)
-		fprintf(out, "Package: pkg%05d\nVersion: 1\nFilename: pool/p%d.deb\nSHA256: %064d\n\n",
+		fprintf(out,
+			"Package: pkg%05d\nVersion: 1\nFilename: pool/p%d.deb\nSHA256: %064d\n\n",
 			i, i, i);
 	fputs("Package: zz-late\nVersion: 1.0\nFilename: pool/zz_1.0.deb\nSHA256: 10\n\n"
 	      "Package: zz-late\nVersion: 2.0\nFilename: pool/zz_2.0.deb\nSHA256: 20\n",
