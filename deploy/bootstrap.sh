@@ -39,8 +39,9 @@ install_packages() {
 		die "apt-get install failed for:$missing"
 }
 
+# build [CMAKE OPTIONS]: configure and build into $build
 build() {
-	cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	cmake -S "$top" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" >/dev/null
 	cmake --build "$build" -j "$(nproc)"
 }
 
@@ -61,7 +62,8 @@ run)
 	;;
 test)
 	install_packages
-	build
+	# the tests build with warnings as errors, as CI does
+	build -DEGRET_WERROR=ON
 	cd "$build"
 	exec ctest --output-on-failure --verbose
 	;;

@@ -148,7 +148,7 @@ void collector__check_drops(struct collector *c)
 {
 	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
 	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
-	uint64_t drops, reported;
+	uint64_t drops = 0, reported = 0;
 	char detail[96];
 
 	if (collector__counter(c->counters_fd, EGRET_CNT_RINGBUF_DROPS, &drops) ||

@@ -63,7 +63,8 @@ static void reply_append(struct control_req *r, char tag, const void *data, size
 	r->len += 3 + len;
 }
 
-static void reply_vtext(struct control_req *r, char tag, const char *fmt, va_list ap)
+__attribute__((format(printf, 3, 0))) static void reply_vtext(struct control_req *r, char tag,
+							      const char *fmt, va_list ap)
 {
 	char *text = NULL;
 	int n = vasprintf(&text, fmt, ap);

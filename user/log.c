@@ -12,7 +12,8 @@
 static const char *log_prog = "egret";
 static enum log_level log_level = LOG_LVL_INFO;
 
-static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_level level,
+							      const char *fmt, va_list ap)
 {
 	if (level == LIBBPF_DEBUG && log_level < LOG_LVL_DEBUG)
 		return 0;

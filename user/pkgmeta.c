@@ -530,7 +530,7 @@ int pkgmeta__sha256_file(const char *path, uint64_t max, char *hex)
 {
 	uint8_t buf[65536], digest[32];
 	struct sha256 s;
-	uint64_t size;
+	uint64_t size = 0;
 	int fd = open_regular(path, &size);
 	ssize_t n;
 

@@ -44,7 +44,7 @@ struct pkg_found {
 	char version[PKG_VER_MAX];
 	char source[PKG_URL_MAX];
 	char hash[PKG_HASH_MAX];
-	char hash_source[64];
+	char hash_source[288]; /* "apt lists (<list file name>)" and shorter */
 	char key[4096];	 /* the metadata path it was recognised by (deduplication) */
 	char root[4096]; /* dpkg: the root dpkg installed into; pip/npm: the package directory */
 };

@@ -42,7 +42,8 @@ static void rig_init(struct rig *r, uint64_t limit)
 	cr_assert_eq(stream__open_spool(&r->s, r->spool, limit, SPOOL_SYNC_NEVER), 0);
 }
 
-static struct sink *rig_sink(struct rig *r, const char *fmt, ...)
+__attribute__((format(printf, 2, 3))) static struct sink *rig_sink(struct rig *r, const char *fmt,
+								   ...)
 {
 	char uri[256], err[160];
 	struct sink *k = &r->sinks[r->n++];
