@@ -116,7 +116,8 @@ static int collapse(struct policy_entries *set, char *err, size_t errsz)
 {
 	size_t out = 0;
 
-	qsort(set->v, set->n, sizeof(*set->v), cmp_prefix);
+	if (set->n > 1)
+		qsort(set->v, set->n, sizeof(*set->v), cmp_prefix);
 	for (size_t i = 0; i < set->n; i++) {
 		struct policy_entry *last = out ? &set->v[out - 1] : NULL;
 

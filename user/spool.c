@@ -208,7 +208,8 @@ static int list_segments(struct spool *s, uint64_t **ids, size_t *n)
 		(*ids)[(*n)++] = id;
 	}
 	closedir(d);
-	qsort(*ids, *n, sizeof(**ids), cmp_u64);
+	if (*n > 1)
+		qsort(*ids, *n, sizeof(**ids), cmp_u64);
 	return 0;
 }
 
