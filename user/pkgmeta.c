@@ -433,6 +433,22 @@ static bool ends_with(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
+/* Is [p, end) a package's directory under node_modules: "name" or "@scope/name", neither part
+ * empty nor hidden, nothing deeper (a package's own subdirectories have package.json files too)?
+ */
+static bool npm_name(const char *p, const char *end)
+{
+	const char *sep;
+
+	if (end <= p || p[0] == '.')
+		return false;
+	sep = memchr(p, '/', (size_t)(end - p));
+	if (p[0] != '@')
+		return !sep;
+	return sep && sep > p + 1 && sep + 1 < end && sep[1] != '.' &&
+	       !memchr(sep + 1, '/', (size_t)(end - sep - 1));
+}
+
 bool pkgmeta__match(const char *path, struct pkg_found *f)
 {
 	const char *p, *slash;
@@ -484,13 +500,7 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 			last = q++;
 		p = last + 14;
 		slash = strrchr(path, '/');
-		if (slash <= p || p[0] == '.')
-			return false;
-		/* one name, or @scope/name: nothing deeper (a package's own subdirectories) */
-		if (memchr(p, '/', (size_t)(slash - p)) && p[0] != '@')
-			return false;
-		if (p[0] == '@' &&
-		    memchr(strchr(p, '/') + 1, '/', (size_t)(slash - strchr(p, '/') - 1)))
+		if (!npm_name(p, slash))
 			return false;
 		f->layout = PKG_NPM;
 		snprintf(f->name, sizeof(f->name), "%.*s", (int)(slash - p), p);

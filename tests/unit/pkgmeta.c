@@ -154,6 +154,53 @@ Test(pkgmeta, metadata_paths)
 	cr_expect_not(pkgmeta__match("/var/lib/dpkg/status", &f));
 }
 
+/* npm's path shapes around a scope, each matched from the end of a page followed by an
+ * inaccessible one: a scope directory's own package.json once made the name check read past
+ * the path's end (memchr of (size_t)-1 bytes).
+ */
+Test(pkgmeta, npm_scope_paths_stay_in_bounds)
+{
+	static const struct {
+		const char *path, *name; /* name NULL: not a package */
+	} cases[] = {
+		{ "/p/node_modules/@scope/package.json", NULL },
+		{ "node_modules/@scope/package.json", NULL },
+		{ "/p/node_modules/@/x/package.json", NULL },
+		{ "/p/node_modules/@/package.json", NULL },
+		{ "/p/node_modules/@s//package.json", NULL },
+		{ "/p/node_modules/@scope", NULL },
+		{ "/p/node_modules/@scope/", NULL },
+		{ "/p/node_modules/@scope/x/lib/package.json", NULL },
+		{ "/p/node_modules/@scope/.bin/package.json", NULL },
+		{ "/p/node_modules//package.json", NULL },
+		{ "/node_modules/package.json", NULL },
+		{ "/p/node_modules/@scope/x/package.json", "@scope/x" },
+		{ "/p/node_modules/a/node_modules/@s/b/package.json", "@s/b" },
+		{ "/p/node_modules/x/package.json", "x" },
+	};
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	char *map =
+		mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct pkg_found f;
+
+	cr_assert_neq(map, MAP_FAILED);
+	cr_assert_eq(mprotect(map + page, page, PROT_NONE), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = strlen(cases[i].path) + 1;
+		char *at = map + page - len;
+
+		memcpy(at, cases[i].path, len);
+		if (!cases[i].name) {
+			cr_expect_not(pkgmeta__match(at, &f), "%s: matched as '%s'", at, f.name);
+			continue;
+		}
+		cr_expect(pkgmeta__match(at, &f), "%s", at);
+		cr_expect_str_eq(f.name, cases[i].name, "%s", at);
+		cr_expect_eq(f.layout, PKG_NPM, "%s", at);
+	}
+	munmap(map, 2 * page);
+}
+
 Test(pkgmeta, json_and_stanzas)
 {
 	static const char lock[] =
