@@ -157,6 +157,8 @@ static size_t credential_at(const char *s, size_t n, size_t *keep)
 	size_t t;
 
 	*keep = 0;
+	if (!*s || !strchr("AgxebB-", *s)) /* what every format below starts with */
+		return 0;
 	for (size_t i = 0; i < sizeof(aws) / sizeof(aws[0]); i++) {
 		if (n >= 20 && !strncmp(s, aws[i], 4) && span(s + 4, 16, is_upper_digit) == 16 &&
 		    (n == 20 || !is_upper_digit((unsigned char)s[20])))
