@@ -449,7 +449,8 @@ static bool npm_name(const char *p, const char *end)
 	       !memchr(sep + 1, '/', (size_t)(end - sep - 1));
 }
 
-bool pkgmeta__match(const char *path, struct pkg_found *f)
+/* Which layout path is, and what it tells; the name may come out empty. */
+static bool match_layout(const char *path, struct pkg_found *f)
 {
 	const char *p, *slash;
 
@@ -525,7 +526,8 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 	}
 	/* .../pkg/mod/cache/download/<module>/@v/<version>.ziphash */
 	if (ends_with(path, ".ziphash") && (p = strstr(path, "/pkg/mod/cache/download/")) &&
-	    (slash = strstr(p, "/@v/"))) {
+	    (slash = strstr(p + 24, "/@v/")) && slash > p + 24 && !strchr(slash + 4, '/') &&
+	    strlen(slash + 4) > 8) {
 		f->layout = PKG_GO;
 		snprintf(f->name, sizeof(f->name), "%.*s", (int)(slash - p - 24), p + 24);
 		snprintf(f->version, sizeof(f->version), "%.*s", (int)(strlen(slash + 4) - 8),
@@ -534,6 +536,11 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 		return true;
 	}
 	return false;
+}
+
+bool pkgmeta__match(const char *path, struct pkg_found *f)
+{
+	return match_layout(path, f) && f->name[0];
 }
 
 int pkgmeta__sha256_file(const char *path, uint64_t max, char *hex)

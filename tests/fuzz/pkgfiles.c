@@ -8,7 +8,8 @@
  *   g (4) gem, go    a gemspec, a go .ziphash, a registry
  * Files are written under the target's temp dir and read by pkgmeta__read(). Invariants: no
  * read outside the bytes given (ASan), every string of a result ends inside its array, and a
- * path's package lies inside the path (npm: "name" or "@scope/name").
+ * path's package has a name and lies inside the path (npm: "name" or "@scope/name"; go: a
+ * module and a one-component version).
  */
 #include "pkgfuzz.h"
 #include "pkgmeta.h"
@@ -32,14 +33,16 @@ static void path(const char *p)
 	if (!pkgmeta__match(p, &f))
 		return;
 	check_found(&f);
-	if (strncmp(p, f.root, strlen(f.root)))
-		abort(); /* a root that is not the path's prefix */
+	if (strncmp(p, f.root, strlen(f.root)) || !f.name[0])
+		abort(); /* a root that is not the path's prefix, a package without a name */
 	if (f.layout == PKG_NPM) {
 		slash = strchr(f.name, '/');
 		if (!f.name[0] || (slash && (f.name[0] != '@' || strchr(slash + 1, '/'))))
 			abort();
 	}
-	if (f.layout == PKG_DPKG && (!f.name[0] || strchr(f.name, '/')))
+	if (f.layout == PKG_DPKG && strchr(f.name, '/'))
+		abort();
+	if (f.layout == PKG_GO && (!f.version[0] || strchr(f.version, '/') || f.name[0] == '@'))
 		abort();
 }
 

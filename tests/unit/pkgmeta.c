@@ -154,6 +154,33 @@ Test(pkgmeta, metadata_paths)
 	cr_expect_not(pkgmeta__match("/var/lib/dpkg/status", &f));
 }
 
+/* Paths that look like metadata but name no package: an empty name (dpkg's, a gem's, a
+ * dist-info's, npm's), a go module path or version that is empty or not one component.
+ */
+Test(pkgmeta, paths_without_a_name_are_not_packages)
+{
+	static const char *const paths[] = {
+		"/r/var/lib/dpkg/info/:amd64.list",
+		"/r/var/lib/dpkg/info/.list",
+		"/g/specifications/.gemspec",
+		"/g/specifications/-1.0.gemspec",
+		"/s/-1.0.dist-info",
+		"/s/.dist-info/RECORD",
+		"/go/pkg/mod/cache/download/@v/v1.0.ziphash",
+		"/go/pkg/mod/cache/download//@v/v1.0.ziphash",
+		"/go/pkg/mod/cache/download/m/@v/.ziphash",
+		"/go/pkg/mod/cache/download/m/@v/sub/v1.ziphash",
+	};
+	struct pkg_found f;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		cr_expect_not(pkgmeta__match(paths[i], &f), "%s: name '%s' version '%s'", paths[i],
+			      f.name, f.version);
+	cr_assert(pkgmeta__match("/go/pkg/mod/cache/download/example.com/m/@v/v1.2.3.ziphash", &f));
+	cr_expect_str_eq(f.name, "example.com/m");
+	cr_expect_str_eq(f.version, "v1.2.3");
+}
+
 /* npm's path shapes around a scope, each matched from the end of a page followed by an
  * inaccessible one: a scope directory's own package.json once made the name check read past
  * the path's end (memchr of (size_t)-1 bytes).
