@@ -1,7 +1,8 @@
 /* The redactor. Built-in rules, each with a test in tests/unit/redact.c:
  *   - an argument after a flag whose name looks secret: --password hunter2 (two arguments, or
  *     words of one: sh -c "mysql --password hunter2")
- *   - KEY=VALUE where KEY looks secret: --token=x, AWS_SECRET_ACCESS_KEY=x, ?api_key=x&
+ *   - KEY=VALUE where KEY looks secret: --token=x, AWS_SECRET_ACCESS_KEY=x, ?api_key=x&,
+ *     'password=x' (a quoted value, as in sh -c "...", whole: PASSWORD='a b')
  *   - AWS access key ids (AKIA..., ASIA..., 20 characters)
  *   - GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)
  *   - Slack tokens (xoxb-, xoxp-, ...) and JSON Web Tokens (eyJ...eyJ...sig)
@@ -141,11 +142,6 @@ static int is_dash(int c)
 	return c == '-';
 }
 
-static int is_word(int c)
-{
-	return c && !isspace(c);
-}
-
 /* Length of a credential starting at s that a format rule recognises; 0 when none does. *keep
  * is how much of it stays (a "Bearer ").
  */
@@ -203,10 +199,12 @@ static size_t credential_at(const char *s, size_t n, size_t *keep)
 	return 0;
 }
 
-/* scheme://user:PASSWORD@, all of it one word */
+/* scheme://user:PASSWORD@, all of it one word; the password runs to the last '@' before the
+ * path (an unencoded '@' in it is still the password's)
+ */
 static size_t url_password_at(const char *s, size_t n, size_t *keep)
 {
-	const char *sep = s, *end = s + n, *colon, *at;
+	const char *sep = s, *end = s + n, *colon, *at = NULL;
 
 	if (!isalpha((unsigned char)*s))
 		return 0;
@@ -216,22 +214,35 @@ static size_t url_password_at(const char *s, size_t n, size_t *keep)
 	if (end - sep < 3 || strncmp(sep, "://", 3))
 		return 0;
 	sep += 3;
-	for (colon = sep; colon < end && *colon != ':' && *colon != '@' && *colon != '/' &&
-			  !isspace((unsigned char)*colon);
-	     colon++)
-		;
-	if (colon >= end || *colon != ':')
-		return 0;
-	for (at = colon + 1; at < end && *at != '@' && *at != '/' && !isspace((unsigned char)*at);
-	     at++)
-		;
-	if (at >= end || *at != '@' || at == colon + 1)
+	for (const char *p = sep; p < end && *p != '/' && !isspace((unsigned char)*p); p++) {
+		if (*p == '@')
+			at = p;
+	}
+	colon = at ? memchr(sep, ':', (size_t)(at - sep)) : NULL;
+	if (!colon || at == colon + 1)
 		return 0;
 	*keep = (size_t)(colon + 1 - s);
 	return (size_t)(at - s);
 }
 
-/* KEY=VALUE with a secret-looking key: keep KEY=, redact VALUE up to a delimiter. */
+/* Where a value starting at s[v] ends: at its closing quote when it is quoted (or at the end),
+ * otherwise at whitespace or a character of stops.
+ */
+static size_t value_end(const char *s, size_t n, size_t v, const char *stops)
+{
+	if (v < n && (s[v] == '"' || s[v] == '\'')) {
+		const char *close = memchr(s + v + 1, s[v], n - v - 1);
+
+		return close ? (size_t)(close - s) + 1 : n;
+	}
+	while (v < n && !strchr(stops, s[v]) && !isspace((unsigned char)s[v]))
+		v++;
+	return v;
+}
+
+/* KEY=VALUE with a secret-looking key: keep KEY=, redact VALUE up to a delimiter (a quoted
+ * one to its closing quote).
+ */
 static size_t key_value_at(const struct redactor *r, const char *s, size_t n, size_t *keep)
 {
 	size_t k, v;
@@ -239,8 +250,7 @@ static size_t key_value_at(const struct redactor *r, const char *s, size_t n, si
 	k = span(s, n, is_key_char);
 	if (!k || k >= n || s[k] != '=' || !redact__is_secret_key(r, s, k))
 		return 0;
-	for (v = k + 1; v < n && !strchr("&;,", s[v]) && !isspace((unsigned char)s[v]); v++)
-		;
+	v = value_end(s, n, k + 1, "&;,");
 	if (v == k + 1)
 		return 0;
 	*keep = k + 1;
@@ -265,7 +275,7 @@ static size_t flag_value_at(const struct redactor *r, const char *s, size_t n, s
 	if (v == n || s[v] == '-')
 		return 0;
 	*keep = v;
-	return v + span(s + v, n - v, is_word);
+	return value_end(s, n, v, "");
 }
 
 static void mark(unsigned char *mask, size_t from, size_t to)
@@ -284,7 +294,7 @@ static void mark_rules(const struct redactor *r, const char *in, size_t n, unsig
 			mark(mask, i + keep, i + len);
 		if (!isalnum(prev) && (len = url_password_at(in + i, n - i, &keep)))
 			mark(mask, i + keep, i + len);
-		if ((isspace(prev) || strchr("?&;,", prev)) &&
+		if ((isspace(prev) || strchr("?&;,\"'`(", prev)) &&
 		    (len = key_value_at(r, in + i, n - i, &keep)))
 			mark(mask, i + keep, i + len);
 		if (isspace(prev) && (len = flag_value_at(r, in + i, n - i, &keep)))

@@ -191,3 +191,17 @@ Test(redact, flag_values_inside_one_argument)
 	expect("--name joe", "--name joe");
 	expect("a--password x", "a--password x");
 }
+
+/* Shell strings (sh -c "..."): a key after a quote, a quoted value with spaces in it, a URL
+ * password with an unencoded '@' are redacted whole.
+ */
+Test(redact, quoted_values_and_at_signs)
+{
+	expect("curl -d 'password=hunter2' x", "curl -d 'password=[REDACTED] x");
+	expect("curl -d \"password=hunter2\"", "curl -d \"password=[REDACTED]");
+	expect("mysql --password 'my secret' db", "mysql --password [REDACTED] db");
+	expect("PASSWORD=\"a b\" ./run", "PASSWORD=[REDACTED] ./run");
+	expect("TOKEN='unterminated x", "TOKEN=[REDACTED]");
+	expect("https://u:p@ss@host/x@y", "https://u:[REDACTED]@host/x@y");
+	expect("https://a@b:c@host/", "https://a@b:[REDACTED]@host/");
+}
