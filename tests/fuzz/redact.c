@@ -101,6 +101,33 @@ static void value(struct argv *a, struct input *in, const char *alphabet, size_t
 		addc(a, i % 2 ? from(alphabet, next(in)) : '7');
 }
 
+/* a value in quotes, with spaces in it as sh -c strings have them; unterminated now and then
+ * (then it runs to the end of the string, and the argument ends)
+ */
+static bool quoted(struct argv *a, struct input *in, size_t n)
+{
+	unsigned int b = next(in);
+	char q = b & 1 ? '"' : '\'';
+
+	addc(a, q);
+	for (size_t i = 0; i < n; i++) {
+		char c = from(q == '"' ? "ab XY 01 $\t'{}@:/=&;," : "ab XY 01 $\t\"{}@:/=&;,",
+			      next(in));
+
+		addc(a, i % 2 ? c : '7');
+	}
+	if (b % 8 == 2)
+		return false;
+	addc(a, q);
+	return true;
+}
+
+static void end_unless(struct argv *a, bool closed)
+{
+	if (!closed)
+		end_arg(a);
+}
+
 static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-";
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
 static const char UPPER_DIGIT[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
@@ -108,7 +135,7 @@ static const char TOKEN[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxy
 static const char KEYCH[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.";
 /* what a KEY=VALUE's value, a flag's value, a URL's password may hold */
 static const char VALUE[] = "abcXYZ0189!\"#$%'()*+-./:<=>?@[\\]^_`{|}~\x80\xc3\xa9";
-static const char PASSWORD[] = "abcXYZ0189!\"#$%'()*+-.:<=>?[\\]^_`{|}~&;,\xc3\xa9";
+static const char PASSWORD[] = "abcXYZ0189!\"#$%'()*+-.:<=>?[\\]^_`{|}~&;,@\xc3\xa9";
 
 static const char *pick(const char *const *list, size_t n, struct input *in)
 {
@@ -125,10 +152,10 @@ static void key_value(struct argv *a, struct input *in)
 	static const char *const dashes[] = { "", "-", "--" };
 	unsigned int b = next(in);
 
-	if (b & 1) { /* in a query: ...?KEY=VALUE& */
+	if (b & 1) { /* in a query: ...?KEY=VALUE&, or in quotes: 'KEY=VALUE' */
 		for (unsigned int i = next(in) % 6; i; i--)
 			addc(a, from(VALUE, next(in)));
-		addc(a, "?&;,"[next(in) % 4]);
+		addc(a, "?&;,\"'`("[next(in) % 8]);
 	}
 	adds(a, PICK(dashes, in));
 	for (unsigned int i = next(in) % 4; i; i--)
@@ -137,6 +164,10 @@ static void key_value(struct argv *a, struct input *in)
 	for (unsigned int i = next(in) % 4; i; i--)
 		addc(a, from(KEYCH, next(in)));
 	addc(a, '=');
+	if (b & 4) {
+		end_unless(a, quoted(a, in, 1 + next(in) % 24));
+		return;
+	}
 	value(a, in, VALUE, 1 + next(in) % 24);
 	if (b & 2)
 		addc(a, "&;,"[next(in) % 3]);
@@ -221,7 +252,7 @@ static void url(struct argv *a, struct input *in)
 	adds(a, PICK(schemes, in));
 	adds(a, "://");
 	for (unsigned int i = next(in) % 8; i; i--)
-		addc(a, from("abcXYZ019._-~!$&'()*+,;=%", next(in)));
+		addc(a, from("abcXYZ019._-~!$&'()*+,;=%@", next(in)));
 	addc(a, ':');
 	value(a, in, PASSWORD, 1 + next(in) % 24);
 	addc(a, '@');
@@ -236,7 +267,7 @@ static void flag(struct argv *a, struct input *in)
 					     "--passphrase", "--pin",	"--db-passwd", "-auth" };
 	const char *f = PICK(flags, in);
 
-	if (next(in) & 1) {
+	if ((next(in) & 1) && a->n + 2 < MAX_ARGS) { /* room for two more arguments */
 		if (!arg_empty(a))
 			end_arg(a);
 		adds(a, f);
@@ -246,7 +277,10 @@ static void flag(struct argv *a, struct input *in)
 		adds(a, f);
 		addc(a, " \t"[next(in) % 2]);
 	}
-	value(a, in, VALUE, 1 + next(in) % 24);
+	if (next(in) % 4 == 0)
+		end_unless(a, quoted(a, in, 1 + next(in) % 24));
+	else
+		value(a, in, VALUE, 1 + next(in) % 24);
 }
 
 static void pattern(struct argv *a, struct input *in)
@@ -294,8 +328,13 @@ static void build(struct argv *a, struct input *in)
 
 static void no_secret(const char *what, const char *s)
 {
-	if (strchr(s, '7')) {
-		fprintf(stderr, "redact: a planted secret survived in %s: '%s'\n", what, s);
+	const char *seven = strchr(s, '7');
+
+	if (seven) {
+		const char *from = seven - s > 60 ? seven - 60 : s;
+
+		fprintf(stderr, "redact: a planted secret survived in %s, at %zu: '%.100s'\n", what,
+			(size_t)(seven - s), from);
 		abort();
 	}
 }
