@@ -53,6 +53,7 @@ void audit__on_exec(struct collector *c, const void *rec)
 	size_t clen = r->cwd_len > EGRET_PATH_MAX ? EGRET_PATH_MAX : r->cwd_len;
 	struct proc_info *pi;
 	struct envelope e;
+	bool cut = (r->flags & EGRET_EXEC_ARGS_CUT) != 0;
 
 	memcpy(argbuf, r->data, alen);
 	argbuf[alen] = '\0';
@@ -60,8 +61,9 @@ void audit__on_exec(struct collector *c, const void *rec)
 		args[nargs++] = argbuf + i;
 		i += strlen(argbuf + i) + 1;
 	}
-	if (c->redactor)
-		redact__argv(c->redactor, args, nargs, redacted, sizeof(redacted));
+	/* redaction cuts (and marks) rather than let a secret through: a cut like the kernel's */
+	if (c->redactor && redact__argv(c->redactor, args, &nargs, redacted, sizeof(redacted)))
+		cut = true;
 	clean(c, r->data + alen, elen, exe, sizeof(exe));
 	clean(c, r->data + alen + elen, clen, cwd, sizeof(cwd));
 	pi = c->procs ? proc_cache__put(c->procs, r->hdr.pid) : NULL;
@@ -80,7 +82,7 @@ void audit__on_exec(struct collector *c, const void *rec)
 	e.process.euid = r->euid;
 	ex.n_args = nargs;
 	ex.args = args;
-	ex.args_truncated = (r->flags & EGRET_EXEC_ARGS_CUT) != 0;
+	ex.args_truncated = cut;
 	ex.cwd = cwd;
 	ex.argc = r->argc;
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;

@@ -433,7 +433,24 @@ static bool ends_with(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
-bool pkgmeta__match(const char *path, struct pkg_found *f)
+/* Is [p, end) a package's directory under node_modules: "name" or "@scope/name", neither part
+ * empty nor hidden, nothing deeper (a package's own subdirectories have package.json files too)?
+ */
+static bool npm_name(const char *p, const char *end)
+{
+	const char *sep;
+
+	if (end <= p || p[0] == '.')
+		return false;
+	sep = memchr(p, '/', (size_t)(end - p));
+	if (p[0] != '@')
+		return !sep;
+	return sep && sep > p + 1 && sep + 1 < end && sep[1] != '.' &&
+	       !memchr(sep + 1, '/', (size_t)(end - sep - 1));
+}
+
+/* Which layout path is, and what it tells; the name may come out empty. */
+static bool match_layout(const char *path, struct pkg_found *f)
 {
 	const char *p, *slash;
 
@@ -484,13 +501,7 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 			last = q++;
 		p = last + 14;
 		slash = strrchr(path, '/');
-		if (slash <= p || p[0] == '.')
-			return false;
-		/* one name, or @scope/name: nothing deeper (a package's own subdirectories) */
-		if (memchr(p, '/', (size_t)(slash - p)) && p[0] != '@')
-			return false;
-		if (p[0] == '@' &&
-		    memchr(strchr(p, '/') + 1, '/', (size_t)(slash - strchr(p, '/') - 1)))
+		if (!npm_name(p, slash))
 			return false;
 		f->layout = PKG_NPM;
 		snprintf(f->name, sizeof(f->name), "%.*s", (int)(slash - p), p);
@@ -515,7 +526,8 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 	}
 	/* .../pkg/mod/cache/download/<module>/@v/<version>.ziphash */
 	if (ends_with(path, ".ziphash") && (p = strstr(path, "/pkg/mod/cache/download/")) &&
-	    (slash = strstr(p, "/@v/"))) {
+	    (slash = strstr(p + 24, "/@v/")) && slash > p + 24 && !strchr(slash + 4, '/') &&
+	    strlen(slash + 4) > 8) {
 		f->layout = PKG_GO;
 		snprintf(f->name, sizeof(f->name), "%.*s", (int)(slash - p - 24), p + 24);
 		snprintf(f->version, sizeof(f->version), "%.*s", (int)(strlen(slash + 4) - 8),
@@ -524,6 +536,11 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 		return true;
 	}
 	return false;
+}
+
+bool pkgmeta__match(const char *path, struct pkg_found *f)
+{
+	return match_layout(path, f) && f->name[0];
 }
 
 int pkgmeta__sha256_file(const char *path, uint64_t max, char *hex)

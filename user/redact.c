@@ -1,6 +1,8 @@
 /* The redactor. Built-in rules, each with a test in tests/unit/redact.c:
- *   - an argument after a flag whose name looks secret: --password hunter2
- *   - KEY=VALUE where KEY looks secret: --token=x, AWS_SECRET_ACCESS_KEY=x, ?api_key=x&
+ *   - an argument after a flag whose name looks secret: --password hunter2 (two arguments, or
+ *     words of one: sh -c "mysql --password hunter2")
+ *   - KEY=VALUE where KEY looks secret: --token=x, AWS_SECRET_ACCESS_KEY=x, ?api_key=x&,
+ *     'password=x' (a quoted value, as in sh -c "...", whole: PASSWORD='a b')
  *   - AWS access key ids (AKIA..., ASIA..., 20 characters)
  *   - GitHub tokens (ghp_, gho_, ghu_, ghs_, ghr_, github_pat_)
  *   - Slack tokens (xoxb-, xoxp-, ...) and JSON Web Tokens (eyJ...eyJ...sig)
@@ -8,15 +10,21 @@
  *   - private key blocks: -----BEGIN ... PRIVATE KEY----- ... -----END ...-----
  *   - URLs with a password: scheme://user:password@host
  * "Looks secret" means the key contains one of the words below (case-insensitive), or one added
- * with --redact-key. Operator regexes (--redact-pattern, POSIX extended) are applied last.
+ * with --redact-key. Operator regexes (--redact-pattern, POSIX extended) redact what they match.
+ * Every rule looks at every position on its own and marks the bytes it finds secret, so one
+ * rule's match (a URL) never hides another's (an AWS key id in it); then the marked runs become
+ * [REDACTED]. Output that does not fit is cut after redaction and ends in [TRUNCATED], so a size
+ * limit never lets a secret through.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "redact.h"
+#include "util.h"
 
 static const char *const default_keys[] = {
 	"password", "passwd", "pwd",	    "passphrase", "secret",  "token",  "apikey",  "api_key",
@@ -64,6 +72,9 @@ int redact__add_pattern(struct redactor *r, const char *regex, char *err, size_t
 
 void redact__free(struct redactor *r)
 {
+	free(r->mask);
+	r->mask = NULL;
+	r->maskcap = 0;
 	for (unsigned int i = 0; i < r->nregex; i++)
 		regfree(&r->regex[i]);
 	for (unsigned int i = sizeof(default_keys) / sizeof(default_keys[0]); i < r->nkeys; i++)
@@ -89,21 +100,6 @@ bool redact__is_secret_key(const struct redactor *r, const char *key, size_t len
 			return true;
 	}
 	return false;
-}
-
-/* An output buffer that never overflows: a write past the end is dropped. */
-struct out {
-	char *p;
-	size_t len, size;
-};
-
-static void put(struct out *o, const char *s, size_t n)
-{
-	if (o->len + n >= o->size)
-		n = o->len + 1 < o->size ? o->size - 1 - o->len : 0;
-	memcpy(o->p + o->len, s, n);
-	o->len += n;
-	o->p[o->len] = '\0';
 }
 
 static bool token_char(char c)
@@ -141,8 +137,13 @@ static int is_b64url(int c)
 	return isalnum(c) || c == '_' || c == '-';
 }
 
+static int is_dash(int c)
+{
+	return c == '-';
+}
+
 /* Length of a credential starting at s that a format rule recognises; 0 when none does. *keep
- * is how much of it stays (a scheme, a "Bearer ").
+ * is how much of it stays (a "Bearer ").
  */
 static size_t credential_at(const char *s, size_t n, size_t *keep)
 {
@@ -152,6 +153,8 @@ static size_t credential_at(const char *s, size_t n, size_t *keep)
 	size_t t;
 
 	*keep = 0;
+	if (!*s || !strchr("AgxebB-", *s)) /* what every format below starts with */
+		return 0;
 	for (size_t i = 0; i < sizeof(aws) / sizeof(aws[0]); i++) {
 		if (n >= 20 && !strncmp(s, aws[i], 4) && span(s + 4, 16, is_upper_digit) == 16 &&
 		    (n == 20 || !is_upper_digit((unsigned char)s[20])))
@@ -186,21 +189,22 @@ static size_t credential_at(const char *s, size_t n, size_t *keep)
 		const char *hdr_end = strstr(s + 11, "-----");
 		const char *end;
 
-		if (hdr_end && (size_t)(hdr_end - s) < n &&
-		    contains_ci(s, (size_t)(hdr_end - s), "PRIVATE KEY")) {
+		if (hdr_end && contains_ci(s, (size_t)(hdr_end - s), "PRIVATE KEY")) {
 			end = strstr(hdr_end + 5, "-----END ");
 			if (end && (end = strstr(end + 9, "-----")))
-				return (size_t)(end + 5 - s) <= n ? (size_t)(end + 5 - s) : n;
+				return (size_t)(end + 5 - s);
 			return n;
 		}
 	}
 	return 0;
 }
 
-/* scheme://user:PASSWORD@ */
+/* scheme://user:PASSWORD@, all of it one word; the password runs to the last '@' before the
+ * path (an unencoded '@' in it is still the password's)
+ */
 static size_t url_password_at(const char *s, size_t n, size_t *keep)
 {
-	const char *sep = s, *end = s + n, *colon, *at;
+	const char *sep = s, *end = s + n, *colon, *at = NULL;
 
 	if (!isalpha((unsigned char)*s))
 		return 0;
@@ -210,91 +214,211 @@ static size_t url_password_at(const char *s, size_t n, size_t *keep)
 	if (end - sep < 3 || strncmp(sep, "://", 3))
 		return 0;
 	sep += 3;
-	for (colon = sep; colon < end && *colon != ':' && *colon != '@' && *colon != '/'; colon++)
-		;
-	if (colon >= end || *colon != ':')
-		return 0;
-	for (at = colon + 1; at < end && *at != '@' && *at != '/' && !isspace((unsigned char)*at);
-	     at++)
-		;
-	if (at >= end || *at != '@' || at == colon + 1)
+	for (const char *p = sep; p < end && *p != '/' && !isspace((unsigned char)*p); p++) {
+		if (*p == '@')
+			at = p;
+	}
+	colon = at ? memchr(sep, ':', (size_t)(at - sep)) : NULL;
+	if (!colon || at == colon + 1)
 		return 0;
 	*keep = (size_t)(colon + 1 - s);
 	return (size_t)(at - s);
 }
 
-/* KEY=VALUE (or KEY:VALUE in a URL query) with a secret-looking key: keep KEY=, redact VALUE up
- * to a delimiter.
+/* Where a value starting at s[v] ends: at its closing quote when it is quoted (or at the end),
+ * otherwise at whitespace or a character of stops.
  */
-static size_t key_value_at(const struct redactor *r, const char *s, size_t n, bool at_start,
-			   size_t *keep)
+static size_t value_end(const char *s, size_t n, size_t v, const char *stops)
+{
+	if (v < n && (s[v] == '"' || s[v] == '\'')) {
+		const char *close = memchr(s + v + 1, s[v], n - v - 1);
+
+		return close ? (size_t)(close - s) + 1 : n;
+	}
+	while (v < n && !strchr(stops, s[v]) && !isspace((unsigned char)s[v]))
+		v++;
+	return v;
+}
+
+/* KEY=VALUE with a secret-looking key: keep KEY=, redact VALUE up to a delimiter (a quoted
+ * one to its closing quote).
+ */
+static size_t key_value_at(const struct redactor *r, const char *s, size_t n, size_t *keep)
 {
 	size_t k, v;
 
-	if (!at_start)
-		return 0;
 	k = span(s, n, is_key_char);
 	if (!k || k >= n || s[k] != '=' || !redact__is_secret_key(r, s, k))
 		return 0;
-	for (v = k + 1; v < n && s[v] != '&' && s[v] != ';' && s[v] != ',' && s[v] != ' '; v++)
-		;
+	v = value_end(s, n, k + 1, "&;,");
 	if (v == k + 1)
 		return 0;
 	*keep = k + 1;
 	return v;
 }
 
-/* The string with every secret the rules find replaced; returns the output length. */
-size_t redact__string(struct redactor *r, const char *in, char *outbuf, size_t size)
+/* "--password hunter2" inside one string (sh -c "..."): the word after a secret-looking flag,
+ * unless it is an option itself.
+ */
+static size_t flag_value_at(const struct redactor *r, const char *s, size_t n, size_t *keep)
 {
-	struct out o = { .p = outbuf, .size = size };
-	size_t n = strlen(in), i = 0;
+	size_t d = span(s, n, is_dash), k, v;
 
-	if (size)
-		outbuf[0] = '\0';
-	while (i < n) {
-		bool start = i == 0 || !is_key_char((unsigned char)in[i - 1]);
-		size_t keep = 0, len = 0;
+	if (!d || d > 2)
+		return 0;
+	k = span(s + d, n - d, is_key_char);
+	if (!k || d + k >= n || !isspace((unsigned char)s[d + k]) ||
+	    !redact__is_secret_key(r, s + d, k))
+		return 0;
+	for (v = d + k; v < n && isspace((unsigned char)s[v]); v++)
+		;
+	if (v == n || s[v] == '-')
+		return 0;
+	*keep = v;
+	return value_end(s, n, v, "");
+}
 
-		if (start)
-			len = credential_at(in + i, n - i, &keep);
-		if (!len && (i == 0 || !isalnum((unsigned char)in[i - 1])))
-			len = url_password_at(in + i, n - i, &keep);
-		if (!len && (i == 0 || strchr("?&;, \t", in[i - 1])))
-			len = key_value_at(r, in + i, n - i, true, &keep);
-		if (!len && (in[i] == '-' && (i == 0 || in[i - 1] == ' ')))
-			len = key_value_at(r, in + i, n - i, true, &keep);
-		if (len) {
-			put(&o, in + i, keep);
-			put(&o, REDACTED, strlen(REDACTED));
-			r->redactions++;
-			i += len;
-			continue;
-		}
-		put(&o, in + i, 1);
-		i++;
+static void mark(unsigned char *mask, size_t from, size_t to)
+{
+	memset(mask + from, 1, to - from);
+}
+
+/* Mark what the built-in rules find, each rule at each position where it may start. */
+static void mark_rules(const struct redactor *r, const char *in, size_t n, unsigned char *mask)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char prev = i ? (unsigned char)in[i - 1] : ' ';
+		size_t keep = 0, len;
+
+		if (!is_key_char(prev) && (len = credential_at(in + i, n - i, &keep)))
+			mark(mask, i + keep, i + len);
+		if (!isalnum(prev) && (len = url_password_at(in + i, n - i, &keep)))
+			mark(mask, i + keep, i + len);
+		if ((isspace(prev) || strchr("?&;,\"'`(", prev)) &&
+		    (len = key_value_at(r, in + i, n - i, &keep)))
+			mark(mask, i + keep, i + len);
+		if (isspace(prev) && (len = flag_value_at(r, in + i, n - i, &keep)))
+			mark(mask, i + keep, i + len);
 	}
+}
+
+/* Mark every match of the operator's patterns (an empty match marks nothing). */
+static void mark_patterns(const struct redactor *r, const char *in, size_t n, unsigned char *mask)
+{
 	for (unsigned int k = 0; k < r->nregex; k++) {
-		char tmp[8192];
-		struct out t = { .p = tmp, .size = sizeof(tmp) };
-		const char *p = outbuf;
+		size_t off = 0;
 		regmatch_t m;
 
-		tmp[0] = '\0';
-		while (*p && regexec(&r->regex[k], p, 1, &m, p == outbuf ? 0 : REG_NOTBOL) == 0 &&
-		       m.rm_eo > m.rm_so) {
-			put(&t, p, (size_t)m.rm_so);
-			put(&t, REDACTED, strlen(REDACTED));
-			r->redactions++;
-			p += m.rm_eo;
+		while (off < n && !regexec(&r->regex[k], in + off, 1, &m, off ? REG_NOTBOL : 0)) {
+			mark(mask, off + (size_t)m.rm_so, off + (size_t)m.rm_eo);
+			off += (size_t)(m.rm_eo > m.rm_so ? m.rm_eo : m.rm_so + 1);
 		}
-		if (p == outbuf)
-			continue;
-		put(&t, p, strlen(p));
-		o.len = 0;
-		put(&o, tmp, t.len);
 	}
-	return o.len;
+}
+
+/* The mask of in's secret bytes, in r's scratch space; NULL when there is no memory. */
+static unsigned char *mask_of(struct redactor *r, const char *in, size_t n)
+{
+	if (n + 1 > r->maskcap) {
+		unsigned char *m = realloc(r->mask, n + 1);
+
+		if (!m)
+			return NULL;
+		r->mask = m;
+		r->maskcap = n + 1;
+	}
+	memset(r->mask, 0, n + 1);
+	mark_rules(r, in, n, r->mask);
+	mark_patterns(r, in, n, r->mask);
+	return r->mask;
+}
+
+/* Length of the next piece of the output at in[i]: a marked run (becomes [REDACTED]), or one
+ * character (a UTF-8 sequence is not split).
+ */
+static size_t piece(const char *in, size_t n, const unsigned char *mask, size_t i)
+{
+	size_t j = i + 1;
+
+	if (mask[i]) {
+		while (j < n && mask[j])
+			j++;
+		return j - i;
+	}
+	while (j < n && !mask[j] && ((unsigned char)in[j] & 0xc0) == 0x80)
+		j++;
+	return j - i;
+}
+
+/* The output with marked runs replaced, into out[size] when out is not NULL, at most limit
+ * bytes of it; its length.
+ */
+static size_t render(const char *in, size_t n, const unsigned char *mask, char *out, size_t limit,
+		     unsigned long long *runs)
+{
+	size_t len = 0;
+
+	for (size_t i = 0, p; i < n; i += p) {
+		size_t w;
+
+		p = piece(in, n, mask, i);
+		w = mask[i] ? sizeof(REDACTED) - 1 : p;
+		if (len + w > limit)
+			break;
+		if (out)
+			memcpy(out + len, mask[i] ? REDACTED : in + i, w);
+		if (runs && mask[i])
+			(*runs)++;
+		len += w;
+	}
+	return len;
+}
+
+#define MUST_CUT SIZE_MAX /* a fit that nothing meets */
+
+/* in[0..n) with the mask applied into out[size]: whole when that takes at most fit bytes,
+ * otherwise cut and ended with [TRUNCATED] (*cut). The length written.
+ */
+static size_t emit(struct redactor *r, const char *in, size_t n, const unsigned char *mask,
+		   char *out, size_t size, size_t fit, bool *cut)
+{
+	const size_t mlen = sizeof(REDACT_TRUNCATED) - 1;
+	size_t len;
+
+	*cut = fit == MUST_CUT || render(in, n, mask, NULL, SIZE_MAX, NULL) > fit;
+	if (!size)
+		return 0;
+	if (!*cut) {
+		len = render(in, n, mask, out, fit, &r->redactions);
+	} else {
+		len = render(in, n, mask, out, size - 1 > mlen ? size - 1 - mlen : 0,
+			     &r->redactions);
+		len += str_copy(out + len, size - len, REDACT_TRUNCATED);
+	}
+	out[len] = '\0';
+	return len;
+}
+
+/* One string redacted into out[size] (all of it when all: the value after a secret flag),
+ * whole when it takes at most fit bytes. Without memory for the mask, all of it is redacted.
+ */
+static size_t redact_one(struct redactor *r, const char *in, bool all, char *out, size_t size,
+			 size_t fit, bool *cut)
+{
+	static const unsigned char one = 1;
+	size_t n = strlen(in);
+	const unsigned char *mask = all ? NULL : mask_of(r, in, n);
+
+	if (!mask) /* one marked byte: one [REDACTED] */
+		return emit(r, in, n ? 1 : 0, &one, out, size, fit, cut);
+	return emit(r, in, n, mask, out, size, fit, cut);
+}
+
+size_t redact__string(struct redactor *r, const char *in, char *out, size_t size)
+{
+	bool cut;
+
+	return redact_one(r, in, false, out, size, size ? size - 1 : 0, &cut);
 }
 
 static bool flag_is_secret(const struct redactor *r, const char *arg)
@@ -308,23 +432,30 @@ static bool flag_is_secret(const struct redactor *r, const char *arg)
 	return *name && !strchr(name, '=') && redact__is_secret_key(r, name, strlen(name));
 }
 
-/* Redact argv in place: args[i] are replaced by pointers into buf (the redacted copies). */
-void redact__argv(struct redactor *r, char **args, size_t n, char *buf, size_t size)
+/* Room kept free after each argument but the last, so that a cut one can say so. */
+#define ARGV_RESERVE (sizeof(REDACT_TRUNCATED))
+
+bool redact__argv(struct redactor *r, char **args, size_t *n, char *buf, size_t size)
 {
-	size_t used = 0;
+	static char empty[1];
+	size_t used = 0, kept = 0;
+	bool cut = false, after_flag = false;
 
-	for (size_t i = 0; i < n; i++) {
-		size_t len;
+	while (kept < *n && !cut && used < size) {
+		const char *arg = args[kept];
+		size_t room = size - used - 1, reserve = kept + 1 < *n ? ARGV_RESERVE : 0;
+		bool value = after_flag && arg[0] && arg[0] != '-';
+		char *at = buf + used;
 
-		if (used >= size)
-			break;
-		if (i > 0 && flag_is_secret(r, args[i - 1]) && args[i][0] != '-' && args[i][0]) {
-			len = (size_t)snprintf(buf + used, size - used, "%s", REDACTED);
-			r->redactions++;
-		} else {
-			len = redact__string(r, args[i], buf + used, size - used);
-		}
-		args[i] = buf + used;
-		used += len + 1;
+		after_flag = flag_is_secret(r, arg);
+		used += redact_one(r, arg, value, at, size - used,
+				   room >= reserve ? room - reserve : MUST_CUT, &cut) +
+			1;
+		args[kept++] = at;
 	}
+	cut |= kept < *n;
+	for (size_t i = kept; i < *n; i++)
+		args[i] = empty;
+	*n = kept;
+	return cut;
 }

@@ -154,6 +154,80 @@ Test(pkgmeta, metadata_paths)
 	cr_expect_not(pkgmeta__match("/var/lib/dpkg/status", &f));
 }
 
+/* Paths that look like metadata but name no package: an empty name (dpkg's, a gem's, a
+ * dist-info's, npm's), a go module path or version that is empty or not one component.
+ */
+Test(pkgmeta, paths_without_a_name_are_not_packages)
+{
+	static const char *const paths[] = {
+		"/r/var/lib/dpkg/info/:amd64.list",
+		"/r/var/lib/dpkg/info/.list",
+		"/g/specifications/.gemspec",
+		"/g/specifications/-1.0.gemspec",
+		"/s/-1.0.dist-info",
+		"/s/.dist-info/RECORD",
+		"/go/pkg/mod/cache/download/@v/v1.0.ziphash",
+		"/go/pkg/mod/cache/download//@v/v1.0.ziphash",
+		"/go/pkg/mod/cache/download/m/@v/.ziphash",
+		"/go/pkg/mod/cache/download/m/@v/sub/v1.ziphash",
+	};
+	struct pkg_found f;
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++)
+		cr_expect_not(pkgmeta__match(paths[i], &f), "%s: name '%s' version '%s'", paths[i],
+			      f.name, f.version);
+	cr_assert(pkgmeta__match("/go/pkg/mod/cache/download/example.com/m/@v/v1.2.3.ziphash", &f));
+	cr_expect_str_eq(f.name, "example.com/m");
+	cr_expect_str_eq(f.version, "v1.2.3");
+}
+
+/* npm's path shapes around a scope, each matched from the end of a page followed by an
+ * inaccessible one: a scope directory's own package.json once made the name check read past
+ * the path's end (memchr of (size_t)-1 bytes).
+ */
+Test(pkgmeta, npm_scope_paths_stay_in_bounds)
+{
+	static const struct {
+		const char *path, *name; /* name NULL: not a package */
+	} cases[] = {
+		{ "/p/node_modules/@scope/package.json", NULL },
+		{ "node_modules/@scope/package.json", NULL },
+		{ "/p/node_modules/@/x/package.json", NULL },
+		{ "/p/node_modules/@/package.json", NULL },
+		{ "/p/node_modules/@s//package.json", NULL },
+		{ "/p/node_modules/@scope", NULL },
+		{ "/p/node_modules/@scope/", NULL },
+		{ "/p/node_modules/@scope/x/lib/package.json", NULL },
+		{ "/p/node_modules/@scope/.bin/package.json", NULL },
+		{ "/p/node_modules//package.json", NULL },
+		{ "/node_modules/package.json", NULL },
+		{ "/p/node_modules/@scope/x/package.json", "@scope/x" },
+		{ "/p/node_modules/a/node_modules/@s/b/package.json", "@s/b" },
+		{ "/p/node_modules/x/package.json", "x" },
+	};
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	char *map =
+		mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct pkg_found f;
+
+	cr_assert_neq(map, MAP_FAILED);
+	cr_assert_eq(mprotect(map + page, page, PROT_NONE), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = strlen(cases[i].path) + 1;
+		char *at = map + page - len;
+
+		memcpy(at, cases[i].path, len);
+		if (!cases[i].name) {
+			cr_expect_not(pkgmeta__match(at, &f), "%s: matched as '%s'", at, f.name);
+			continue;
+		}
+		cr_expect(pkgmeta__match(at, &f), "%s", at);
+		cr_expect_str_eq(f.name, cases[i].name, "%s", at);
+		cr_expect_eq(f.layout, PKG_NPM, "%s", at);
+	}
+	munmap(map, 2 * page);
+}
+
 Test(pkgmeta, json_and_stanzas)
 {
 	static const char lock[] =

@@ -98,8 +98,10 @@ Test(redact, argv_flags_and_values)
 	char *args[] = { "mysql",   "--user",	   "root",	"--password",
 			 "hunter2", "--token=abc", "--verbose", "plain" };
 	char buf[1024];
+	size_t n = 8;
 
-	redact__argv(&r, args, 8, buf, sizeof(buf));
+	cr_expect_not(redact__argv(&r, args, &n, buf, sizeof(buf)));
+	cr_expect_eq(n, 8);
 	cr_expect_str_eq(args[2], "root");
 	cr_expect_str_eq(args[4], "[REDACTED]");
 	cr_expect_str_eq(args[5], "--token=[REDACTED]");
@@ -118,4 +120,88 @@ Test(redact, operator_keys_and_patterns)
 	expect("move acct-123456 to acct-654321", "move [REDACTED] to [REDACTED]");
 	cr_expect_neq(redact__add_pattern(&r, "([unclosed", err, sizeof(err)), 0);
 	cr_expect_neq(strlen(err), 0);
+}
+
+/* A URL's user part does not span words: the AWS key id between "s3://b" and "x:y@z" was kept
+ * verbatim as if it were the user of one long URL. Every secret is found on its own.
+ */
+Test(redact, each_secret_is_found_independently_of_urls)
+{
+	expect("s3://b AKIAIOSFODNN7EXAMPLE x:y@z", "s3://b [REDACTED] x:y@z");
+	expect("s3://b --token=abc x:y@z", "s3://b --token=[REDACTED] x:y@z");
+	expect("https://ghp_1234567890abcdefghijklmnopqrstuvwxyz:x-oauth-basic@github.com/a",
+	       "https://[REDACTED]:[REDACTED]@github.com/a");
+}
+
+/* A full output buffer cut the argv short and left every later argument pointing at the
+ * unredacted original. Now the argv is cut where it stops fitting, and says so.
+ */
+Test(redact, a_full_buffer_never_lets_a_secret_through)
+{
+	static char *args[602];
+	char buf[8192];
+	size_t n = 602;
+
+	for (int i = 0; i < 600; i++)
+		args[i] = "key=x";
+	args[600] = "--password=hunter2";
+	args[601] = "AKIAIOSFODNN7EXAMPLE";
+	cr_expect(redact__argv(&r, args, &n, buf, sizeof(buf)));
+	for (int i = 0; i < 602; i++) {
+		cr_assert_null(strstr(args[i], "hunter2"), "args[%d] '%s'", i, args[i]);
+		cr_assert_null(strstr(args[i], "AKIA"), "args[%d] '%s'", i, args[i]);
+	}
+	cr_assert_gt(n, 0);
+	cr_expect_lt(n, 602);
+	cr_expect_str_eq(args[0], "key=[REDACTED]");
+	cr_expect_str_eq(args[n - 1] + strlen(args[n - 1]) - strlen(REDACT_TRUNCATED),
+			 REDACT_TRUNCATED);
+	cr_expect_str_eq(args[n], "");
+}
+
+/* The same for one string: cut after redaction, never a piece of a secret, marked as cut. */
+Test(redact, a_string_too_long_for_its_buffer_is_cut_and_marked)
+{
+	char out[32], big[256];
+	size_t len;
+
+	len = redact__string(&r, "key=x key=x key=x --password=hunter2", out, sizeof(out));
+	cr_expect_str_eq(out, "key=[REDACTED] key=[TRUNCATED]");
+	cr_expect_eq(len, strlen(out));
+	redact__string(&r, "password=hunter2", out, 14);
+	cr_expect_str_eq(out, "pa[TRUNCATED]");
+	/* whole when it fits exactly */
+	redact__string(&r, "a token=x", big, sizeof("a token=[REDACTED]"));
+	cr_expect_str_eq(big, "a token=[REDACTED]");
+	/* an operator pattern is matched before the cut, not against what is left of it */
+	cr_assert_eq(redact__add_pattern(&r, "acct-[0-9]{6}", big, sizeof(big)), 0);
+	redact__string(&r, "key=x move acct-123456", out, 28);
+	cr_expect_str_eq(out, "key=[REDACTED] m[TRUNCATED]");
+	/* a UTF-8 character is not split */
+	redact__string(&r, "caf\xc3\xa9 ok and more", out, 4 + sizeof(REDACT_TRUNCATED));
+	cr_expect_str_eq(out, "caf[TRUNCATED]");
+}
+
+/* sh -c "mysql --password hunter2": the flag and its value as words of one argument */
+Test(redact, flag_values_inside_one_argument)
+{
+	expect("mysql -u root --password hunter2 db", "mysql -u root --password [REDACTED] db");
+	expect("x --token\tabc", "x --token\t[REDACTED]");
+	expect("--password --verbose", "--password --verbose");
+	expect("--name joe", "--name joe");
+	expect("a--password x", "a--password x");
+}
+
+/* Shell strings (sh -c "..."): a key after a quote, a quoted value with spaces in it, a URL
+ * password with an unencoded '@' are redacted whole.
+ */
+Test(redact, quoted_values_and_at_signs)
+{
+	expect("curl -d 'password=hunter2' x", "curl -d 'password=[REDACTED] x");
+	expect("curl -d \"password=hunter2\"", "curl -d \"password=[REDACTED]");
+	expect("mysql --password 'my secret' db", "mysql --password [REDACTED] db");
+	expect("PASSWORD=\"a b\" ./run", "PASSWORD=[REDACTED] ./run");
+	expect("TOKEN='unterminated x", "TOKEN=[REDACTED]");
+	expect("https://u:p@ss@host/x@y", "https://u:[REDACTED]@host/x@y");
+	expect("https://a@b:c@host/", "https://a@b:[REDACTED]@host/");
 }
