@@ -211,7 +211,8 @@ static __always_inline bool under_bpffs(const char *p, __u32 len)
 }
 
 /* At the syscall's exit: resolve the path(s), filter, send. An opened file is named by what
- * was opened (symlinks and .. resolved); a deleted or renamed one by its parent and name.
+ * was opened (symlinks and .. resolved); a deleted or renamed one, and an open that failed
+ * (EACCES, ENOENT...), by its parent and name as given.
  */
 static __always_inline void file_end(long ret)
 {
@@ -227,8 +228,7 @@ static __always_inline void file_end(long ret)
 		return;
 	pf->active = 0;
 	e = &pf->e;
-	if (e->op == EGRET_FILE_READ && ret < 0)
-		return;
+	/* a failed open (read or write) is named by the path as given, as a delete is */
 	if ((e->op == EGRET_FILE_CREATE || e->op == EGRET_FILE_WRITE || e->op == EGRET_FILE_READ) &&
 	    ret >= 0) {
 		struct file *f = fd_file((int)ret);

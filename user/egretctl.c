@@ -7,8 +7,11 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -31,6 +34,16 @@
 #define EXIT_CANNOT_EXEC 126
 #define EXIT_NOT_FOUND	 127
 
+/* how long `run` waits for what the command left running to leave the sandbox it removes */
+#define RUN_REMOVE_WAIT_MS 3000
+
+/* exit statuses of `status`; 3: enforcement holds, but there are no events, DNS answers, live
+ * edits or rules for new sandboxes
+ */
+#define EXIT_STATUS_OK	      0 /* every egret program attached, egretd answering */
+#define EXIT_STATUS_DETACHED  1 /* enforcement not attached, or it could not be checked */
+#define EXIT_STATUS_NO_EGRETD 3 /* attached, egretd not answering */
+
 struct global_opts {
 	const char *cgroup;
 	const char *state_dir;
@@ -48,7 +61,10 @@ static void usage(FILE *f)
 		"  run [--sandbox NAME] [--preserve-fds N] [-q] -- CMD [ARGS...]\n"
 		"              run CMD in sandbox NAME (created when missing, generated when not\n"
 		"              given); refuses unless egret's programs are attached\n"
-		"  status      is enforcement attached (exit 0) or not (exit 1); egretd's state\n"
+		"  status [--json]\n"
+		"              enforcement and egretd's state; exit 0 every program attached\n"
+		"              and egretd answering, 3 attached but egretd not answering,\n"
+		"              1 not attached (or it cannot be checked)\n"
 		"  allow [--sandbox NAME] RULE...\n"
 		"  deny [--sandbox NAME] RULE...\n"
 		"              add a live rule, in the words of a policy line after allow/deny\n"
@@ -86,7 +102,8 @@ enum {
 	OPT_CONTROL,
 	OPT_SANDBOX,
 	OPT_PRESERVE,
-	OPT_FORCE
+	OPT_FORCE,
+	OPT_JSON
 };
 
 #define GLOBAL_LONGOPTS                                              \
@@ -142,23 +159,6 @@ static void close_inherited(int keep)
 			fcntl(fd, F_SETFD, FD_CLOEXEC);
 	}
 	closedir(d);
-}
-
-static int create_sandbox(const struct egret_paths *p, const char *name)
-{
-	char dir[PATH_MAX];
-	int err;
-
-	err = join_path(dir, sizeof(dir), p->cgroup_root, name);
-	if (err)
-		return err;
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		err = -errno;
-		fprintf(stderr, "egretctl: failed to create sandbox cgroup %s: %s\n", dir,
-			strerror(errno));
-		return err;
-	}
-	return 0;
 }
 
 /* Ask egretd to install the sandbox's rules now. Without egretd the sandbox still runs under
@@ -231,7 +231,134 @@ static int require_enforcement(const struct egret_paths *p)
 	return 0;
 }
 
-static int do_run(int argc, char **argv)
+/* What `run` was asked to do. */
+struct run_opts {
+	const char *name; /* the sandbox */
+	uint64_t keep;	  /* --preserve-fds */
+	bool quiet;
+	char **argv; /* the command */
+};
+
+/* Signals egretctl passes on to the command; SIGCHLD is how it learns the command ended. */
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+
+/* The child: join the sandbox, seccomp, close inherited descriptors, exec. Never returns. */
+__attribute__((noreturn)) static void run_child(const struct egret_paths *p,
+						const struct run_opts *o, const sigset_t *mask,
+						const struct sigaction *chld)
+{
+	int err;
+
+	if (enter_sandbox(p, o->name))
+		_exit(EXIT_RUN_FAILED);
+	err = seccomp__install_sandbox_filter();
+	if (err) {
+		fprintf(stderr, "egretctl: cannot install the sandbox's seccomp filter: %s\n",
+			strerror(-err));
+		_exit(EXIT_RUN_FAILED);
+	}
+	close_inherited((int)o->keep);
+	/* what egretctl inherited, for the command to inherit */
+	sigaction(SIGCHLD, chld, NULL);
+	sigprocmask(SIG_SETMASK, mask, NULL);
+	execvp(o->argv[0], o->argv);
+	err = errno;
+	fprintf(stderr, "egretctl: cannot run %s: %s\n", o->argv[0], strerror(err));
+	_exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
+}
+
+/* The parent: pass signals on until the command ends; its wait status into *wstatus. A signal
+ * the kernel sent (the terminal's ^C, ^\, hangup, window size: it went to the command's process
+ * group too) or that the command sent is not passed on again.
+ */
+static int run_supervise(pid_t child, const sigset_t *set, int *wstatus)
+{
+	for (;;) {
+		siginfo_t si;
+		int sig = sigwaitinfo(set, &si);
+
+		if (sig < 0 && errno == EINTR)
+			continue;
+		if (sig < 0)
+			return waitpid(child, wstatus, 0) == child ? 0 : -errno;
+		if (sig == SIGCHLD) {
+			if (waitpid(child, wstatus, WNOHANG) == child)
+				return 0;
+			continue;
+		}
+		if (si.si_code != SI_KERNEL && si.si_pid != child)
+			kill(child, sig);
+	}
+}
+
+/* Run the command in a child that joins the sandbox, egretctl staying outside it as the
+ * parent; the command's wait status into *wstatus. 0, or -errno when it could not be started.
+ */
+static int run_command(const struct egret_paths *p, const struct run_opts *o, int *wstatus)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, chld;
+	sigset_t set, old;
+	pid_t child;
+	int err;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
+		sigaddset(&set, forwarded[i]);
+	sigaddset(&set, SIGCHLD);
+	/* SIGCHLD ignored would reap the child for us: waitpid must see it */
+	sigaction(SIGCHLD, &dfl, &chld);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	fflush(NULL);
+	child = fork();
+	if (child == 0)
+		run_child(p, o, &old, &chld);
+	if (child < 0) {
+		err = -errno;
+		fprintf(stderr, "egretctl: cannot fork: %s\n", strerror(errno));
+		return err;
+	}
+	return run_supervise(child, &set, wstatus);
+}
+
+/* Exit as the command did: its exit status, or death by the same signal (without a core dump
+ * of egretctl's own); the shell shows 128 + the signal either way.
+ */
+static int exit_like(int wstatus)
+{
+	sigset_t one;
+	int sig;
+
+	if (WIFEXITED(wstatus))
+		return WEXITSTATUS(wstatus);
+	sig = WTERMSIG(wstatus);
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	signal(sig, SIG_DFL);
+	sigemptyset(&one);
+	sigaddset(&one, sig);
+	sigprocmask(SIG_UNBLOCK, &one, NULL);
+	raise(sig);
+	return 128 + sig;
+}
+
+/* The sandbox's cgroup goes when egretctl made it; one that was there already stays. */
+static void run_cleanup(const struct egret_paths *p, const char *name, bool created)
+{
+	int err;
+
+	if (!created)
+		return;
+	err = sandbox__remove(p->cgroup_root, name, RUN_REMOVE_WAIT_MS);
+	if (err == -EBUSY)
+		fprintf(stderr,
+			"egretctl: sandbox %s still has processes %u ms after the command ended; "
+			"its cgroup %s/%s is left in place\n",
+			name, RUN_REMOVE_WAIT_MS, p->cgroup_root, name);
+	else if (err)
+		fprintf(stderr, "egretctl: cannot remove sandbox cgroup %s/%s: %s\n",
+			p->cgroup_root, name, strerror(-err));
+}
+
+static int run_parse(int argc, char **argv, struct run_opts *o)
 {
 	static const struct option longopts[] = {
 		GLOBAL_LONGOPTS,
@@ -240,11 +367,6 @@ static int do_run(int argc, char **argv)
 		{ "quiet", no_argument, NULL, 'q' },
 		{ 0 },
 	};
-	const char *name = NULL;
-	char generated[32];
-	struct egret_paths p;
-	uint64_t keep = 0;
-	bool quiet = false;
 	int c;
 
 	optind = 1;
@@ -252,44 +374,112 @@ static int do_run(int argc, char **argv)
 		if (global_opt(c))
 			continue;
 		if (c == OPT_SANDBOX)
-			name = optarg;
-		else if (c == OPT_PRESERVE && parse_u64(optarg, 1024, &keep))
+			o->name = optarg;
+		else if (c == OPT_PRESERVE && parse_u64(optarg, 1024, &o->keep))
 			return log_usage("bad --preserve-fds '%s': expected a count", optarg);
 		else if (c == 'q')
-			quiet = true;
+			o->quiet = true;
 		else if (c != OPT_PRESERVE)
 			return opt_error(c, argv);
 	}
 	if (optind >= argc)
 		return log_usage("%s", "run needs a command: egretctl run [--sandbox NAME] -- CMD");
-	if (name && !sandbox__valid_name(name))
+	if (o->name && !sandbox__valid_name(o->name))
 		return log_usage("bad sandbox name '%s': 1-64 of [A-Za-z0-9._-], starting with a "
 				 "letter or digit",
-				 name);
+				 o->name);
+	o->argv = argv + optind;
+	return 0;
+}
+
+/* The sandbox's cgroup; a generated name must be a new sandbox, never one that exists. */
+static int run_create(const struct egret_paths *p, struct run_opts *o, char *gen, size_t size,
+		      bool *created)
+{
+	int err = 0;
+
+	if (o->name)
+		return sandbox__create(p->cgroup_root, o->name, created);
+	for (int i = 0; i < 8 && !err && !*created; i++) {
+		sandbox__generate_name(gen, size);
+		err = sandbox__create(p->cgroup_root, gen, created);
+	}
+	o->name = gen;
+	if (!err && !*created)
+		err = -EEXIST;
+	if (!err && !o->quiet)
+		fprintf(stderr, "egretctl: sandbox %s\n", gen);
+	return err;
+}
+
+static int do_run(int argc, char **argv)
+{
+	struct run_opts o = { 0 };
+	char generated[32];
+	struct egret_paths p;
+	bool created = false;
+	int err, wstatus = EXIT_RUN_FAILED << 8;
+
+	err = run_parse(argc, argv, &o);
+	if (err)
+		return err;
 	if (resolve_paths(&p) || require_enforcement(&p))
 		return EXIT_RUN_FAILED;
-	if (!name) {
-		sandbox__generate_name(generated, sizeof(generated));
-		name = generated;
-		if (!quiet)
-			fprintf(stderr, "egretctl: sandbox %s\n", name);
+	err = run_create(&p, &o, generated, sizeof(generated), &created);
+	if (err) {
+		fprintf(stderr, "egretctl: failed to create sandbox cgroup %s/%s: %s\n",
+			p.cgroup_root, o.name, strerror(-err));
+		return EXIT_RUN_FAILED;
 	}
-	/* last look before joining: once inside, bpf(2) is a tamper attempt (and links are
-	 * pinned, so only an explicit uninstall could detach them meanwhile)
+	/* last look before the child joins: once inside, bpf(2) is a tamper attempt (and links
+	 * are pinned, so only an explicit uninstall could detach them meanwhile)
 	 */
-	if (create_sandbox(&p, name) || prepare_sandbox(&p, name) || require_enforcement(&p) ||
-	    enter_sandbox(&p, name))
-		return EXIT_RUN_FAILED;
-	c = seccomp__install_sandbox_filter();
-	if (c) {
-		fprintf(stderr, "egretctl: cannot install the sandbox's seccomp filter: %s\n",
-			strerror(-c));
-		return EXIT_RUN_FAILED;
-	}
-	close_inherited((int)keep);
-	execvp(argv[optind], argv + optind);
-	fprintf(stderr, "egretctl: cannot run %s: %s\n", argv[optind], strerror(errno));
-	return errno == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+	if (!prepare_sandbox(&p, o.name) && !require_enforcement(&p))
+		run_command(&p, &o, &wstatus);
+	run_cleanup(&p, o.name, created);
+	return exit_like(wstatus);
+}
+
+/* What `status` found: the kernel's view, and egretd's answer. */
+struct status {
+	struct egret_paths p;
+	bool have_root;	    /* the root cgroup exists */
+	int check;	    /* loader__check(): 0 all attached, > 0 how many missing, -errno */
+	char missing[1024]; /* names of the missing programs, space-separated */
+	int call;	    /* control__call(): egretd's status (>= 0), or -errno: not answering */
+	char *reply, *errs; /* what egretd said */
+	size_t reply_len, errs_len;
+};
+
+static int status_code(const struct status *st)
+{
+	if (!st->have_root || st->check != 0)
+		return EXIT_STATUS_DETACHED;
+	return st->call < 0 ? EXIT_STATUS_NO_EGRETD : EXIT_STATUS_OK;
+}
+
+static const char *status_name(int code)
+{
+	return code == EXIT_STATUS_OK	       ? "attached"
+	       : code == EXIT_STATUS_NO_EGRETD ? "attached, egretd not answering"
+					       : "not attached";
+}
+
+static void status_gather(struct status *st, bool json)
+{
+	char *req[] = { "status", "--json" };
+	FILE *out = open_memstream(&st->reply, &st->reply_len);
+	FILE *err = open_memstream(&st->errs, &st->errs_len);
+
+	st->have_root = paths__open_root(&st->p) == 0;
+	st->check =
+		st->have_root ? loader__check(&st->p, st->missing, sizeof(st->missing)) : -ENOENT;
+	st->call =
+		out && err ? control__call(st->p.control, json ? 2 : 1, req, out, err, 5) : -ENOMEM;
+	if (out)
+		fclose(out);
+	if (err)
+		fclose(err);
 }
 
 static void print_counters(const struct egret_paths *p)
@@ -304,41 +494,131 @@ static void print_counters(const struct egret_paths *p)
 	close(fd);
 }
 
+static void status_text(const struct status *st)
+{
+	const struct egret_paths *p = &st->p;
+
+	if (!st->have_root)
+		printf("enforcement: NOT attached (no cgroup %s)\n", p->cgroup_root);
+	else if (st->check == 0)
+		printf("enforcement: attached to %s (%u programs)\n", p->cgroup_root,
+		       loader__nprogs());
+	else if (st->check > 0)
+		printf("enforcement: NOT attached to %s (missing: %s)\n", p->cgroup_root,
+		       st->missing);
+	else
+		printf("enforcement: unknown on %s: %s\n", p->cgroup_root, strerror(-st->check));
+	printf("state dir: %s\n", p->state_dir);
+	if (st->call < 0) {
+		printf("egretd: not running (no answer on %s: %s)\n", p->control,
+		       strerror(-st->call));
+		print_counters(p);
+	} else {
+		fwrite(st->reply, 1, st->reply_len, stdout);
+		fwrite(st->errs, 1, st->errs_len, stderr);
+	}
+}
+
+static void json_str(const char *key, const char *v)
+{
+	printf("\"%s\":", key);
+	pbjson__string(stdout, v, strlen(v));
+}
+
+static void status_json_enforcement(const struct status *st)
+{
+	char missing[sizeof(st->missing)];
+	bool first = true;
+
+	printf("\"enforcement\":{\"attached\":%s,\"programs\":%u,",
+	       st->have_root && st->check == 0 ? "true" : "false", loader__nprogs());
+	json_str("error",
+		 st->have_root ? (st->check < 0 ? strerror(-st->check) : "") : "no root cgroup");
+	printf(",\"missing\":[");
+	snprintf(missing, sizeof(missing), "%s", st->check > 0 ? st->missing : "");
+	for (char *save, *w = strtok_r(missing, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+		printf("%s", first ? "" : ",");
+		pbjson__string(stdout, w, strlen(w));
+		first = false;
+	}
+	printf("]}");
+}
+
+/* The counters map as "name":value pairs (read from the kernel whether egretd runs or not). */
+static void status_json_counters(const struct status *st)
+{
+	struct counter_value v[COLLECTOR_COUNTERS];
+	int fd = loader__pinned_map(&st->p, "counters");
+	size_t n = fd >= 0 ? collector__counters(fd, v, COLLECTOR_COUNTERS) : 0;
+
+	printf("\"counters\":{");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s", i ? "," : "");
+		pbjson__string(stdout, v[i].name, strlen(v[i].name));
+		printf(":%llu", (unsigned long long)v[i].value);
+	}
+	printf("}");
+	if (fd >= 0)
+		close(fd);
+}
+
+/* One JSON object: state and exit code, enforcement, egretd (with its own status merged in
+ * when it answers), counters.
+ */
+static void status_json(const struct status *st)
+{
+	int code = status_code(st);
+	bool answered = st->call >= 0 && st->reply_len > 2 && st->reply[0] == '{';
+
+	printf("{");
+	json_str("state", status_name(code));
+	printf(",\"exit_code\":%d,", code);
+	json_str("cgroup", st->p.cgroup_root);
+	printf(",");
+	json_str("state_dir", st->p.state_dir);
+	printf(",");
+	status_json_enforcement(st);
+	printf(",\"egretd\":{\"answering\":%s,", st->call >= 0 ? "true" : "false");
+	json_str("control", st->p.control);
+	printf(",");
+	json_str("error", st->call < 0 ? strerror(-st->call) : "");
+	if (answered) /* egretd's object, without its braces and newline */
+		printf(",%.*s", (int)(st->reply_len - 2 - (st->reply[st->reply_len - 1] == '\n')),
+		       st->reply + 1);
+	printf("},");
+	status_json_counters(st);
+	printf("}\n");
+}
+
 static int do_status(int argc, char **argv)
 {
-	static const struct option longopts[] = { GLOBAL_LONGOPTS, { 0 } };
-	char missing[1024], *req[] = { "status" };
-	struct egret_paths p;
-	int c, n, rc;
+	static const struct option longopts[] = { GLOBAL_LONGOPTS,
+						  { "json", no_argument, NULL, OPT_JSON },
+						  { 0 } };
+	struct status st = { 0 };
+	bool json = false;
+	int c, code;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+:", longopts, NULL)) != -1) {
-		if (!global_opt(c))
+		if (c == OPT_JSON)
+			json = true;
+		else if (!global_opt(c))
 			return opt_error(c, argv);
 	}
 	if (optind < argc)
 		return log_usage("unexpected argument '%s'", argv[optind]);
-	if (resolve_paths(&p))
-		return 1;
-	if (paths__open_root(&p)) {
-		printf("enforcement: NOT attached (no cgroup %s)\n", p.cgroup_root);
-		return 1;
-	}
-	n = loader__check(&p, missing, sizeof(missing));
-	if (n == 0)
-		printf("enforcement: attached to %s (%u programs)\n", p.cgroup_root,
-		       loader__nprogs());
-	else if (n > 0)
-		printf("enforcement: NOT attached to %s (missing: %s)\n", p.cgroup_root, missing);
+	if (resolve_paths(&st.p))
+		return EXIT_STATUS_DETACHED;
+	status_gather(&st, json);
+	code = status_code(&st);
+	if (json)
+		status_json(&st);
 	else
-		printf("enforcement: unknown on %s: %s\n", p.cgroup_root, strerror(-n));
-	printf("state dir: %s\n", p.state_dir);
-	rc = control__call(p.control, 1, req, stdout, stderr, 5);
-	if (rc < 0) {
-		printf("egretd: not running (no answer on %s: %s)\n", p.control, strerror(-rc));
-		print_counters(&p);
-	}
-	return n == 0 ? 0 : 1;
+		status_text(&st);
+	free(st.reply);
+	free(st.errs);
+	return code;
 }
 
 static int do_tail(int argc, char **argv)

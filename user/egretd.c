@@ -27,6 +27,7 @@
 #include "loop.h"
 #include "notify.h"
 #include "paths.h"
+#include "pbjson.h"
 #include "pkg.h"
 #include "sink.h"
 #include "stream.h"
@@ -488,10 +489,70 @@ static void emit_heartbeat(struct daemon *d)
 	stream__emit(&d->stream, &ev);
 }
 
+static void json_str(FILE *f, const char *key, const char *v)
+{
+	fprintf(f, "\"%s\":", key);
+	pbjson__string(f, v ? v : "", v ? strlen(v) : 0);
+}
+
+/* `status --json`: the same facts as one JSON object (egretctl status --json merges it into
+ * its own); numbers as JSON numbers, all far below 2^53.
+ */
+static int status_json(struct daemon *d, struct control_req *r)
+{
+	const struct engine *e = &d->engine;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f)
+		return 1;
+	fprintf(f, "{\"pid\":%d,\"uptime_s\":%llu,", getpid(),
+		(unsigned long long)((now_ns(CLOCK_MONOTONIC) - d->started_ns) / 1000000000ull));
+	json_str(f, "version", EGRET_VERSION);
+	fputs(",\"policy\":{", f);
+	json_str(f, "path", e->policy_path);
+	fputc(',', f);
+	json_str(f, "mode", policy__mode_name(e->pol.mode));
+	fprintf(f, ",\"rules\":%zu,\"live_rules\":%zu,", e->pol.n,
+		policy__count(&e->pol, true, NULL));
+	json_str(f, "live_path", e->live_path);
+	fprintf(f, ",\"sandboxes\":%zu,", e->reg.used);
+	json_str(f, "hash", e->hash);
+	fputs("},\"stream\":{", f);
+	json_str(f, "id", d->stream.id);
+	fprintf(f, ",\"last_seq\":%llu,\"lost\":%llu},\"spool\":{",
+		(unsigned long long)d->stream.seq, (unsigned long long)d->stream.lost);
+	json_str(f, "dir", d->stream.spool.dir);
+	fprintf(f, ",\"bytes\":%llu,\"limit\":%llu},\"sinks\":[",
+		(unsigned long long)d->stream.spool.bytes,
+		(unsigned long long)d->stream.spool.limit);
+	for (unsigned int i = 0; i < d->stream.nsinks; i++) {
+		const struct sink *s = d->stream.sinks[i];
+
+		fputs(i ? ",{" : "{", f);
+		json_str(f, "uri", s->uri);
+		fprintf(f, ",\"up\":%s,\"delivered\":%llu,\"behind_bytes\":%llu,",
+			s->up ? "true" : "false", (unsigned long long)s->delivered,
+			(unsigned long long)spool__behind(&d->stream.spool, s->acked));
+		json_str(f, "error", s->error);
+		fputc('}', f);
+	}
+	fprintf(f, "],\"programs\":{\"in_force\":%u,\"adopted\":%u}}\n", d->loader.attached,
+		d->loader.adopted);
+	fclose(f);
+	control__out(r, "%s", buf);
+	free(buf);
+	return 0;
+}
+
 static int cmd_status(void *ctx, struct control_req *r)
 {
 	struct daemon *d = ctx;
 	char counters[2048];
+
+	if (r->argc == 2 && !strcmp(r->argv[1], "--json"))
+		return status_json(d, r);
 
 	control__out(
 		r, "egretd: running (pid %d, up %llus, version %s)\n", getpid(),
@@ -545,6 +606,24 @@ static const struct control_cmd control_cmds[] = {
 	{ "prepare", cmd_prepare },
 };
 
+/* Who sent a SIGHUP: the process that called kill(2) (its pid and uid from the signal, its
+ * command from /proc), or the kernel (a terminal hangup).
+ */
+static void hup_sender(const struct signalfd_siginfo *si, struct ucred *cr, char *actor,
+		       size_t size)
+{
+	char who[128];
+
+	*cr = (struct ucred){ .pid = (pid_t)si->ssi_pid, .uid = si->ssi_uid, .gid = 0 };
+	if (si->ssi_code == SI_KERNEL || !si->ssi_pid) {
+		*cr = (struct ucred){ 0 }; /* pid 0: no process sent it */
+		snprintf(actor, size, "SIGHUP from the kernel");
+		return;
+	}
+	engine__actor_of(cr, who, sizeof(who));
+	snprintf(actor, size, "SIGHUP from %s", who);
+}
+
 static void on_signal(struct watch *w, uint32_t events)
 {
 	struct daemon *d = w->data;
@@ -554,10 +633,14 @@ static void on_signal(struct watch *w, uint32_t events)
 		char err[POLICY_ERR_LEN];
 
 		if (si.ssi_signo == SIGHUP) {
-			if (engine__reload(&d->engine, "SIGHUP", false, err, sizeof(err)))
-				log_err("reload on SIGHUP: %s: nothing changed", err);
+			struct ucred cr;
+			char actor[160];
+
+			hup_sender(&si, &cr, actor, sizeof(actor));
+			if (engine__reload(&d->engine, actor, &cr, false, err, sizeof(err)))
+				log_err("reload on %s: %s: nothing changed", actor, err);
 			else
-				log_info("reloaded %s on SIGHUP", d->opt.policy);
+				log_info("reloaded %s on %s", d->opt.policy, actor);
 			for (unsigned int i = 0; i < d->stream.nsinks; i++)
 				sink__reopen(d->stream.sinks[i]);
 			continue;

@@ -387,7 +387,8 @@ void engine__rescan(struct engine *e)
 	}
 }
 
-int engine__reload(struct engine *e, const char *actor, bool discard_live, char *err, size_t errsz)
+int engine__reload(struct engine *e, const char *actor, const struct ucred *cr, bool discard_live,
+		   char *err, size_t errsz)
 {
 	char before[65];
 	struct policy p;
@@ -399,7 +400,7 @@ int engine__reload(struct engine *e, const char *actor, bool discard_live, char 
 		ret = commit(e, &p, discard_live, err, errsz);
 		policy__free(&p);
 	}
-	emit_change(e, "reload", actor, NULL, e->policy_path, NULL, before, ret ? err : NULL);
+	emit_change(e, "reload", actor, cr, e->policy_path, NULL, before, ret ? err : NULL);
 	return ret;
 }
 
@@ -456,7 +457,8 @@ const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, si
 	return buf;
 }
 
-static void actor_of(const struct ucred *cr, char *out, size_t size)
+/* "uid 0 pid 4242 (egretctl)": who asked, with its command name from /proc */
+void engine__actor_of(const struct ucred *cr, char *out, size_t size)
 {
 	char path[64], comm[64] = "?";
 	int n;
@@ -523,7 +525,7 @@ static int cmd_add(struct engine *e, struct control_req *r)
 		control__err(r, "%s\n", err);
 		return 2;
 	}
-	actor_of(&r->peer, actor, sizeof(actor));
+	engine__actor_of(&r->peer, actor, sizeof(actor));
 	memcpy(before, e->hash, sizeof(before));
 	if (policy__copy(&p, &e->pol))
 		return 1;
@@ -640,7 +642,7 @@ int engine__cmd_revoke(void *ctx, struct control_req *r)
 		control__err(r, "%s\n", err);
 		return at == -2 ? 2 : 1;
 	}
-	actor_of(&r->peer, actor, sizeof(actor));
+	engine__actor_of(&r->peer, actor, sizeof(actor));
 	memcpy(before, e->hash, sizeof(before));
 	gone = e->pol.rules[at];
 	if (policy__copy(&p, &e->pol))
@@ -725,8 +727,8 @@ int engine__cmd_reload(void *ctx, struct control_req *r)
 		}
 		discard = true;
 	}
-	actor_of(&r->peer, actor, sizeof(actor));
-	if (engine__reload(e, actor, discard, err, sizeof(err))) {
+	engine__actor_of(&r->peer, actor, sizeof(actor));
+	if (engine__reload(e, actor, &r->peer, discard, err, sizeof(err))) {
 		control__err(r, "%s: nothing changed\n", err);
 		return 1;
 	}

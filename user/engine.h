@@ -39,7 +39,9 @@ void engine__rescan(struct engine *e);
 void engine__announce(struct engine *e);
 void engine__sandbox_created(struct engine *e, uint64_t id, const char *name);
 void engine__sandbox_destroyed(struct engine *e, uint64_t id);
-int engine__reload(struct engine *e, const char *actor, bool discard_live, char *err, size_t errsz);
+int engine__reload(struct engine *e, const char *actor, const struct ucred *cr, bool discard_live,
+		   char *err, size_t errsz);
+void engine__actor_of(const struct ucred *cr, char *out, size_t size);
 int engine__domain_verdict(const struct engine *e, const char *sandbox, const char *name,
 			   char *rule, size_t size);
 const char *engine__sandbox_name(const struct engine *e, uint64_t id);

@@ -1,7 +1,9 @@
 /* The otlp+http sink; see otlp.h. Each Event becomes a LogRecord: its time, severity (WARN for
  * denials, tamper attempts, losses and limits, INFO otherwise), event_name "egret.<payload>",
  * the whole event as JSON in the body, and its key fields as attributes (OCSF class, sandbox,
- * process, verdict, destination...) so a SIEM can search without parsing the body.
+ * process, verdict, destination...) so a SIEM can search without parsing the body. Every string
+ * is made valid UTF-8 first (what is not becomes U+FFFD): protobuf requires it of string fields,
+ * and a collector refuses the whole request otherwise.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -222,15 +224,14 @@ static void payload_attrs(struct rec *r)
 static void to_log_record(struct rec *r, uint64_t now)
 {
 	const Egret__V1__Event *ev = r->ev;
-	const ProtobufCFieldDescriptor *fd = protobuf_c_message_descriptor_get_field(
-		&egret__v1__event__descriptor, (unsigned int)ev->payload_case);
+	const char *name = pbjson__event_name(ev);
 	bool warn = is_warning(ev);
 	size_t len = 0;
 	FILE *f;
 
 	opentelemetry__proto__logs__v1__log_record__init(&r->lr);
 	opentelemetry__proto__common__v1__any_value__init(&r->body);
-	snprintf(r->event_name, sizeof(r->event_name), "egret.%s", fd ? fd->name : "event");
+	snprintf(r->event_name, sizeof(r->event_name), "egret.%s", *name ? name : "event");
 	r->lr.time_unix_nano = ev->time_unix_nano;
 	r->lr.observed_time_unix_nano = now;
 	r->lr.severity_number =
@@ -240,7 +241,7 @@ static void to_log_record(struct rec *r, uint64_t now)
 	r->lr.event_name = r->event_name;
 	f = open_memstream(&r->json, &len);
 	if (f) {
-		pbjson__print(f, &ev->base);
+		pbjson__event(f, ev);
 		fclose(f);
 		r->body.value_case =
 			OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
@@ -249,7 +250,7 @@ static void to_log_record(struct rec *r, uint64_t now)
 	}
 	attr_str(r, "egret.stream_id", ev->stream_id);
 	attr_int(r, "egret.seq", (int64_t)ev->seq);
-	attr_str(r, "egret.event", fd ? fd->name : "");
+	attr_str(r, "egret.event", name);
 	if (ev->class_uid)
 		attr_int(r, "ocsf.class_uid", ev->class_uid);
 	if (ev->activity_id)
@@ -338,6 +339,12 @@ int otlp__encode(const uint8_t *raw, size_t n, uint8_t **out, size_t *outlen, si
 		off += total;
 		if (!r->ev)
 			continue;
+		/* protobuf requires valid UTF-8 in string fields; kernel bytes need not be */
+		if (pbjson__make_utf8(&r->ev->base)) {
+			egret__v1__event__free_unpacked(r->ev, NULL);
+			err = -ENOMEM;
+			goto out;
+		}
 		to_log_record(r, now);
 		lrp[nrec++] = &r->lr;
 		if (!*first_seq) {

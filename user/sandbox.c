@@ -1,15 +1,20 @@
-/* Sandbox names. A sandbox is a direct child cgroup of egret's root; its name is the directory
- * name and its id the cgroup id (the directory's inode). The table is filled by scanning the
- * root, again on a miss, at most every SCAN_INTERVAL_NS so a flood of events from a removed
- * sandbox does not turn into a flood of directory scans.
+/* Sandbox names and cgroups. A sandbox is a direct child cgroup of egret's root; its name is the
+ * directory name and its id the cgroup id (the directory's inode). The table is filled by
+ * scanning the root, again on a miss, at most every SCAN_INTERVAL_NS so a flood of events from
+ * a removed sandbox does not turn into a flood of directory scans. egretctl run creates a
+ * sandbox's cgroup and removes it again when its command is done.
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "sandbox.h"
 #include "util.h"
@@ -41,6 +46,73 @@ void sandbox__generate_name(char *out, size_t size)
 
 	random_hex(hex, 4);
 	snprintf(out, size, "sbx-%s", hex);
+}
+
+/* Create <root>/NAME; *created says whether this call made it (false: it was there). */
+int sandbox__create(const char *root, const char *name, bool *created)
+{
+	char dir[PATH_MAX];
+	int err = join_path(dir, sizeof(dir), root, name);
+
+	*created = false;
+	if (err)
+		return err;
+	if (mkdir(dir, 0755) == 0) {
+		*created = true;
+		return 0;
+	}
+	return errno == EEXIST ? 0 : -errno;
+}
+
+/* rmdir every empty cgroup below dirfd's directory, deepest first (the command may have made
+ * cgroups of its own inside the sandbox).
+ */
+static void remove_children(int dirfd, unsigned int depth)
+{
+	DIR *d;
+	struct dirent *de;
+
+	if (depth > 32 || !(d = fdopendir(dirfd)))
+		return;
+	while ((de = readdir(d))) {
+		int sub;
+
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		sub = openat(dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (sub < 0)
+			continue;
+		remove_children(sub, depth + 1);
+		unlinkat(dirfd, de->d_name, AT_REMOVEDIR);
+	}
+	closedir(d);
+}
+
+/* Remove <root>/NAME and the cgroups in it, waiting up to wait_ms for processes still in it
+ * (descendants of a command that has exited) to leave. 0, -EBUSY when some stayed, -errno.
+ */
+int sandbox__remove(const char *root, const char *name, unsigned int wait_ms)
+{
+	char dir[PATH_MAX];
+	int err = join_path(dir, sizeof(dir), root, name);
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + wait_ms * 1000000ull;
+
+	if (err)
+		return err;
+	for (;;) {
+		int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (fd < 0)
+			return errno == ENOENT ? 0 : -errno;
+		remove_children(fd, 0);
+		if (rmdir(dir) == 0 || errno == ENOENT)
+			return 0;
+		if (errno != EBUSY)
+			return -errno;
+		if (now_ns(CLOCK_MONOTONIC) >= deadline)
+			return -EBUSY;
+		poll(NULL, 0, 10);
+	}
 }
 
 /* FNV-1a 64 over the name, as bpf/lib/confine.bpf.h computes it (EGRET_FNV64_*). */

@@ -1,5 +1,5 @@
-/* Sandbox names: validation, generated names, and the cgroup id -> name table egretd uses to
- * label events.
+/* Sandbox names: validation, generated names, creating and removing a sandbox's cgroup, and the
+ * cgroup id -> name table egretd uses to label events.
  */
 #ifndef EGRET_SANDBOX_H
 #define EGRET_SANDBOX_H
@@ -13,6 +13,8 @@
 bool sandbox__valid_name(const char *name);
 void sandbox__generate_name(char *out, size_t size);
 uint64_t sandbox__name_hash(const char *name);
+int sandbox__create(const char *root, const char *name, bool *created);
+int sandbox__remove(const char *root, const char *name, unsigned int wait_ms);
 
 struct sandbox_entry {
 	uint64_t id;

@@ -466,7 +466,7 @@ static size_t to_json(const uint8_t *raw, size_t n, char **out)
 		Egret__V1__Event *ev = egret__v1__event__unpack(NULL, total - msg, raw + off + msg);
 
 		if (ev) {
-			pbjson__print(f, &ev->base);
+			pbjson__event(f, ev);
 			fputc('\n', f);
 			egret__v1__event__free_unpacked(ev, NULL);
 		}

@@ -81,7 +81,7 @@ static int feed_decode(struct feed *f, FILE *out)
 			egret__v1__event__unpack(NULL, total - msg, f->buf + off + msg);
 
 		if (ev) {
-			pbjson__print(out, &ev->base);
+			pbjson__event(out, ev);
 			fputc('\n', out);
 			egret__v1__event__free_unpacked(ev, NULL);
 		} else {

@@ -458,6 +458,63 @@ Test(audit, reads_of_secrets_only)
 	events_free(&evs);
 }
 
+struct secret_paths {
+	char dir[PATH_MAX], file[PATH_MAX + 16], missing[PATH_MAX + 16];
+};
+
+/* as nobody: the root-only file (EACCES), a file that is not there (ENOENT) */
+static int read_secrets_denied(void *arg)
+{
+	const struct secret_paths *sp = arg;
+	if (setgid(65534) || setuid(65534))
+		return 100;
+	if (open(sp->file, O_RDONLY) >= 0 || errno != EACCES)
+		return 101;
+	if (open(sp->missing, O_RDONLY) >= 0 || errno != ENOENT)
+		return 102;
+	return 0;
+}
+
+static bool is_read_result(const Egret__V1__Event *ev, const void *arg)
+{
+	const char *path = arg;
+
+	return is_read(ev, path) && !strcmp(ev->file->path, path);
+}
+
+/* A failed read of a secret path is reported like a successful one, its result the error. */
+Test(audit, failed_reads_of_secrets_are_reported)
+{
+	const char *extra[] = { "--audit-read", NULL, NULL };
+	static struct secret_paths sp;
+	const Egret__V1__Event *ev;
+	struct events evs;
+	int fd;
+
+	snprintf(sp.dir, sizeof(sp.dir), "%s/secrets", T->tmpdir);
+	snprintf(sp.file, sizeof(sp.file), "%s/key", sp.dir);
+	snprintf(sp.missing, sizeof(sp.missing), "%s/missing", sp.dir);
+	cr_assert_eq(chmod(T->tmpdir, 0755), 0);
+	cr_assert_eq(mkdir(sp.dir, 0755), 0);
+	fd = open(sp.file, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	extra[1] = sp.dir;
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+	fd = in_sandbox(T, "box", read_secrets_denied, &sp);
+	cr_assert_eq(fd, 0, "the reads as nobody: %d", fd);
+	cr_assert_eq(events_wait(T->sink_path, is_read_result, sp.missing, 5000, &evs), 0,
+		     "no event for the failed read of %s", sp.missing);
+	ev = events_find(&evs, is_read_result, sp.missing, NULL);
+	cr_expect_eq(ev->file->result, -ENOENT);
+	ev = events_find(&evs, is_read_result, sp.file, NULL);
+	cr_assert(ev, "no event for the refused read of %s", sp.file);
+	cr_expect_eq(ev->file->result, -EACCES);
+	cr_expect_eq(ev->process->uid, 65534);
+	events_free(&evs);
+}
+
 static int tamper(void *arg)
 {
 	pid_t outside = *(pid_t *)arg;

@@ -124,15 +124,15 @@ struct seen {
 	uint64_t lines; /* all lines */
 };
 
-/* "stream_id":"...","seq":N of a JSON line; false for lines without them */
+/* "stream_id":"...","seq":"N" of a JSON line; false for lines without them */
 static bool line_seq(const char *line, char sid[33], uint64_t *seq)
 {
-	const char *s = strstr(line, "\"stream_id\":\""), *q = strstr(line, "\"seq\":");
+	const char *s = strstr(line, "\"stream_id\":\""), *q = strstr(line, "\"seq\":\"");
 
 	if (!s || !q)
 		return false;
 	snprintf(sid, 33, "%.32s", s + 13);
-	*seq = strtoull(q + 6, NULL, 10);
+	*seq = strtoull(q + 7, NULL, 10);
 	return true;
 }
 
@@ -440,6 +440,18 @@ static int connect_metadata(void *arg)
 	return tcp_connect("169.254.169.254", 80, AF_INET, 500) == EPERM ? 0 : 1;
 }
 
+/* the same from a process whose name is not UTF-8 (a surrogate, ED A0 80): protobuf requires
+ * valid UTF-8 in string fields, and the receiver's decoder refuses a request without it
+ */
+static int connect_metadata_bad_name(void *arg)
+{
+	prctl(PR_SET_NAME,
+	      "\xed\xa0\x80"
+	      "box",
+	      0, 0, 0);
+	return connect_metadata(arg);
+}
+
 Test(delivery, otlp_records_decode_with_an_independent_implementation)
 {
 	char uri[96], out[PATH_MAX + 16], portstr[8], script[PATH_MAX];
@@ -460,7 +472,7 @@ Test(delivery, otlp_records_decode_with_an_independent_implementation)
 	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
 	/* a denied connect from a sandbox, to the metadata address inside the test's netns */
 	cr_assert_eq(netns_addr("lo", "169.254.169.254/32"), 0);
-	cr_expect_eq(in_sandbox(T, "otlp-box", connect_metadata, NULL), 0,
+	cr_expect_eq(in_sandbox(T, "otlp-box", connect_metadata_bad_name, NULL), 0,
 		     "the connect got through");
 	for (int waited = 0; waited < 15000 && !deny; waited += 250) {
 		usleep(250000);
@@ -472,6 +484,9 @@ Test(delivery, otlp_records_decode_with_an_independent_implementation)
 				strstr(line, "\"ocsf.class_uid\": 4001") &&
 				strstr(line, "\"destination.address\": \"169.254.169.254\"") &&
 				strstr(line, "\"process.pid\": ") &&
+				strstr(line, "\"process.executable.name\": "
+					     "\"\\ufffd\\ufffd\\ufffdbox\"") &&
+				strstr(line, "\\\"event\\\":\\\"net_connect\\\"") &&
 				strstr(line, "\"severity\": 13");
 			start |= strstr(line, "\"egret.agent\"") &&
 				 strstr(line, "\"service.name\": \"egret\"") &&

@@ -21,6 +21,7 @@
 #include <bpf/bpf.h>
 #include <criterion/criterion.h>
 
+#include "../fuzz/jsoncheck.h"
 #include "cgroup.h"
 #include "harness.h"
 #include "loader.h"
@@ -66,10 +67,55 @@ Test(lifecycle, sigkill_leaves_enforcement_attached)
 	cr_assert_eq(harness_stop(T, SIGKILL), 128 + SIGKILL);
 	cr_expect_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM,
 		     "enforcement went away with egretd");
-	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 3, "%s", out);
 	cr_expect(strstr(out, "enforcement: attached"), "%s", out);
 	cr_expect(strstr(out, "egretd: not running"), "%s", out);
 	cr_expect_eq(in_sandbox(T, NULL, connect_metadata, NULL), 0, "positive control failed");
+}
+
+/* `status` in each state, by exit code and in --json: 1 not attached, 0 attached with egretd
+ * answering, 3 attached with egretd gone
+ */
+static void expect_status_json(char *out, size_t size, int code, const char *state,
+			       const char *answering)
+{
+	char want[64];
+
+	cr_expect_eq(egretctl(T, out, size, "status", "--json", NULL), code, "%s", out);
+	cr_expect(jsoncheck_valid(out, strlen(out)), "not JSON: %s", out);
+	snprintf(want, sizeof(want), "{\"state\":\"%s\",\"exit_code\":%d,", state, code);
+	cr_expect(strstr(out, want), "no %s in %s", want, out);
+	snprintf(want, sizeof(want), "\"egretd\":{\"answering\":%s,", answering);
+	cr_expect(strstr(out, want), "no %s in %s", want, out);
+	cr_expect(strstr(out, "\"counters\":{"), "%s", out);
+}
+
+Test(lifecycle, status_exit_codes_and_json)
+{
+	char out[16384], want[PATH_MAX + 64];
+
+	cr_assert_eq(mkdir(T->cgroup_root, 0755), 0);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 1, "%s", out);
+	expect_status_json(out, sizeof(out), 1, "not attached", "false");
+	cr_expect(strstr(out, "\"missing\":[\"egret_"), "%s", out);
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "egretd: running"), "%s", out);
+	expect_status_json(out, sizeof(out), 0, "attached", "true");
+	cr_expect(strstr(out, "\"attached\":true,"), "%s", out);
+	cr_expect(strstr(out, "\"missing\":[]"), "%s", out);
+	snprintf(want, sizeof(want), "\"policy\":{\"path\":\"%s\",\"mode\":\"enforce\",",
+		 T->policy_path);
+	cr_expect(strstr(out, want), "no %s in %s", want, out);
+	cr_expect(strstr(out, "\"connect4.denied\":"), "%s", out);
+	cr_expect(strstr(out, "\"sinks\":[{\"uri\":\"file:"), "%s", out);
+
+	cr_assert_eq(harness_stop(T, SIGKILL), 128 + SIGKILL);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 3, "%s", out);
+	expect_status_json(out, sizeof(out), 3, "attached, egretd not answering", "false");
+	cr_expect(strstr(out, "\"attached\":true,"), "%s", out);
+	cr_expect(strstr(out, "\"connect4.denied\":"), "%s", out);
 }
 
 /* A sandboxed child connecting in a loop while egretd is killed and restarted: not one connect
@@ -162,6 +208,125 @@ Test(lifecycle, run_places_the_command_in_its_sandbox)
 		     "%s", out);
 }
 
+static bool sandbox_exists(const char *name)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	cr_assert_eq(sandbox_path(T, name, dir, sizeof(dir)), 0);
+	return stat(dir, &st) == 0;
+}
+
+/* egretctl run removes the sandbox cgroup it created when the command is done (also after
+ * descendants that outlived the command, and cgroups the command made inside it), and leaves
+ * one that was there before; the command's parent, egretctl, stays outside the sandbox.
+ */
+Test(lifecycle, run_removes_the_sandbox_it_created)
+{
+	char out[4096], name[80], expect[PATH_MAX + 16], script[PATH_MAX + 16];
+	const char *gen;
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_assert_eq(egretctl(T, out, sizeof(out), "run", "--", "true", NULL), 0, "%s", out);
+	gen = strstr(out, "egretctl: sandbox ");
+	cr_assert(gen, "%s", out);
+	cr_assert_eq(sscanf(gen, "egretctl: sandbox %79s", name), 1);
+	cr_expect_not(sandbox_exists(name), "generated sandbox %s left behind", name);
+
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "linger", "--", "sh", "-c",
+			      "sleep 0.5 & exit 3", NULL),
+		     3, "%s", out);
+	cr_expect_not(sandbox_exists("linger"), "sandbox left behind by a lingering child");
+
+	cr_assert_eq(sandbox_path(T, "nested", expect, sizeof(expect)), 0);
+	snprintf(script, sizeof(script), "mkdir %s/inner", expect);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "nested", "--", "sh", "-c",
+			      script, NULL),
+		     0, "%s", out);
+	cr_expect_not(sandbox_exists("nested"), "a cgroup inside the sandbox kept it");
+
+	cr_assert_eq(sandbox_path(T, "kept", expect, sizeof(expect)), 0);
+	cr_assert_eq(mkdir(expect, 0755), 0);
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "kept", "--", "sh", "-c",
+			      "cat /proc/$PPID/cgroup", NULL),
+		     0, "%s", out);
+	cr_expect(sandbox_exists("kept"), "a sandbox egretctl did not create was removed");
+	snprintf(expect, sizeof(expect), "0::%s/kept\n", T->cgroup_root + strlen(T->cgroup_mount));
+	cr_expect_null(strstr(out, expect), "egretctl itself is in the sandbox: %s", out);
+}
+
+/* egretctl run in the background, its stdout and stderr to path */
+static pid_t spawn_run(const char *path, char *const cmd[])
+{
+	char *argv[32] = { EGRETCTL_BIN, "--cgroup",  T->cgroup_root, "--state-dir",
+			   T->state_dir, "--control", T->control,     "run",
+			   "-q",	 "--sandbox", "sig",	      "--" };
+	int n = 12;
+	pid_t pid;
+
+	while (*cmd && n < 31)
+		argv[n++] = *cmd++;
+	argv[n] = NULL;
+	pid = fork();
+	if (pid == 0) {
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	return pid;
+}
+
+static bool wait_file(const char *path, int ms)
+{
+	struct stat st;
+
+	for (; ms > 0; ms -= 20) {
+		if (stat(path, &st) == 0)
+			return true;
+		usleep(20000);
+	}
+	return false;
+}
+
+/* Signals sent to egretctl reach the command; egretctl ends as the command did (its exit code,
+ * or the same signal), and removes the sandbox either way.
+ */
+Test(lifecycle, run_forwards_signals_and_exits_as_the_command)
+{
+	char log[PATH_MAX + 16], ready[PATH_MAX + 16], script[PATH_MAX * 2 + 64];
+	char *trap[] = { "sh", "-c", script, NULL }, *sleeper[] = { "sh", "-c", script, NULL };
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	snprintf(log, sizeof(log), "%s/run.log", T->tmpdir);
+	snprintf(ready, sizeof(ready), "%s/ready", T->tmpdir);
+	snprintf(script, sizeof(script),
+		 "trap 'exit 42' USR1; touch %s; while :; do sleep 0.05; done", ready);
+	pid = spawn_run(log, trap);
+	cr_assert(wait_file(ready, 10000), "the command did not start");
+	cr_assert_eq(kill(pid, SIGUSR1), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 42,
+		  "SIGUSR1 did not reach the command: status 0x%x", status);
+	cr_expect_not(sandbox_exists("sig"));
+
+	unlink(ready);
+	snprintf(script, sizeof(script), "touch %s; exec sleep 30", ready);
+	pid = spawn_run(log, sleeper);
+	cr_assert(wait_file(ready, 10000), "the command did not start");
+	usleep(100000); /* sh has exec'd sleep */
+	cr_assert_eq(kill(pid, SIGTERM), 0);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM,
+		  "egretctl did not end by the command's signal: status 0x%x", status);
+	cr_expect_not(sandbox_exists("sig"));
+}
+
 /* 64 programs of one attach type is the kernel's per-cgroup limit: with 64 dummies on
  * connect6, attaching egret_connect6 fails for real (E2BIG).
  */
@@ -251,9 +416,10 @@ Test(lifecycle, bad_state_dir_fails_closed)
 
 Test(lifecycle, stream_is_bracketed_and_gapless)
 {
-	char out[65536], seq[32], *argv[] = { EGRETCTL_BIN, "tail", T->sink_path, NULL };
+	static char out[1 << 20];
+	char seq[32], *argv[] = { EGRETCTL_BIN, "tail", T->sink_path, NULL };
 	struct events evs;
-	size_t last, denials = 0;
+	size_t last, denials = 0, lines = 0, nevents;
 
 	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
 	for (int i = 0; i < 3; i++)
@@ -283,16 +449,33 @@ Test(lifecycle, stream_is_bracketed_and_gapless)
 	for (size_t i = 1; i < last; i++)
 		denials += evs.ev[i]->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT;
 	cr_expect_eq(denials, 3);
+	nevents = evs.n;
 	events_free(&evs);
 
 	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "%s", out);
+	/* 64-bit integers as strings, zeros written (the test runs as root: uid 0), the time in
+	 * RFC 3339 and the event's type named; every line one valid JSON object
+	 */
 	for (int i = 1; i <= 7; i++) {
-		snprintf(seq, sizeof(seq), "\"seq\":%d,", i);
+		snprintf(seq, sizeof(seq), "\"seq\":\"%d\",", i);
 		cr_expect(strstr(out, seq), "tail output lacks %s:\n%s", seq, out);
 	}
 	cr_expect(strstr(out, "\"dst_addr\":\"169.254.169.254\""), "%s", out);
 	cr_expect(strstr(out, "\"verdict\":\"VERDICT_DENY\""), "%s", out);
-	cr_expect(strstr(out, "\"sandbox\":{\"cgroup_id\":"), "%s", out);
+	cr_expect(strstr(out, "\"sandbox\":{\"cgroup_id\":\""), "%s", out);
+	cr_expect(strstr(out, "\"uid\":0,"), "%s", out);
+	cr_expect(strstr(out, "\"event\":\"net_connect\",\"net_connect\":{"), "%s", out);
+	cr_expect(strstr(out, "\"event\":\"agent\""), "%s", out);
+	cr_expect(strstr(out, "\"time\":\"20"), "%s", out);
+	for (char *line = out, *nl; *line; line = nl + 1, lines++) {
+		nl = strchr(line, '\n');
+		cr_assert(nl, "unterminated line: %s", line);
+		cr_expect(jsoncheck_valid(line, (size_t)(nl - line)), "not JSON: %.*s",
+			  (int)(nl - line), line);
+		cr_expect(strstr(line, "\"time\":\"") && strstr(line, "\"event\":\""), "%.*s",
+			  (int)(nl - line), line);
+	}
+	cr_expect_eq(lines, nevents);
 }
 
 /* In a private mount namespace without bpffs, egretd mounts one itself. */

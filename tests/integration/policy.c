@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -343,6 +344,66 @@ Test(policy, broken_reload_changes_nothing)
 	cr_expect_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
 	cr_expect_eq(in_sandbox(T, "box", connect_198_8, NULL), 0);
 	cr_expect_eq(in_sandbox(T, "build-42", connect_198_8, NULL), 0);
+}
+
+static bool is_reload_by(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_POLICY_CHANGE &&
+	       !strcmp(ev->policy_change->action, "reload") &&
+	       ev->policy_change->actor_pid == (uint32_t)(uintptr_t)arg;
+}
+
+static bool is_reload(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_POLICY_CHANGE &&
+	       !strcmp(ev->policy_change->action, "reload") &&
+	       strstr(ev->policy_change->actor, (const char *)arg);
+}
+
+/* A reload by SIGHUP names the process that sent it, not egretd; one by egretctl reload names
+ * egretctl.
+ */
+Test(policy, sighup_reload_names_the_sender)
+{
+	char out[4096], want[128];
+	const Egret__V1__Event *ev;
+	struct events evs;
+	int go[2], status;
+	pid_t sender;
+
+	cr_assert_eq(pipe(go), 0);
+	sender = fork();
+	if (sender == 0) {
+		char c;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		prctl(PR_SET_NAME, "hup-sender", 0, 0, 0);
+		close(go[1]);
+		if (kill(T->egretd, SIGHUP))
+			_exit(1);
+		read(go[0], &c, 1); /* stay, so egretd can read our /proc/PID/comm */
+		_exit(0);
+	}
+	close(go[0]);
+	cr_assert_gt(sender, 0);
+	cr_expect_eq(events_wait(T->sink_path, is_reload_by, (void *)(uintptr_t)sender, 5000, &evs),
+		     0, "no reload attributed to pid %d", sender);
+	close(go[1]);
+	waitpid(sender, &status, 0);
+	ev = events_find(&evs, is_reload_by, (void *)(uintptr_t)sender, NULL);
+	cr_assert(ev);
+	snprintf(want, sizeof(want), "SIGHUP from uid 0 pid %d (hup-sender)", sender);
+	cr_expect_str_eq(ev->policy_change->actor, want);
+	cr_expect_eq(ev->policy_change->actor_uid, 0);
+	cr_expect(ev->policy_change->ok);
+	events_free(&evs);
+
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+	cr_assert_eq(events_wait(T->sink_path, is_reload, "(egretctl)", 5000, &evs), 0);
+	ev = events_find(&evs, is_reload, "(egretctl)", NULL);
+	cr_expect_neq(ev->policy_change->actor_pid, (uint32_t)T->egretd,
+		      "egretctl reload attributed to egretd's pid");
+	events_free(&evs);
 }
 
 static bool is_allow_flow(const Egret__V1__Event *ev, const void *arg)

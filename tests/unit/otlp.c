@@ -1,0 +1,167 @@
+/* The OTLP encoding of strings: protobuf requires valid UTF-8 in string fields and a collector
+ * refuses a whole request without it, so whatever bytes an event's strings hold (process names
+ * and paths come from the kernel as bytes), every string of the request must be valid UTF-8,
+ * and the body valid JSON.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <zlib.h>
+
+#include "../fuzz/jsoncheck.h"
+#include "../fuzz/pbcheck.h"
+#include "egret/v1/events.pb-c.h"
+#include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
+#include "otlp.h"
+#include "wire.h"
+
+/* overlong NUL, a surrogate, beyond U+10FFFF, a lone continuation byte, a cut sequence */
+static char bad[] = "a\xc0\x80"
+		    "b\xed\xa0\x80"
+		    "c\xf4\x90\x80\x80"
+		    "d\x80"
+		    "e\xe2\x82";
+static char *bad_list[] = { bad, bad };
+
+/* Every string field of m (and of each message field, recursively) set to bad bytes. */
+static void fill_bad(ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	char *base = (char *)m;
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		char *member = base + f->offset;
+
+		if (f->type == PROTOBUF_C_TYPE_STRING && f->label == PROTOBUF_C_LABEL_REPEATED) {
+			*(size_t *)(base + f->quantifier_offset) = 2;
+			*(char ***)member = bad_list;
+		} else if (f->type == PROTOBUF_C_TYPE_STRING) {
+			*(char **)member = bad;
+		} else if (f->type == PROTOBUF_C_TYPE_MESSAGE &&
+			   f->label != PROTOBUF_C_LABEL_REPEATED &&
+			   !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) {
+			const ProtobufCMessageDescriptor *sd = f->descriptor;
+			ProtobufCMessage *sub = calloc(1, sd->sizeof_message);
+
+			protobuf_c_message_init(sd, sub);
+			fill_bad(sub);
+			*(ProtobufCMessage **)member = sub;
+		}
+	}
+}
+
+static void free_filled(ProtobufCMessage *m)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		ProtobufCMessage **sub = (ProtobufCMessage **)((char *)m + f->offset);
+
+		if (f->type == PROTOBUF_C_TYPE_MESSAGE && f->label != PROTOBUF_C_LABEL_REPEATED &&
+		    !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && *sub) {
+			free_filled(*sub);
+			free(*sub);
+			*sub = NULL;
+		}
+	}
+}
+
+static Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *
+encode_decode(const Egret__V1__Event *ev)
+{
+	static uint8_t raw[1 << 16], plain[1 << 18];
+	uint8_t *gz = NULL;
+	size_t len = egret__v1__event__get_packed_size(ev), n, records;
+	uint64_t first, last;
+	char sid[33];
+	z_stream z = { 0 };
+	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+
+	cr_assert_lt(len + WIRE_VARINT_MAX, sizeof(raw));
+	n = wire__varint_put(len, raw);
+	egret__v1__event__pack(ev, raw + n);
+	cr_assert_eq(otlp__encode(raw, n + len, &gz, &len, &records, &first, &last, sid), 0);
+	cr_assert_eq(records, 1);
+	z.next_in = gz;
+	z.avail_in = (uInt)len;
+	z.next_out = plain;
+	z.avail_out = sizeof(plain);
+	cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
+	cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
+	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
+		NULL, z.total_out, plain);
+	inflateEnd(&z);
+	free(gz);
+	cr_assert(req);
+	return req;
+}
+
+/* each payload in turn, with bad bytes in every string of it, the envelope, sandbox, process */
+Test(otlp, every_string_is_valid_utf8_whatever_the_event_held)
+{
+	const ProtobufCMessageDescriptor *d = &egret__v1__event__descriptor;
+	unsigned int payloads = 0;
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+		Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+		const Opentelemetry__Proto__Logs__V1__LogRecord *lr;
+		ProtobufCMessage *payload;
+
+		if (!(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+			continue;
+		fill_bad(&ev.base);
+		cr_assert_not(pbcheck_utf8(&ev.base));
+		payload = calloc(
+			1, ((const ProtobufCMessageDescriptor *)f->descriptor)->sizeof_message);
+		protobuf_c_message_init(f->descriptor, payload);
+		fill_bad(payload);
+		ev.payload_case = (Egret__V1__Event__PayloadCase)f->id;
+		*(ProtobufCMessage **)((char *)&ev + f->offset) = payload;
+		req = encode_decode(&ev);
+		cr_expect(pbcheck_utf8(&req->base), "%s: a string of the request is not UTF-8",
+			  f->name);
+		lr = req->resource_logs[0]->scope_logs[0]->log_records[0];
+		cr_expect(jsoncheck_valid(lr->body->string_value, strlen(lr->body->string_value)),
+			  "%s: body %s", f->name, lr->body->string_value);
+		cr_expect(strstr(lr->body->string_value, "a\xef\xbf\xbd\xef\xbf\xbd"
+							 "b\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"),
+			  "%s: body %s", f->name, lr->body->string_value);
+		opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(
+			req, NULL);
+		free_filled(payload);
+		free(payload);
+		free_filled(&ev.base);
+		payloads++;
+	}
+	cr_expect_eq(payloads, 16);
+}
+
+/* the attributes a SIEM searches by carry the replaced string */
+Test(otlp, attributes_carry_the_replacement_character)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
+	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+	const Opentelemetry__Proto__Logs__V1__LogRecord *lr;
+	bool found = false;
+
+	p.comm = "\xed\xa0\x80"
+		 "box";
+	ev.process = &p;
+	req = encode_decode(&ev);
+	lr = req->resource_logs[0]->scope_logs[0]->log_records[0];
+	for (size_t i = 0; i < lr->n_attributes; i++) {
+		if (!strcmp(lr->attributes[i]->key, "process.executable.name"))
+			found = !strcmp(lr->attributes[i]->value->string_value,
+					"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+					"box");
+	}
+	cr_expect(found);
+	opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(req,
+											      NULL);
+}
