@@ -417,21 +417,34 @@ static size_t count_in(const char *text, const char *word)
 	return n;
 }
 
-/* Spawn n egretds and release them at the same moment; their notify sockets in nfd. */
-static void release_at_once(struct egret_instance *const e[], int n, int nfd[])
+/* Spawn e[from..to) in the caller's mount namespace, each waiting for a byte on gate. */
+static void spawn_gated(struct egret_instance *const e[], int from, int to, int gate, int nfd[])
 {
-	char go[NSTARTING];
-	int gate[2];
-
-	cr_assert_eq(pipe2(gate, O_CLOEXEC), 0);
-	for (int i = 0; i < n; i++) {
-		nfd[i] = harness_spawn(e[i], NULL, gate[0]);
+	for (int i = from; i < to; i++) {
+		nfd[i] = harness_spawn(e[i], NULL, gate);
 		cr_assert_geq(nfd[i], 0, "%s", strerror(-nfd[i]));
 	}
+}
+
+/* Release the n egretds waiting on gate at the same moment. */
+static void open_gate(int gate[2], int n)
+{
+	char go[NSTARTING];
+
 	memset(go, 'g', sizeof(go));
 	cr_assert_eq(write(gate[1], go, (size_t)n), n);
 	close(gate[0]);
 	close(gate[1]);
+}
+
+/* Spawn n egretds and release them at the same moment; their notify sockets in nfd. */
+static void release_at_once(struct egret_instance *const e[], int n, int nfd[])
+{
+	int gate[2];
+
+	cr_assert_eq(pipe2(gate, O_CLOEXEC), 0);
+	spawn_gated(e, 0, n, gate[0], nfd);
+	open_gate(gate, n);
 }
 
 /* egretd has exited, or holds a BPF map or program: it is past mounting bpffs and tracefs. */
@@ -475,20 +488,45 @@ static void wait_past_mounts(struct egret_instance *const e[])
 	cr_assert_fail("the egretds did not get past their mounts in 60 s");
 }
 
-/* One bpffs and one tracefs mounted, and mounted once in each of `rounds` rounds so far. */
-static void expect_mounted_once(struct egret_instance *const e[], int rounds)
+/* SIGKILL every egretd of a quick round; each must still have been running. */
+static void stop_all(struct egret_instance *const e[], int nfd[], int round)
+{
+	for (int i = 0; i < NSTARTING; i++) {
+		int rc = harness_stop(e[i], SIGKILL);
+
+		close(nfd[i]);
+		cr_expect_eq(rc, 128 + SIGKILL, "round %d: egretd %s exited (%d):\n%s", round,
+			     e[i]->name, rc, harness_log(e[i]));
+	}
+}
+
+/* One bpffs and one tracefs mounted in the caller's mount namespace. */
+static void expect_one_each(const char *where, int round)
+{
+	cr_expect_eq(mounts_on(EGRET_BPFFS, "bpf"), 1, "round %d, %s:\n%s", round, where,
+		     fs_mounts());
+	cr_expect_eq(mounts_on(EGRET_TRACEFS, "tracefs"), 1, "round %d, %s:\n%s", round, where,
+		     fs_mounts());
+}
+
+/* The egretds' logs say bpffs and tracefs were mounted `times` times so far. */
+static void expect_mounted_times(struct egret_instance *const e[], size_t times)
 {
 	size_t bpffs = 0, tracefs = 0;
 
-	cr_expect_eq(mounts_on(EGRET_BPFFS, "bpf"), 1, "round %d:\n%s", rounds, fs_mounts());
-	cr_expect_eq(mounts_on(EGRET_TRACEFS, "tracefs"), 1, "round %d:\n%s", rounds, fs_mounts());
 	for (int i = 0; i < NSTARTING; i++) {
 		bpffs += count_in(harness_log(e[i]), "mounted bpffs on");
 		tracefs += count_in(harness_log(e[i]), "mounted tracefs on");
 	}
-	cr_expect_eq(bpffs, (size_t)rounds, "bpffs mounted %zu times in %d rounds", bpffs, rounds);
-	cr_expect_eq(tracefs, (size_t)rounds, "tracefs mounted %zu times in %d rounds", tracefs,
-		     rounds);
+	cr_expect_eq(bpffs, times, "bpffs mounted %zu times, expected %zu", bpffs, times);
+	cr_expect_eq(tracefs, times, "tracefs mounted %zu times, expected %zu", tracefs, times);
+}
+
+static void others_for(struct egret_instance *e[])
+{
+	e[0] = T;
+	for (int i = 1; i < NSTARTING; i++)
+		e[i] = other_instance();
 }
 
 /* Several egretds released at the same moment on a host without bpffs and tracefs (the
@@ -500,24 +538,18 @@ static void expect_mounted_once(struct egret_instance *const e[], int rounds)
 #define QUICK_ROUNDS 10
 Test(lifecycle, egretds_starting_at_once_mount_bpffs_and_tracefs_once, .timeout = 400)
 {
-	struct egret_instance *e[NSTARTING] = { T };
+	struct egret_instance *e[NSTARTING];
 	int nfd[NSTARTING];
 
-	for (int i = 1; i < NSTARTING; i++)
-		e[i] = other_instance();
+	others_for(e);
 	private_mounts();
 	for (int round = 1; round <= QUICK_ROUNDS; round++) {
 		unmount_bpffs_and_tracefs();
 		release_at_once(e, NSTARTING, nfd);
 		wait_past_mounts(e);
-		expect_mounted_once(e, round);
-		for (int i = 0; i < NSTARTING; i++) {
-			int rc = harness_stop(e[i], SIGKILL);
-
-			close(nfd[i]);
-			cr_expect_eq(rc, 128 + SIGKILL, "round %d: egretd %s exited (%d):\n%s",
-				     round, e[i]->name, rc, harness_log(e[i]));
-		}
+		expect_one_each("one namespace", round);
+		expect_mounted_times(e, (size_t)round);
+		stop_all(e, nfd, round);
 	}
 	unmount_bpffs_and_tracefs();
 	release_at_once(e, NREADY, nfd);
@@ -527,8 +559,87 @@ Test(lifecycle, egretds_starting_at_once_mount_bpffs_and_tracefs_once, .timeout 
 		cr_expect_eq(rc, 0, "egretd %s did not come up (%d):\n%s", e[i]->name, rc,
 			     harness_log(e[i]));
 	}
-	expect_mounted_once(e, QUICK_ROUNDS + 1);
+	expect_one_each("one namespace", QUICK_ROUNDS + 1);
+	expect_mounted_times(e, QUICK_ROUNDS + 1);
 	cr_expect_eq(in_sandbox(T, "box", connect_metadata, NULL), EPERM);
+}
+
+static int ns_fd(void)
+{
+	int fd = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0, "%s", strerror(errno));
+	return fd;
+}
+
+/* The mount namespace of a process, as "mnt:[inode]". */
+static const char *mnt_ns(pid_t pid)
+{
+	static char out[2][64];
+	static int next;
+	char path[64], *buf = out[next++ % 2];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	n = readlink(path, buf, sizeof(out[0]) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	return buf;
+}
+
+static void enter_ns(int fd)
+{
+	cr_assert_eq(setns(fd, CLONE_NEWNS), 0, "setns: %s", strerror(errno));
+}
+
+/* Half the egretds in mount namespace A, half in B, released at the same moment. With /sys
+ * shared between A and B, a mount in one appears in the other: bpffs and tracefs are mounted
+ * once between them; with private copies, once in each.
+ */
+static void race_in_two_namespaces(bool shared)
+{
+	struct egret_instance *e[NSTARTING];
+	int nfd[NSTARTING], a, b, gate[2];
+	size_t per_round = shared ? 1 : 2;
+
+	others_for(e);
+	private_mounts();
+	unmount_bpffs_and_tracefs();
+	if (shared)
+		cr_assert_eq(mount(NULL, "/sys", NULL, MS_SHARED, NULL), 0, "%s", strerror(errno));
+	a = ns_fd();
+	cr_assert_eq(unshare(CLONE_NEWNS), 0);
+	b = ns_fd();
+	for (int round = 1; round <= QUICK_ROUNDS / 2; round++) {
+		enter_ns(a);
+		unmount_bpffs_and_tracefs();
+		enter_ns(b);
+		unmount_bpffs_and_tracefs();
+		cr_assert_eq(pipe2(gate, O_CLOEXEC), 0);
+		spawn_gated(e, 0, NSTARTING / 2, gate[0], nfd);
+		enter_ns(a);
+		spawn_gated(e, NSTARTING / 2, NSTARTING, gate[0], nfd);
+		cr_assert_str_neq(mnt_ns(e[0]->egretd), mnt_ns(e[NSTARTING - 1]->egretd),
+				  "all egretds in one mount namespace");
+		open_gate(gate, NSTARTING);
+		wait_past_mounts(e);
+		expect_one_each("namespace A", round);
+		enter_ns(b);
+		expect_one_each("namespace B", round);
+		expect_mounted_times(e, per_round * (size_t)round);
+		stop_all(e, nfd, round);
+	}
+	close(a);
+	close(b);
+}
+
+Test(lifecycle, egretds_in_private_mount_namespaces_each_mount_their_own, .timeout = 300)
+{
+	race_in_two_namespaces(false);
+}
+
+Test(lifecycle, egretds_in_peer_mount_namespaces_mount_once_between_them, .timeout = 300)
+{
+	race_in_two_namespaces(true);
 }
 
 /* ---- one egretd per state dir, spool and control socket ---------------------------------- */
