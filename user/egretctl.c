@@ -18,6 +18,7 @@
 #include "collector.h"
 #include "control.h"
 #include "loader.h"
+#include "lockfile.h"
 #include "log.h"
 #include "paths.h"
 #include "pbjson.h"
@@ -644,6 +645,30 @@ static int do_tail(int argc, char **argv)
 	return tail__run(src, follow, stdout);
 }
 
+/* egretd holds its state dir's lock for its life (see egretd's setup_instance): while it is
+ * held, a running egretd would attach again when it restarts. Taken, the lock keeps an egretd
+ * from starting on the state dir while its pins are removed. 0 when the lock is ours or there
+ * is no state dir.
+ */
+static int lock_state_dir(const struct egret_paths *p)
+{
+	struct lock_holder h;
+	char who[64];
+	int fd = lockfile__take_dir(p->state_dir, &h);
+
+	if (fd >= 0 || fd == -ENOENT)
+		return 0;
+	if (fd == -EWOULDBLOCK)
+		fprintf(stderr,
+			"egretctl: state dir %s is in use by %s, which would attach again when it "
+			"restarts: stop it first, or pass --force\n",
+			p->state_dir, lockfile__describe(&h, who, sizeof(who)));
+	else
+		fprintf(stderr, "egretctl: cannot lock state dir %s: %s\n", p->state_dir,
+			strerror(-fd));
+	return fd;
+}
+
 static int do_uninstall(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -651,10 +676,8 @@ static int do_uninstall(int argc, char **argv)
 		{ "force", no_argument, NULL, OPT_FORCE },
 		{ 0 },
 	};
-	char *req[] = { "status" };
 	struct egret_paths p;
 	bool force = false;
-	FILE *devnull;
 	int c, err;
 
 	optind = 1;
@@ -667,19 +690,8 @@ static int do_uninstall(int argc, char **argv)
 	}
 	if (optind < argc)
 		return log_usage("unexpected argument '%s'", argv[optind]);
-	if (resolve_paths(&p))
+	if (resolve_paths(&p) || (!force && lock_state_dir(&p)))
 		return 1;
-	devnull = fopen("/dev/null", "we");
-	if (!force && devnull && control__call(p.control, 1, req, devnull, devnull, 5) >= 0) {
-		fprintf(stderr,
-			"egretctl: egretd is running on %s and would attach again when it "
-			"restarts: stop it first, or pass --force\n",
-			p.control);
-		fclose(devnull);
-		return 1;
-	}
-	if (devnull)
-		fclose(devnull);
 	err = loader__uninstall(&p);
 	if (err) {
 		fprintf(stderr, "egretctl: uninstall from %s incomplete: %s\n", p.state_dir,

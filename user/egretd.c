@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <grp.h>
+#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "proc.h"
 #include "redact.h"
 #include "loader.h"
+#include "lockfile.h"
 #include "log.h"
 #include "loop.h"
 #include "notify.h"
@@ -153,7 +155,8 @@ static void usage(FILE *f)
 		"  -h, --help             print this help and exit\n"
 		"\n"
 		"Exit status: 0 after a clean stop, 1 when enforcement or a sink could not be set up\n"
-		"(enforcement already pinned stays in place), 2 for a usage error.\n");
+		"(enforcement already pinned stays in place) or another egretd holds the state dir,\n"
+		"spool or control socket, 2 for a usage error.\n");
 }
 
 /* The first pattern of a kind given on the command line replaces that kind's defaults. */
@@ -677,16 +680,58 @@ static int setup_signals(struct daemon *d)
 	return loop__add(&d->loop, &d->sigw, EPOLLIN);
 }
 
-/* Enforcement first: nothing else matters if it cannot be set up. */
-static int setup_enforcement(struct daemon *d)
+/* Lock one of the instance's paths for egretd's life (the fd is never closed): the directory
+ * path itself when suffix is NULL, else the file path+suffix, whose directory is created with
+ * mode when missing. What and option name the path in the errors.
+ */
+static int take_lock(const char *what, const char *path, const char *suffix, mode_t mode,
+		     const char *option)
+{
+	char file[PATH_MAX + 8], dir[PATH_MAX + 8], who[64];
+	struct lock_holder h;
+	int fd;
+
+	snprintf(file, sizeof(file), "%s%s", path, suffix ? suffix : "");
+	snprintf(dir, sizeof(dir), "%s", file);
+	fd = suffix ? mkdir_p(dirname(dir), mode) : 0;
+	if (!fd)
+		fd = suffix ? lockfile__take(file, &h) : lockfile__take_dir(path, &h);
+	if (fd == -EWOULDBLOCK)
+		log_err("%s %s is in use by %s: stop it first, or give this instance its own %s",
+			what, path, lockfile__describe(&h, who, sizeof(who)), option);
+	else if (fd < 0)
+		log_err("cannot lock %s %s (%s): %s", what, path, file, strerror(-fd));
+	return fd < 0 ? fd : 0;
+}
+
+/* The instance's state dir, spool and control socket are this egretd's alone: lock each
+ * before anything else touches it, so a second egretd on any of them exits here having
+ * changed nothing (no program swapped, no event written, no file removed). The state dir
+ * lives on bpffs, which holds no plain file: its directory is the lock, so bpffs is mounted
+ * and the directory made first (both harmless to an egretd already running on them).
+ */
+static int setup_instance(struct daemon *d)
 {
 	int err;
 
 	err = paths__init(&d->paths, d->opt.cgroup, d->opt.state_dir, d->opt.control);
 	if (!err)
-		err = paths__create_root(&d->paths);
-	if (!err)
 		err = bpffs__ensure(d->paths.state_dir);
+	if (!err)
+		err = take_lock("state dir", d->paths.state_dir, NULL, 0, "--state-dir");
+	if (!err)
+		err = take_lock("spool", d->opt.spool, "/lock", 0700, "--spool");
+	if (!err)
+		err = take_lock("control socket", d->paths.control, ".lock", 0755, "--control");
+	return err;
+}
+
+/* Enforcement first: nothing else matters if it cannot be set up. */
+static int setup_enforcement(struct daemon *d)
+{
+	int err;
+
+	err = paths__create_root(&d->paths);
 	if (!err)
 		err = tracefs__ensure();
 	if (!err)
@@ -922,6 +967,8 @@ int main(int argc, char **argv)
 	if (d.opt.verbose)
 		log_set_level(LOG_LVL_DEBUG);
 	d.started_ns = now_ns(CLOCK_MONOTONIC);
+	if (setup_instance(&d))
+		return 1;
 	err = loop__init(&d.loop);
 	if (!err)
 		err = setup_signals(&d);

@@ -1,9 +1,12 @@
 /* Resolving an egret instance's cgroup root, state dir and control socket; creating the root
- * cgroup and the bpffs state dir (mounting bpffs when the host has not).
+ * cgroup and the bpffs state dir (mounting bpffs and tracefs when the host has not, once
+ * however many egretds start at the same time).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -95,11 +98,62 @@ int paths__state(const struct egret_paths *p, char *out, size_t size, const char
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-static bool on_bpffs(const char *path)
+static bool on_fs(const char *path, long magic)
 {
 	struct statfs sfs;
 
-	return statfs(path, &sfs) == 0 && sfs.f_type == BPF_FS_MAGIC;
+	return statfs(path, &sfs) == 0 && sfs.f_type == magic;
+}
+
+/* Mount fstype on dir unless it is mounted there already, and say so in *mounted. Several
+ * egretds may start at once, in one mount namespace or in several: each takes a flock on the
+ * directory the file system is to be mounted on (one inode in every namespace that sees the
+ * same /sys), checks again and mounts only if it still must, so the others, waiting, find
+ * the mount instead of stacking a second one on it (or, in a namespace the mount does not
+ * propagate to, mount their own). Once mounted, dir opens as the mounted root, which is
+ * never locked here: only mounting waits for the lock, and never for long.
+ */
+static int mount_once(const char *dir, const char *fstype, long magic, const char *data,
+		      bool *mounted)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = 0;
+	struct statfs sfs;
+
+	*mounted = false;
+	if (fd < 0)
+		return -errno;
+	if (fstatfs(fd, &sfs) == 0 && sfs.f_type == magic)
+		goto out;
+	if (flock(fd, LOCK_EX)) {
+		err = -errno;
+		goto out;
+	}
+	if (on_fs(dir, magic))
+		goto out;
+	if (mount(fstype, dir, fstype, 0, data) == 0) {
+		*mounted = true;
+	} else {
+		err = -errno;
+		if (err == -EBUSY && on_fs(dir, magic)) /* mounted by someone who does not lock */
+			err = 0;
+	}
+out:
+	close(fd);
+	return err;
+}
+
+/* Mount fs on dir when the host has not, and say what was done. */
+static int ensure_mounted(const char *dir, const char *fstype, const char *name, long magic,
+			  const char *data)
+{
+	bool mounted;
+	int err = mount_once(dir, fstype, magic, data, &mounted);
+
+	if (err)
+		log_err("failed to mount %s on %s: %s", name, dir, strerror(-err));
+	else if (mounted)
+		log_info("mounted %s on %s", name, dir);
+	return err;
 }
 
 /* Make sure state_dir and its links/ and maps/ exist on a bpf file system, mounting bpffs on
@@ -110,20 +164,17 @@ int bpffs__ensure(const char *state_dir)
 	char sub[PATH_MAX];
 	int err;
 
-	if (str_starts_with(state_dir, EGRET_BPFFS "/") && !on_bpffs(EGRET_BPFFS)) {
-		if (mount("bpf", EGRET_BPFFS, "bpf", 0, "mode=0700")) {
-			err = -errno;
-			log_err("failed to mount bpffs on %s: %s", EGRET_BPFFS, strerror(errno));
+	if (str_starts_with(state_dir, EGRET_BPFFS "/")) {
+		err = ensure_mounted(EGRET_BPFFS, "bpf", "bpffs", BPF_FS_MAGIC, "mode=0700");
+		if (err)
 			return err;
-		}
-		log_info("mounted bpffs on %s", EGRET_BPFFS);
 	}
 	err = mkdir_p(state_dir, 0700);
 	if (err) {
 		log_err("failed to create state dir %s: %s", state_dir, strerror(-err));
 		return err;
 	}
-	if (!on_bpffs(state_dir)) {
+	if (!on_fs(state_dir, BPF_FS_MAGIC)) {
 		log_err("state dir %s is not on a bpf file system: mount one (mount -t bpf bpf "
 			"/sys/fs/bpf) or choose a --state-dir below one",
 			state_dir);
@@ -145,16 +196,5 @@ int bpffs__ensure(const char *state_dir)
  */
 int tracefs__ensure(void)
 {
-	struct statfs sfs;
-
-	if (statfs(EGRET_TRACEFS "/events", &sfs) == 0)
-		return 0;
-	if (mount("tracefs", EGRET_TRACEFS, "tracefs", 0, NULL)) {
-		int err = -errno;
-
-		log_err("failed to mount tracefs on %s: %s", EGRET_TRACEFS, strerror(errno));
-		return err;
-	}
-	log_info("mounted tracefs on %s", EGRET_TRACEFS);
-	return 0;
+	return ensure_mounted(EGRET_TRACEFS, "tracefs", "tracefs", TRACEFS_MAGIC, NULL);
 }

@@ -4,7 +4,8 @@
  * and restarted still gets every seq from 1 to N, in order; at the spool's limit the Loss
  * event names exactly the range the lagging sink lost; what a stopped egretd spooled is
  * delivered by the next one, damaged spool bytes reported and not replayed; heartbeats,
- * rotation followed by tail --follow, stdout JSON.
+ * rotation followed by tail --follow, stdout JSON; a second egretd on the same paths leaves
+ * a backlog for a sink that is down alone.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -432,6 +433,91 @@ Test(delivery, a_restart_delivers_what_was_spooled_and_reports_damage)
 		cr_expect(damage, "the 9 damaged bytes were not reported");
 	}
 	events_free(&evs);
+}
+
+/* The highest seq of stream in the instance's file sink. */
+static uint64_t stream_max_seq(const char *stream)
+{
+	struct events evs;
+	uint64_t max = 0;
+
+	if (events_read(T->sink_path, &evs))
+		return 0;
+	for (size_t i = 0; i < evs.n; i++) {
+		if (!strcmp(evs.ev[i]->stream_id, stream) && evs.ev[i]->seq > max)
+			max = evs.ev[i]->seq;
+	}
+	events_free(&evs);
+	return max;
+}
+
+/* Lines of a JSON-lines file that are Loss events, or of a stream other than the two given. */
+static void count_foreign(const char *path, const char *s1, const char *s2, size_t *loss,
+			  size_t *other)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL, sid[33];
+	size_t cap = 0;
+	uint64_t seq;
+
+	*loss = *other = 0;
+	while (f && getline(&line, &cap, f) > 0) {
+		*loss += strstr(line, "\"loss\":{") != NULL;
+		*other += line_seq(line, sid, &seq) && strcmp(sid, s1) && strcmp(sid, s2);
+	}
+	free(line);
+	if (f)
+		fclose(f);
+}
+
+/* A second egretd on the first's paths (with only the file sink, so it would think the spool
+ * delivered) while events are spooled for a tcp sink that is down: it exits 1 at once naming
+ * the first. The first, restarted, then delivers its backlog to a receiver that comes up:
+ * every seq of the first stream, no gap, no Loss event, and no event of a third stream.
+ */
+Test(delivery, a_second_egretd_leaves_the_backlog_alone)
+{
+	char uri[64], src[64], out[PATH_MAX + 16], sid[33], sid2[33], expect[PATH_MAX + 64];
+	const char *extra[] = { "--sink", uri, NULL };
+	uint16_t port = free_port();
+	struct egret_instance second;
+	size_t loss, other;
+	struct seen s;
+	uint64_t max;
+	int rc;
+
+	snprintf(uri, sizeof(uri), "tcp://127.0.0.1:%u?ack", port);
+	snprintf(src, sizeof(src), "tcp-listen://127.0.0.1:%u", port);
+	snprintf(out, sizeof(out), "%s/received.jsonl", T->tmpdir);
+	/* no receiver: everything for the tcp sink waits in the spool, which grows meanwhile */
+	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+	start_load(4);
+	sleep(1);
+	cr_assert_gt(file_max_seq(sid), 100, "too little backlog");
+	second = *T;
+	snprintf(second.log_path, sizeof(second.log_path), "%s/second.log", T->tmpdir);
+	rc = harness_start(&second, NULL);
+	if (rc == 0)
+		harness_stop(&second, SIGKILL);
+	cr_expect_eq(rc, 1, "the second egretd: %d\n%s", rc, harness_log(&second));
+	snprintf(expect, sizeof(expect), "state dir %s is in use by egretd (pid %d)", T->state_dir,
+		 (int)T->egretd);
+	cr_expect(strstr(harness_log(&second), expect), "expected '%s' in:\n%s", expect,
+		  harness_log(&second));
+	wait_load();
+	usleep(300000);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	max = stream_max_seq(sid);
+	cr_assert_eq(harness_start(T, extra), 0, "egretd did not restart:\n%s", harness_log(T));
+	file_max_seq(sid2);
+	start_tail(src, out, port, NULL);
+	wait_caught_up(out, sid, max, 20000);
+	read_seen(out, sid, &s);
+	expect_complete(&s, max);
+	free(s.order);
+	count_foreign(out, sid, sid2, &loss, &other);
+	cr_expect_eq(loss, 0, "%zu Loss events delivered", loss);
+	cr_expect_eq(other, 0, "%zu events of a third stream delivered", other);
 }
 
 static int connect_metadata(void *arg)

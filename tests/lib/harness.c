@@ -95,9 +95,20 @@ static int notify_socket(const char *path)
  */
 int harness_start(struct egret_instance *e, const char *const extra[])
 {
-	char notify[PATH_MAX], sink[PATH_MAX + 8], buf[512];
+	int nfd = harness_spawn(e, extra, -1);
+
+	return nfd < 0 ? nfd : harness_wait_ready(e, nfd, 30000);
+}
+
+/* Fork and exec egretd on the instance without waiting: the notify socket to hand to
+ * harness_wait_ready, or -errno. With gate >= 0 the child first reads one byte from it, so a
+ * test can release several egretds at the same moment by writing one byte per child.
+ */
+int harness_spawn(struct egret_instance *e, const char *const extra[], int gate)
+{
+	char notify[PATH_MAX], sink[PATH_MAX + 8];
 	const char *argv[64];
-	int n = 0, nfd, status;
+	int n = 0, nfd;
 
 	snprintf(notify, sizeof(notify), "%s/notify.sock", e->tmpdir);
 	snprintf(sink, sizeof(sink), "file:%s", e->sink_path);
@@ -126,17 +137,38 @@ int harness_start(struct egret_instance *e, const char *const extra[])
 		argv[n++] = extra[i];
 	argv[n] = NULL;
 	e->egretd = fork();
+	if (e->egretd < 0) {
+		int err = -errno;
+
+		e->egretd = 0;
+		close(nfd);
+		return err;
+	}
 	if (e->egretd == 0) {
 		int log = open(e->log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		char go;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(log, 2);
 		dup2(log, 1);
 		setenv("NOTIFY_SOCKET", notify, 1);
+		if (gate >= 0 && read(gate, &go, 1) != 1)
+			_exit(126);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}
-	for (int waited = 0; waited < 30000; waited += 50) {
+	return nfd;
+}
+
+/* Wait for READY=1 from the egretd harness_spawn started; closes nfd. 0 when ready, else
+ * egretd's exit status (it exited) or -errno.
+ */
+int harness_wait_ready(struct egret_instance *e, int nfd, int timeout_ms)
+{
+	char buf[512];
+	int status;
+
+	for (int waited = 0; waited < timeout_ms; waited += 50) {
 		struct pollfd p = { .fd = nfd, .events = POLLIN };
 
 		if (poll(&p, 1, 50) == 1) {

@@ -41,6 +41,8 @@ void harness_require_root(void);
 int harness_init(struct egret_instance *e);
 int harness_policy(struct egret_instance *e, const char *text);
 int harness_start(struct egret_instance *e, const char *const extra[]);
+int harness_spawn(struct egret_instance *e, const char *const extra[], int gate);
+int harness_wait_ready(struct egret_instance *e, int nfd, int timeout_ms);
 int harness_stop(struct egret_instance *e, int sig);
 void harness_cleanup(struct egret_instance *e);
 void harness_sweep_stale(void);
