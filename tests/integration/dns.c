@@ -422,6 +422,50 @@ Test(dns, hostile_packets_are_dropped_and_counted)
 	cr_expect(strstr(out, "192.0.2.10"), "the resolver stopped answering: %s", out);
 }
 
+/* A query for the two labels "evil.allowed" and "test": as text, "evil\\.allowed.test",
+ * which *.allowed.test would cover; the rcode egret answers with, 100 when it does not.
+ */
+static int dotted_label_query(void *arg)
+{
+	static const uint8_t q[] = { 0x0e, 0x0f, 0x01, 0x00, 0x00, 0x01, 0,   0,   0,
+				     0,	   0,	 0,    12,   'e',  'v',	 'i', 'l', '.',
+				     'a',  'l',	 'l',  'o',  'w',  'e',	 'd', 4,   't',
+				     'e',  's',	 't',  0,    0,	   1,	 0,   1 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	uint8_t buf[512];
+	struct pollfd p;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
+	sendto(fd, q, sizeof(q), 0, (struct sockaddr *)&sa, sizeof(sa));
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, 2000) != 1 || recv(fd, buf, sizeof(buf), 0) < 12 || buf[0] != 0x0e ||
+	    buf[1] != 0x0f)
+		return 100;
+	return buf[3] & 0x0f;
+}
+
+Test(dns, a_label_holding_a_dot_is_refused)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+	char out[8192];
+
+	cr_expect_eq(in_sandbox(T, "box", dotted_label_query, NULL), 5, "not REFUSED");
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "evil\\.allowed.test", 5000, &evs), 0);
+	ev = events_find(&evs, is_dns, "evil\\.allowed.test", NULL);
+	cr_expect_not(ev->dns_query->allowed, "a name with a dot in a label was allowed");
+	cr_expect_str_eq(ev->dns_query->rcode, "REFUSED");
+	cr_expect(strstr(ev->dns_query->error, "not a host name"), "%s", ev->dns_query->error);
+	events_free(&evs);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "1 of them not host names"), "%s", out);
+	/* positive control: the same letters as three labels are answered */
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "evil.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
+}
+
 static int query_direct(void *arg)
 {
 	uint16_t port = *(uint16_t *)arg;
