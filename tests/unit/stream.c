@@ -300,6 +300,178 @@ Test(stream, damaged_spool_is_reported_not_replayed)
 	rig_free(&r);
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+/* Names that only look like segments, and segments that are not files, stopped egretd
+ * starting (strtoull took "+0000000000000000001" and 20 nines, a directory failed to open);
+ * now each is moved to DIR/damaged/, reported, and the spool opens.
+ */
+Test(stream, damaged_spool_names_are_set_aside)
+{
+	static const char *const aside[] = {
+		"99999999999999999999.seg",
+		"+0000000000000000001.seg",
+		" 0000000000000000001.seg",
+		"-0000000000000000001.seg",
+		"+0001.seg",
+		"18446744073709551615.seg",
+		"00000000000000000003.seg",
+		"00000000000000000004.seg",
+	};
+	struct rig r;
+	struct events evs;
+	char path[PATH_MAX], target[PATH_MAX], text[64] = "";
+	size_t nloss = 0;
+	FILE *f;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.dir, sizeof(r.dir), "/tmp/egret-unit-XXXXXX");
+	cr_assert(mkdtemp(r.dir));
+	snprintf(r.spool, sizeof(r.spool), "%s/spool", r.dir);
+	cr_assert_eq(mkdir(r.spool, 0700), 0);
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(path, sizeof(path), "%s/%s", r.spool, aside[i]);
+		write_file(path, "not events");
+	}
+	snprintf(path, sizeof(path), "%s/%s", r.spool, aside[6]);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	/* a symlink named as a segment: never followed (checking cuts what is not events) */
+	snprintf(target, sizeof(target), "%s/precious", r.dir);
+	write_file(target, "precious bytes");
+	snprintf(path, sizeof(path), "%s/%s", r.spool, aside[7]);
+	cr_assert_eq(symlink(target, path), 0);
+	snprintf(path, sizeof(path), "%s/notes.txt", r.spool);
+	write_file(path, "an operator's notes");
+	cr_assert_eq(loop__init(&r.loop), 0);
+	cr_assert_eq(stream__init(&r.s), 0);
+	cr_assert_eq(stream__open_spool(&r.s, r.spool, SPOOL_DEFAULT_LIMIT, SPOOL_SYNC_NEVER), 0,
+		     "a damaged spool stopped the start");
+	cr_expect_eq(r.s.spool.ndamage, 8);
+	snprintf(path, sizeof(path), "%s/damaged", r.spool);
+	for (size_t i = 0; i < 8; i++) {
+		cr_expect_not(exists(r.spool, aside[i]), "%s left in place", aside[i]);
+		cr_expect(exists(path, aside[i]), "%s not in damaged/", aside[i]);
+	}
+	cr_expect(exists(r.spool, "notes.txt"), "a file that is no segment was touched");
+	f = fopen(target, "r");
+	cr_assert(f);
+	cr_expect(fgets(text, sizeof(text), f));
+	fclose(f);
+	cr_expect_str_eq(text, "precious bytes", "the symlink's target was cut");
+	cr_expect_eq(r.s.spool.segs[r.s.spool.nsegs - 1].id, 5, "numbered after 3 and 4");
+	/* reported, and the spool works */
+	snprintf(path, sizeof(path), "%s/ev.pb", r.dir);
+	rig_sink(&r, "file:%s", path);
+	stream__report_damage(&r.s);
+	emit_n(&r.s, 3);
+	stream__flush(&r.s);
+	cr_assert_eq(events_read(path, &evs), 0);
+	cr_assert(events_find(&evs, is_loss,
+			      (void *)(long)EGRET__V1__LOSS__SOURCE__SOURCE_SPOOL_DAMAGED, &nloss));
+	cr_expect_eq(nloss, 8);
+	cr_expect(strstr(events_find(&evs, is_loss,
+				     (void *)(long)EGRET__V1__LOSS__SOURCE__SOURCE_SPOOL_DAMAGED,
+				     NULL)
+				 ->loss->detail,
+			 "moved to damaged/"));
+	cr_expect_eq(evs.n, 8 + 3);
+	events_free(&evs);
+	/* and the next start finds nothing wrong */
+	rig_restart(&r, SPOOL_DEFAULT_LIMIT);
+	cr_expect_eq(r.s.spool.ndamage, 0);
+	rig_free(&r);
+}
+
+/* A segment numbered UINT64_MAX wrapped the next number to 0, and from then on every start
+ * failed with EEXIST; such a segment (and one at the last number below SPOOL_SEG_ID_MAX, which
+ * no segment could follow) is set aside instead, and numbering goes on below it.
+ */
+Test(stream, segment_numbers_never_wrap)
+{
+	static const uint64_t tops[] = { UINT64_MAX, SPOOL_SEG_ID_MAX - 1 };
+
+	for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); t++) {
+		struct rig r;
+		char from[PATH_MAX], to[PATH_MAX];
+
+		rig_init(&r, SPOOL_DEFAULT_LIMIT);
+		rig_sink(&r, "file:/dev/full");
+		emit_n(&r.s, 5);
+		stream__flush(&r.s);
+		snprintf(from, sizeof(from), "%s/%020llu.seg", r.spool,
+			 (unsigned long long)r.s.spool.segs[0].id);
+		stream__drain(&r.s, &r.loop);
+		stream__free(&r.s);
+		snprintf(to, sizeof(to), "%s/%020llu.seg", r.spool, (unsigned long long)tops[t]);
+		cr_assert_eq(rename(from, to), 0);
+		for (int start = 0; start < 3; start++) {
+			cr_assert_eq(stream__init(&r.s), 0);
+			cr_assert_eq(stream__open_spool(&r.s, r.spool, SPOOL_DEFAULT_LIMIT,
+							SPOOL_SYNC_NEVER),
+				     0, "segment %llu: start %d failed",
+				     (unsigned long long)tops[t], start);
+			cr_expect_eq(r.s.spool.ndamage, start == 0, "start %d", start);
+			for (size_t i = 0; i < r.s.spool.nsegs; i++)
+				cr_expect_lt(r.s.spool.segs[i].id, SPOOL_SEG_ID_MAX - 1);
+			emit_n(&r.s, 2);
+			stream__flush(&r.s);
+			stream__free(&r.s);
+		}
+		snprintf(to, sizeof(to), "%s/damaged/%020llu.seg", r.spool,
+			 (unsigned long long)tops[t]);
+		cr_expect_eq(access(to, F_OK), 0, "the segment was not kept in damaged/");
+		cr_assert_eq(stream__init(&r.s), 0);
+		cr_assert_eq(
+			stream__open_spool(&r.s, r.spool, SPOOL_DEFAULT_LIMIT, SPOOL_SYNC_NEVER),
+			0);
+		rig_free(&r);
+	}
+}
+
+/* A saved position in the middle of a record (a damaged cursors file) made the sink send
+ * bytes from there; it delivers that segment from its start instead.
+ */
+Test(stream, a_saved_position_inside_a_record_is_not_used)
+{
+	struct rig r;
+	struct events evs;
+	char cursors[160], path[128];
+	FILE *f;
+
+	rig_init(&r, SPOOL_DEFAULT_LIMIT);
+	rig_sink(&r, "file:/dev/full");
+	emit_n(&r.s, 5);
+	stream__flush(&r.s);
+	rig_restart(&r, SPOOL_DEFAULT_LIMIT);
+	snprintf(cursors, sizeof(cursors), "%s/cursors", r.spool);
+	snprintf(path, sizeof(path), "%s/ev.pb", r.dir);
+	f = fopen(cursors, "w");
+	fprintf(f, "%llu 7 file:%s\n", (unsigned long long)r.s.spool.segs[0].id, path);
+	fclose(f);
+	rig_sink(&r, "file:%s", path);
+	stream__flush(&r.s);
+	cr_assert_eq(events_read(path, &evs), 0, "the sink sent a cut record");
+	cr_expect_eq(evs.n, 5);
+	events_free(&evs);
+	rig_free(&r);
+}
+
 Test(stream, file_rotation_keeps_whole_streams)
 {
 	struct rig r;
