@@ -908,7 +908,7 @@ int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size)
 			break;
 		if (n > 63 || n > len - i)
 			return -EBADMSG;
-		if (o + (o ? 1 : 0) + n >= size)
+		if (o + (o ? 1 : 0) + n > DNS_HOST_MAX || o + (o ? 1 : 0) + n >= size)
 			return -EINVAL; /* longer than a host name can be */
 		if (o)
 			out[o++] = '.';

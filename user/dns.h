@@ -42,6 +42,7 @@ struct resolver;
 struct egret_dns_client;
 struct ldns_struct_pkt;
 
+#define DNS_HOST_MAX	253 /* characters of a host name */
 #define DNS_NAME_LEN	256 /* a name as text: a host name fits, escaped text may be cut */
 #define DNS_CNAME_DEPTH 16  /* CNAMEs followed from the name asked */
 

@@ -142,6 +142,20 @@ Test(dns, domain_verdicts)
 	policy__free(&e.pol);
 }
 
+/* a wire name of labels of 'a' of the lengths given */
+static size_t wire_of(uint8_t *w, const int *lens, int n)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		w[len++] = (uint8_t)lens[i];
+		memset(w + len, 'a', (size_t)lens[i]);
+		len += (size_t)lens[i];
+	}
+	w[len++] = 0;
+	return len;
+}
+
 /* a wire name from a string literal, whose NUL is the root label */
 #define W(s) s, sizeof(s)
 
@@ -180,20 +194,17 @@ Test(dns, host_names_are_labels_of_host_characters)
 		if (!ret)
 			cr_expect_str_eq(out, cases[i].name, "case %zu", i);
 	}
-	/* the longest host name (253) fits, one more label does not */
+	/* the longest host name (253) fits, in a buffer that holds it */
 	{
-		uint8_t w[256];
-		size_t n = 0;
+		static const int longest[] = { 63, 63, 63, 61 }, too_long[] = { 63, 63, 63, 62 };
+		uint8_t w[300];
+		size_t n = wire_of(w, longest, 4);
 
-		for (int l = 0; l < 4; l++) {
-			w[n++] = l < 3 ? 63 : 61;
-			memset(w + n, 'a', l < 3 ? 63 : 61);
-			n += l < 3 ? 63 : 61;
-		}
-		w[n++] = 0;
 		cr_expect_eq(dns__host_name(w, n, out, sizeof(out)), 0);
 		cr_expect_eq(strlen(out), 253);
 		cr_expect_eq(dns__host_name(w, n, out, 253), -EINVAL, "cut to fit");
+		n = wire_of(w, too_long, 4);
+		cr_expect_eq(dns__host_name(w, n, out, sizeof(out)), -EINVAL, "254 characters");
 	}
 }
 
