@@ -556,6 +556,11 @@ Test(stream, sink_uris)
 	cr_assert_eq(sink__parse(&k, "file:/x?max_size=10M&keep=3", err, sizeof(err)), 0);
 	cr_expect_eq(k.max_size, 10u << 20);
 	cr_expect_eq(k.keep, 3);
+	/* a trailing space was read as a unit of 2^50 */
+	cr_expect_eq(sink__parse(&k, "file:/x?max_size=5 ", err, sizeof(err)), -EINVAL,
+		     "max_size %llu", (unsigned long long)k.max_size);
+	cr_assert_eq(sink__parse(&k, "file:/x?max_size=5k", err, sizeof(err)), 0);
+	cr_expect_eq(k.max_size, 5u << 10);
 }
 
 Test(stream, http_responses)
