@@ -40,7 +40,8 @@ void stream__sync_clock(struct stream *s)
 
 uint64_t stream__unix_ns(const struct stream *s, uint64_t boot_ns)
 {
-	return (uint64_t)((int64_t)boot_ns + s->boot_to_unix);
+	/* modulo 2^64: a kernel timestamp is never near the end, a record's field may be */
+	return boot_ns + (uint64_t)s->boot_to_unix;
 }
 
 static uint8_t *scratch(struct stream *s, size_t need)

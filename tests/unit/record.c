@@ -3,6 +3,7 @@
  * field past the record's end faults instead of reading the ring buffer's next bytes.
  */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -63,11 +64,15 @@ static void teardown(void)
 
 TestSuite(record, .init = setup, .fini = teardown);
 
-/* rec[0..size) handed over as the ring buffer would, ending where the readable memory ends */
+/* rec[0..size) handed over as the ring buffer would (8-byte aligned), ending where the
+ * readable memory ends when size is a multiple of 8
+ */
 static void feed(const void *rec, size_t size)
 {
-	memcpy(page_end - size, rec, size);
-	collector__record(&col, page_end - size, size);
+	char *at = page_end - ((size + 7) & ~(size_t)7);
+
+	memcpy(at, rec, size);
+	collector__record(&col, at, size);
 }
 
 static void hdr(struct egret_event_hdr *h, __u32 type)
@@ -81,26 +86,27 @@ static void hdr(struct egret_event_hdr *h, __u32 type)
 Test(record, exec_lengths_past_the_record_are_a_bad_record)
 {
 	static struct egret_exec_event e;
-	static const char args[] = "sh\0-c\0true";
+	static const char args[] = "sh\0-c\0true"; /* 11 bytes, with 7 + 6 more: 8-aligned */
 	size_t base = offsetof(struct egret_exec_event, data);
 	uint64_t bad;
 
 	hdr(&e.hdr, EGRET_EV_EXEC);
 	e.args_len = sizeof(args);
 	e.exe_len = 7;
-	e.cwd_len = 1;
+	e.cwd_len = 6;
 	memcpy(e.data, args, sizeof(args));
-	memcpy(e.data + sizeof(args), "/bin/sh/", 8);
-	feed(&e, base + sizeof(args) + 8);
+	memcpy(e.data + sizeof(args), "/bin/sh/tmp/x", 13);
+	cr_assert_eq((base + sizeof(args) + 13) % 8, 0);
+	feed(&e, base + sizeof(args) + 13);
 	cr_expect_eq(events, 1);
 	cr_expect_str_eq(last_args, "sh -c true");
 	bad = col.bad_records;
 	/* the lengths claim more than the record holds */
 	e.cwd_len = 1000;
-	feed(&e, base + sizeof(args) + 8);
-	e.cwd_len = 1;
+	feed(&e, base + sizeof(args) + 13);
+	e.cwd_len = 6;
 	e.args_len = 4000;
-	feed(&e, base + sizeof(args) + 8);
+	feed(&e, base + sizeof(args) + 13);
 	e.args_len = EGRET_ARGS_MAX + 1;
 	feed(&e, sizeof(e));
 	cr_expect_eq(col.bad_records, bad + 3, "bad records: %llu",
@@ -116,22 +122,22 @@ Test(record, file_paths_past_the_record_are_a_bad_record)
 
 	hdr(&f.hdr, EGRET_EV_FILE);
 	f.op = EGRET_FILE_RENAME;
-	f.path_len = 6;
-	f.path2_len = 6;
-	memcpy(f.data, "/tmp/a", 6);
-	memcpy(f.data + EGRET_PATH_MAX, "/tmp/b", 6);
-	feed(&f, base + EGRET_PATH_MAX + 6);
+	f.path_len = 8;
+	f.path2_len = 8;
+	memcpy(f.data, "/tmp/aaa", 8);
+	memcpy(f.data + EGRET_PATH_MAX, "/tmp/bbb", 8);
+	feed(&f, base + EGRET_PATH_MAX + 8);
 	cr_expect_eq(events, 1);
-	cr_expect_str_eq(last_path[0], "/tmp/a");
-	cr_expect_str_eq(last_path[1], "/tmp/b");
+	cr_expect_str_eq(last_path[0], "/tmp/aaa");
+	cr_expect_str_eq(last_path[1], "/tmp/bbb");
 	bad = col.bad_records;
 	/* a rename whose record ends after the first path (the kernel sends the new path at a
 	 * fixed offset); paths longer than the record
 	 */
-	feed(&f, base + 6);
+	feed(&f, base + 8);
 	f.op = EGRET_FILE_CREATE;
 	f.path_len = 600;
-	feed(&f, base + 6);
+	feed(&f, base + 8);
 	f.path_len = EGRET_PATH_MAX + 1;
 	feed(&f, sizeof(f));
 	cr_expect_eq(col.bad_records, bad + 3);
@@ -150,4 +156,22 @@ Test(record, short_and_unknown_records_are_bad_records)
 	feed(&h, sizeof(h));
 	cr_expect_eq(col.bad_records, bad + 3);
 	cr_expect_eq(events, 0);
+}
+
+/* A timestamp no kernel sends (the record's field is just bytes) overflowed the conversion to
+ * Unix time, undefined behaviour (UBSan stops the unit suite's sanitizer build on it).
+ */
+Test(record, any_timestamp_converts)
+{
+	struct egret_fork_event f;
+
+	hdr(&f.hdr, EGRET_EV_FORK);
+	f.exec_id = 1;
+	f.child_pid = 43;
+	f.pad = 0;
+	f.hdr.ts_ns = INT64_MAX - 5;
+	feed(&f, sizeof(f));
+	f.hdr.ts_ns = UINT64_MAX;
+	feed(&f, sizeof(f));
+	cr_expect_eq(events, 2);
 }
