@@ -857,8 +857,10 @@ void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox)
 			}
 		}
 		for (struct dns_conn *c = r->conns; c; c = c->next) {
-			if (c->l == l)
+			if (c->l == l) {
 				c->closing = true;
+				c->l = NULL; /* freed with the listener: on_conn() ignores it */
+			}
 		}
 		bpf_map_delete_elem(r->m.listeners_fd, &l->cookie);
 		*pp = l->next;
