@@ -293,48 +293,68 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The segment numbers in the directory, sorted; what only looks like a segment is set aside. */
+static int push_id(uint64_t **ids, size_t *n, size_t *cap, uint64_t id)
+{
+	if (*n == *cap) {
+		uint64_t *nv = realloc(*ids, (*cap ? *cap * 2 : 16) * sizeof(**ids));
+
+		if (!nv)
+			return -ENOMEM;
+		*ids = nv;
+		*cap = *cap ? *cap * 2 : 16;
+	}
+	(*ids)[(*n)++] = id;
+	return 0;
+}
+
+static int push_name(char ***v, size_t *n, size_t *cap, const char *name)
+{
+	if (*n == *cap) {
+		char **nv = realloc(*v, (*cap ? *cap * 2 : 8) * sizeof(**v));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = *cap ? *cap * 2 : 8;
+	}
+	(*v)[*n] = strdup(name);
+	return (*v)[*n] ? (++*n, 0) : -ENOMEM;
+}
+
+/* The segment numbers in the directory, sorted; what only looks like a segment is set aside
+ * (after the directory has been read: readdir() and renames do not mix).
+ */
 static int list_segments(struct spool *s, uint64_t **ids, size_t *n)
 {
 	DIR *d = opendir(s->dir);
 	struct dirent *de;
-	size_t cap = 0;
+	char **odd = NULL;
+	size_t cap = 0, nodd = 0, oddcap = 0;
+	int err = 0;
 
 	*ids = NULL;
 	*n = 0;
 	if (!d)
 		return -errno;
-	while ((de = readdir(d))) {
+	while (!err && (de = readdir(d))) {
 		uint64_t id;
 		int kind = spool__seg_name(de->d_name, &id);
 
-		if (kind < 0) {
-			int err = set_aside(s, de->d_name, 0,
-					    "is not named as this spool names segments");
-
-			if (err) {
-				closedir(d);
-				return err;
-			}
-			continue;
-		}
-		if (!kind)
-			continue;
-		if (*n == cap) {
-			uint64_t *nv = realloc(*ids, (cap = cap ? cap * 2 : 16) * sizeof(**ids));
-
-			if (!nv) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			*ids = nv;
-		}
-		(*ids)[(*n)++] = id;
+		if (kind > 0)
+			err = push_id(ids, n, &cap, id);
+		else if (kind < 0)
+			err = push_name(&odd, &nodd, &oddcap, de->d_name);
 	}
 	closedir(d);
+	for (size_t i = 0; i < nodd; i++) {
+		if (!err)
+			err = set_aside(s, odd[i], 0, "is not named as this spool names segments");
+		free(odd[i]);
+	}
+	free(odd);
 	if (*n > 1)
 		qsort(*ids, *n, sizeof(**ids), cmp_u64);
-	return 0;
+	return err;
 }
 
 static void sync_dir(const struct spool *s)
