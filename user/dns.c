@@ -893,13 +893,11 @@ static bool host_char(uint8_t c)
 	       c == '-' || c == '_';
 }
 
-int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size)
+/* The labels of wire into out, for dns__host_name(); out is left unterminated on errors. */
+static int host_labels(const uint8_t *wire, size_t len, char *out, size_t size)
 {
 	size_t i = 0, o = 0;
 
-	if (!size)
-		return -EINVAL;
-	out[0] = '\0';
 	for (;;) {
 		uint8_t n;
 
@@ -917,10 +915,8 @@ int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size)
 		for (size_t j = 0; j < n; j++) {
 			uint8_t c = wire[i + j];
 
-			if (!host_char(c)) {
-				out[0] = '\0';
+			if (!host_char(c))
 				return -EINVAL;
-			}
 			out[o++] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
 		}
 		i += n;
@@ -929,6 +925,15 @@ int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size)
 	if (i != len)
 		return -EBADMSG;
 	return o ? 0 : -EINVAL; /* the root is no host */
+}
+
+int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size)
+{
+	int ret = size ? host_labels(wire, len, out, size) : -EINVAL;
+
+	if (ret && size)
+		out[0] = '\0';
+	return ret;
 }
 
 int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q, ldns_pkt **pkt)

@@ -144,8 +144,8 @@ static void fuzz_name(const uint8_t *data, size_t size)
 		}
 		if (i != size)
 			abort();
-	} else if (ret != -EINVAL && ret != -EBADMSG) {
-		abort();
+	} else if ((ret != -EINVAL && ret != -EBADMSG) || out[0]) {
+		abort(); /* an error leaves no name behind */
 	}
 }
 
