@@ -141,8 +141,6 @@ int spool__seg_name(const char *name, uint64_t *id)
 			return -1;
 		v = v * 10 + d;
 	}
-	if (v >= SPOOL_SEG_ID_MAX)
-		return -1;
 	*id = v;
 	return 1;
 }
@@ -393,6 +391,124 @@ static int new_segment(struct spool *s, uint64_t id)
 	return 0;
 }
 
+/* The segments an earlier run left: checked, cut where damaged, emptied ones removed, those
+ * that cannot be segments set aside.
+ */
+static int check_segments(struct spool *s, const uint64_t *ids, size_t n)
+{
+	int err = 0;
+
+	for (size_t i = 0; !err && i < n; i++) {
+		struct spool_seg *seg = seg_add(s, ids[i]);
+		char path[PATH_MAX + 32], why[64];
+
+		if (!seg)
+			return -ENOMEM;
+		err = check_segment(s, seg, why, sizeof(why));
+		if (err > 0) {
+			s->nsegs--;
+			snprintf(path, sizeof(path), "%020llu" SEG_SUFFIX,
+				 (unsigned long long)ids[i]);
+			err = set_aside(s, path, ids[i], why);
+			continue;
+		}
+		if (err)
+			break;
+		if (!seg->records) {
+			seg_path(s, seg->id, path, sizeof(path));
+			unlink(path);
+			s->nsegs--;
+			continue;
+		}
+		s->bytes += seg->bytes;
+	}
+	return err;
+}
+
+/* A saved position's segment number after renumber(): the new number of a kept segment; below
+ * the first kept one, the head; anything else (a segment gone) past every segment, as before.
+ */
+static void renumber_pos(const uint64_t *old, size_t n, unsigned long long *seg,
+			 unsigned long long *off)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (old[i] == *seg) {
+			*seg = i;
+			return;
+		}
+	}
+	if (n && *seg < old[0]) {
+		*seg = 0;
+		*off = 0;
+	} else {
+		*seg = ULLONG_MAX;
+	}
+}
+
+/* DIR/cursors with the segment numbers renumber() gave. */
+static int renumber_cursors(const struct spool *s, const uint64_t *old, size_t n)
+{
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 24], line[PATH_MAX + 64];
+	FILE *in, *out;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "%s/cursors", s->dir);
+	snprintf(tmp, sizeof(tmp), "%s/cursors.tmp", s->dir);
+	in = fopen(path, "re");
+	if (!in)
+		return errno == ENOENT ? 0 : -errno;
+	out = fopen(tmp, "we");
+	while (out && fgets(line, sizeof(line), in)) {
+		unsigned long long seg, off;
+		int used = 0;
+
+		if (sscanf(line, "%llu %llu %n", &seg, &off, &used) == 2 && used) {
+			renumber_pos(old, n, &seg, &off);
+			fprintf(out, "%llu %llu %s", seg, off, line + used);
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	if (!out || fflush(out) || fsync(fileno(out)) || rename(tmp, path))
+		err = -errno;
+	if (out)
+		fclose(out);
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/* Kept segments numbered from 0 in their order, the saved positions with them: for numbers near
+ * the top of the range (damaged or crafted names; no spool counts that far), so that numbering
+ * never wraps.
+ */
+static int renumber(struct spool *s)
+{
+	uint64_t *old = malloc((s->nsegs ? s->nsegs : 1) * sizeof(*old));
+	int err = old ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < s->nsegs; i++) {
+		char from[PATH_MAX + 32], to[PATH_MAX + 32];
+
+		old[i] = s->segs[i].id;
+		seg_path(s, old[i], from, sizeof(from));
+		seg_path(s, i, to, sizeof(to));
+		/* ascending, each to its index: never onto a segment not moved yet */
+		if (old[i] != i && rename(from, to))
+			err = -errno;
+		else
+			s->segs[i].id = i;
+	}
+	if (!err) {
+		log_info("spool: segments in %s renumbered from 0 (the last was %llu)", s->dir,
+			 (unsigned long long)(s->nsegs ? old[s->nsegs - 1] : 0));
+		err = renumber_cursors(s, old, s->nsegs);
+	}
+	free(old);
+	return err;
+}
+
 int spool__open(struct spool *s, const char *dir, uint64_t limit, enum spool_sync sync)
 {
 	uint64_t *ids = NULL, total = 0;
@@ -425,44 +541,15 @@ int spool__open(struct spool *s, const char *dir, uint64_t limit, enum spool_syn
 	if (total > (16u << 20))
 		log_info("spool: checking %llu MiB left by an earlier run in %s",
 			 (unsigned long long)(total >> 20), dir);
-	/* the last number of the range: the segment of this run could not follow it */
-	while (!err && n && ids[n - 1] + 1 >= SPOOL_SEG_ID_MAX) {
-		char name[32];
-
-		snprintf(name, sizeof(name), "%020llu" SEG_SUFFIX, (unsigned long long)ids[n - 1]);
-		err = set_aside(s, name, ids[n - 1], "is numbered where no segment can follow it");
-		n--;
+	err = check_segments(s, ids, n);
+	/* this run's first segment follows every number seen (emptied ones included) */
+	s->first_run_seg = n ? ids[n - 1] + 1 : 0;
+	if (!err && n && ids[n - 1] >= SPOOL_SEG_RENUMBER) {
+		err = renumber(s);
+		s->first_run_seg = s->nsegs;
 	}
-	for (size_t i = 0; !err && i < n; i++) {
-		struct spool_seg *seg = seg_add(s, ids[i]);
-		char path[PATH_MAX + 32], why[64];
-
-		if (!seg) {
-			err = -ENOMEM;
-			break;
-		}
-		err = check_segment(s, seg, why, sizeof(why));
-		if (err > 0) {
-			s->nsegs--;
-			snprintf(path, sizeof(path), "%020llu" SEG_SUFFIX,
-				 (unsigned long long)ids[i]);
-			err = set_aside(s, path, ids[i], why);
-			continue;
-		}
-		if (err)
-			break;
-		if (!seg->records) {
-			seg_path(s, seg->id, path, sizeof(path));
-			unlink(path);
-			s->nsegs--;
-			continue;
-		}
-		s->bytes += seg->bytes;
-	}
-	if (!err) {
-		s->first_run_seg = (n ? ids[n - 1] : 0) + 1;
+	if (!err)
 		err = new_segment(s, s->first_run_seg);
-	}
 	free(ids);
 	if (!err) {
 		s->cap = SPOOL_BUF_BYTES;
@@ -553,7 +640,7 @@ int spool__flush(struct spool *s)
 		log_info("spool: writing %s again", s->dir);
 	s->write_err = err;
 	/* a full segment is closed once everything held has been written to it */
-	if (!err && !s->len && t->bytes >= s->seg_max && t->id + 1 < SPOOL_SEG_ID_MAX) {
+	if (!err && !s->len && t->bytes >= s->seg_max && t->id < UINT64_MAX) {
 		int e = new_segment(s, t->id + 1);
 
 		if (e)

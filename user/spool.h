@@ -9,9 +9,10 @@
  * DIR/cursors, the sinks' positions. Segments left by an earlier run are checked when the
  * spool opens: a record that is cut short or is not an Event ends the segment there, and the
  * bytes dropped are reported, never replayed. A file that only looks like a segment (a name
- * this spool does not write, such as `+0001.seg`, a number past SPOOL_SEG_ID_MAX, something
- * that is not a regular file or cannot be read) is moved to DIR/damaged/ and reported: a
- * damaged spool never stops egretd.
+ * this spool does not write, such as `+0001.seg` or 20 nines, something that is not a regular
+ * file or cannot be read) is moved to DIR/damaged/ and reported: a damaged spool never stops
+ * egretd. Numbers from SPOOL_SEG_RENUMBER on (no spool counts that far) are renumbered from 0,
+ * positions with them: numbering never wraps.
  */
 #ifndef EGRET_SPOOL_H
 #define EGRET_SPOOL_H
@@ -26,10 +27,10 @@
 #define SPOOL_BUF_BYTES	    (1u << 20)	/* appends are written out when this much is held */
 #define SPOOL_BUF_MAX	    (32u << 20) /* held in memory while the spool cannot be written */
 #define SPOOL_MAX_DAMAGE    16
-/* Segment numbers stay below this (no spool writes 2^63 segments): a higher one found at start
- * is damage, and numbering never wraps.
+/* A segment numbered this high at start (no spool writes 2^62 segments) makes the spool
+ * renumber its segments from 0.
  */
-#define SPOOL_SEG_ID_MAX (UINT64_MAX >> 1)
+#define SPOOL_SEG_RENUMBER (1ull << 62)
 
 enum spool_sync {
 	SPOOL_SYNC_NEVER,  /* the page cache decides: an egretd crash loses nothing written */
@@ -87,7 +88,7 @@ struct spool {
 int spool__open(struct spool *s, const char *dir, uint64_t limit, enum spool_sync sync);
 /* The damage as a Loss event's detail. */
 void spool__damage_text(const struct spool_damage *d, char *buf, size_t size);
-/* 1 for DIR/<20 digits>.seg naming a number below SPOOL_SEG_ID_MAX (in *id), 0 for a name that
+/* 1 for DIR/<20 digits>.seg naming a 64-bit number (in *id), 0 for a name that
  * is no segment's (left alone), -1 for one that looks like a segment but is not one this spool
  * writes (set aside).
  */
