@@ -433,12 +433,12 @@ static void renumber_pos(const uint64_t *old, size_t n, unsigned long long *seg,
 {
 	for (size_t i = 0; i < n; i++) {
 		if (old[i] == *seg) {
-			*seg = i;
+			*seg = i + 1;
 			return;
 		}
 	}
 	if (n && *seg < old[0]) {
-		*seg = 0;
+		*seg = 1;
 		*off = 0;
 	} else {
 		*seg = ULLONG_MAX;
@@ -479,29 +479,39 @@ static int renumber_cursors(const struct spool *s, const uint64_t *old, size_t n
 	return err;
 }
 
-/* Kept segments numbered from 0 in their order, the saved positions with them: for numbers near
- * the top of the range (damaged or crafted names; no spool counts that far), so that numbering
- * never wraps.
+static int move_segment(struct spool *s, size_t i, uint64_t to)
+{
+	char from[PATH_MAX + 32], dest[PATH_MAX + 32];
+
+	seg_path(s, s->segs[i].id, from, sizeof(from));
+	seg_path(s, to, dest, sizeof(dest));
+	if (rename(from, dest))
+		return -errno;
+	s->segs[i].id = to;
+	return 0;
+}
+
+/* Kept segments numbered from 1 in their order, the saved positions with them: for numbers near
+ * the top of the range (damaged or copied names; no spool counts that far), so that numbering
+ * never wraps. Segment i goes to i + 1: those numbered above that move down first, in order;
+ * then those numbered 0, 1... (each i) move up, last first. No move lands on a segment.
  */
 static int renumber(struct spool *s)
 {
 	uint64_t *old = malloc((s->nsegs ? s->nsegs : 1) * sizeof(*old));
+	size_t k = 0;
 	int err = old ? 0 : -ENOMEM;
 
-	for (size_t i = 0; !err && i < s->nsegs; i++) {
-		char from[PATH_MAX + 32], to[PATH_MAX + 32];
-
+	for (size_t i = 0; !err && i < s->nsegs; i++)
 		old[i] = s->segs[i].id;
-		seg_path(s, old[i], from, sizeof(from));
-		seg_path(s, i, to, sizeof(to));
-		/* ascending, each to its index: never onto a segment not moved yet */
-		if (old[i] != i && rename(from, to))
-			err = -errno;
-		else
-			s->segs[i].id = i;
-	}
+	while (!err && k < s->nsegs && old[k] == k)
+		k++;
+	for (size_t i = k; !err && i < s->nsegs; i++)
+		err = move_segment(s, i, i + 1);
+	for (size_t i = k; !err && i-- > 0;)
+		err = move_segment(s, i, i + 1);
 	if (!err) {
-		log_info("spool: segments in %s renumbered from 0 (the last was %llu)", s->dir,
+		log_info("spool: segments in %s renumbered from 1 (the last was %llu)", s->dir,
 			 (unsigned long long)(s->nsegs ? old[s->nsegs - 1] : 0));
 		err = renumber_cursors(s, old, s->nsegs);
 	}
@@ -543,10 +553,10 @@ int spool__open(struct spool *s, const char *dir, uint64_t limit, enum spool_syn
 			 (unsigned long long)(total >> 20), dir);
 	err = check_segments(s, ids, n);
 	/* this run's first segment follows every number seen (emptied ones included) */
-	s->first_run_seg = n ? ids[n - 1] + 1 : 0;
+	s->first_run_seg = n ? ids[n - 1] + 1 : 1;
 	if (!err && n && ids[n - 1] >= SPOOL_SEG_RENUMBER) {
 		err = renumber(s);
-		s->first_run_seg = s->nsegs;
+		s->first_run_seg = s->nsegs + 1;
 	}
 	if (!err)
 		err = new_segment(s, s->first_run_seg);

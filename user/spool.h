@@ -11,7 +11,7 @@
  * bytes dropped are reported, never replayed. A file that only looks like a segment (a name
  * this spool does not write, such as `+0001.seg` or 20 nines, something that is not a regular
  * file or cannot be read) is moved to DIR/damaged/ and reported: a damaged spool never stops
- * egretd. Numbers from SPOOL_SEG_RENUMBER on (no spool counts that far) are renumbered from 0,
+ * egretd. Numbers from SPOOL_SEG_RENUMBER on (no spool counts that far) are renumbered from 1,
  * positions with them: numbering never wraps.
  */
 #ifndef EGRET_SPOOL_H
@@ -28,7 +28,7 @@
 #define SPOOL_BUF_MAX	    (32u << 20) /* held in memory while the spool cannot be written */
 #define SPOOL_MAX_DAMAGE    16
 /* A segment numbered this high at start (no spool writes 2^62 segments) makes the spool
- * renumber its segments from 0.
+ * renumber its segments from 1.
  */
 #define SPOOL_SEG_RENUMBER (1ull << 62)
 

@@ -375,7 +375,7 @@ Test(stream, damaged_spool_names_are_set_aside)
 	cr_expect(fgets(text, sizeof(text), f));
 	fclose(f);
 	cr_expect_str_eq(text, "precious bytes", "the symlink's target was cut");
-	cr_expect_eq(r.s.spool.segs[r.s.spool.nsegs - 1].id, 0,
+	cr_expect_eq(r.s.spool.segs[r.s.spool.nsegs - 1].id, 1,
 		     "after UINT64_MAX, numbering starts over");
 	/* reported, and the spool works */
 	snprintf(path, sizeof(path), "%s/ev.pb", r.dir);
@@ -420,7 +420,7 @@ static size_t two_records(const char *seg)
 
 /* A segment numbered UINT64_MAX wrapped the next number to 0, and from then on every start
  * failed with EEXIST. Segments numbered that high (from SPOOL_SEG_RENUMBER on) are renumbered
- * from 0 in their order, the sinks' saved positions with them, and delivered.
+ * from 1 in their order, the sinks' saved positions with them, and delivered.
  */
 Test(stream, segment_numbers_never_wrap)
 {
@@ -475,6 +475,56 @@ Test(stream, segment_numbers_never_wrap)
 		events_free(&evs);
 		rig_free(&r);
 	}
+}
+
+/* Renumbering moves each segment to its place in order without landing on another: here 0 and
+ * 1 move up while the top one moves down.
+ */
+Test(stream, renumbering_keeps_every_segment_in_order)
+{
+	static const uint64_t to[] = { 0, 1, SPOOL_SEG_RENUMBER + 7 };
+	struct rig r;
+	struct events evs;
+	char from[PATH_MAX], dest[PATH_MAX], cursors[160], path[128], first[33];
+	FILE *f;
+
+	rig_init(&r, SPOOL_DEFAULT_LIMIT);
+	for (int run = 0; run < 3; run++) {
+		if (run)
+			rig_restart(&r, SPOOL_DEFAULT_LIMIT);
+		rig_sink(&r, "file:/dev/full");
+		if (!run)
+			snprintf(first, sizeof(first), "%s", r.s.id);
+		emit_n(&r.s, 2);
+		stream__flush(&r.s);
+	}
+	stream__drain(&r.s, &r.loop);
+	stream__free(&r.s);
+	for (int i = 0; i < 3; i++) {
+		snprintf(from, sizeof(from), "%s/%020d.seg", r.spool, i + 1);
+		snprintf(dest, sizeof(dest), "%s/%020llu.seg", r.spool, (unsigned long long)to[i]);
+		cr_assert_eq(rename(from, dest), 0, "%s", from);
+	}
+	snprintf(cursors, sizeof(cursors), "%s/cursors", r.spool);
+	snprintf(path, sizeof(path), "%s/ev.pb", r.dir);
+	f = fopen(cursors, "w");
+	fprintf(f, "0 0 file:%s\n", path);
+	fclose(f);
+	cr_assert_eq(stream__init(&r.s), 0);
+	cr_assert_eq(stream__open_spool(&r.s, r.spool, SPOOL_DEFAULT_LIMIT, SPOOL_SYNC_NEVER), 0);
+	cr_assert_eq(r.s.spool.nsegs, 4);
+	for (uint64_t i = 0; i < 4; i++)
+		cr_expect_eq(r.s.spool.segs[i].id, i + 1);
+	r.n = 0;
+	rig_sink(&r, "file:%s", path);
+	stream__flush(&r.s);
+	cr_assert_eq(events_read(path, &evs), 0);
+	cr_assert_eq(evs.n, 6, "%zu events delivered", evs.n);
+	cr_expect_str_eq(evs.ev[0]->stream_id, first, "the oldest run first");
+	for (size_t i = 0; i < 6; i++)
+		cr_expect_eq(evs.ev[i]->seq, i % 2 + 1);
+	events_free(&evs);
+	rig_free(&r);
 }
 
 /* A saved position in the middle of a record (a damaged cursors file) made the sink send
