@@ -3,6 +3,7 @@
  * later events.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,20 +42,24 @@ static char *clean(struct collector *c, const __u8 *p, size_t len, char *out, si
 	return out;
 }
 
-void audit__on_exec(struct collector *c, const void *rec)
+void audit__on_exec(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_exec_event *r = rec;
 	Egret__V1__ProcessExec ex = EGRET__V1__PROCESS_EXEC__INIT;
 	static char argbuf[EGRET_ARGS_MAX + 1], redacted[2 * EGRET_ARGS_MAX];
 	char exe[EGRET_PATH_MAX * 2], cwd[EGRET_PATH_MAX * 2];
 	static char *args[MAX_ARGS];
-	size_t alen = r->args_len > EGRET_ARGS_MAX ? EGRET_ARGS_MAX : r->args_len, nargs = 0;
-	size_t elen = r->exe_len > EGRET_PATH_MAX ? EGRET_PATH_MAX : r->exe_len;
-	size_t clen = r->cwd_len > EGRET_PATH_MAX ? EGRET_PATH_MAX : r->cwd_len;
+	size_t alen = r->args_len, elen = r->exe_len, clen = r->cwd_len, nargs = 0;
 	struct proc_info *pi;
 	struct envelope e;
 	bool cut = (r->flags & EGRET_EXEC_ARGS_CUT) != 0;
 
+	/* the three strings are the record's data: lengths that say otherwise are not ours */
+	if (alen > EGRET_ARGS_MAX || elen > EGRET_PATH_MAX || clen > EGRET_PATH_MAX ||
+	    offsetof(struct egret_exec_event, data) + alen + elen + clen > size) {
+		collector__bad_record(c, r->hdr.type, size);
+		return;
+	}
 	memcpy(argbuf, r->data, alen);
 	argbuf[alen] = '\0';
 	for (size_t i = 0; i < alen && nargs < MAX_ARGS;) {
@@ -92,7 +97,7 @@ void audit__on_exec(struct collector *c, const void *rec)
 	collector__emit(c, &e.ev);
 }
 
-void audit__on_fork(struct collector *c, const void *rec)
+void audit__on_fork(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_fork_event *r = rec;
 	Egret__V1__ProcessFork fk = EGRET__V1__PROCESS_FORK__INIT;
@@ -122,7 +127,7 @@ void audit__on_fork(struct collector *c, const void *rec)
 	collector__emit(c, &e.ev);
 }
 
-void audit__on_exit(struct collector *c, const void *rec)
+void audit__on_exit(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_exit_event *r = rec;
 	Egret__V1__ProcessExit ex = EGRET__V1__PROCESS_EXIT__INIT;
@@ -153,13 +158,28 @@ static const uint32_t file_activity[] = {
 	[EGRET_FILE_CHMOD] = 7,
 };
 
-void audit__on_file(struct collector *c, const void *rec)
+/* The path, and a rename's new path at its fixed offset, lie inside the record. */
+static bool file_lengths_ok(const struct egret_file_event *r, size_t size)
+{
+	size_t data = size - offsetof(struct egret_file_event, data);
+
+	if (r->path_len > EGRET_PATH_MAX || r->path_len > data)
+		return false;
+	return r->op != EGRET_FILE_RENAME ||
+	       (r->path2_len <= EGRET_PATH_MAX && EGRET_PATH_MAX + (size_t)r->path2_len <= data);
+}
+
+void audit__on_file(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_file_event *r = rec;
 	Egret__V1__FileActivity fa = EGRET__V1__FILE_ACTIVITY__INIT;
 	char path[EGRET_PATH_MAX * 2], newpath[EGRET_PATH_MAX * 2];
 	struct envelope e;
 
+	if (!file_lengths_ok(r, size)) {
+		collector__bad_record(c, r->hdr.type, size);
+		return;
+	}
 	collector__envelope(c, &r->hdr, &e);
 	clean(c, r->data, r->path_len, path, sizeof(path));
 	fa.op = (Egret__V1__FileActivity__Op)r->op;
@@ -192,7 +212,7 @@ void audit__on_file(struct collector *c, const void *rec)
 	}
 }
 
-void audit__on_flow(struct collector *c, const void *rec)
+void audit__on_flow(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_flow_event *r = rec;
 	Egret__V1__NetFlow nf = EGRET__V1__NET_FLOW__INIT;
@@ -219,7 +239,7 @@ void audit__on_flow(struct collector *c, const void *rec)
 	collector__emit(c, &e.ev);
 }
 
-void audit__on_limit(struct collector *c, const void *rec)
+void audit__on_limit(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_limit_event *r = rec;
 	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;

@@ -5,18 +5,19 @@
 #define EGRET_USER_AUDIT_H
 
 #include <linux/types.h>
+#include <stddef.h>
 
 #include "egret/events.h"
 #include "egret/audit.h"
 
 struct collector;
 
-void audit__on_exec(struct collector *c, const void *rec);
-void audit__on_fork(struct collector *c, const void *rec);
-void audit__on_exit(struct collector *c, const void *rec);
-void audit__on_file(struct collector *c, const void *rec);
-void audit__on_flow(struct collector *c, const void *rec);
-void audit__on_limit(struct collector *c, const void *rec);
+void audit__on_exec(struct collector *c, const void *rec, size_t size);
+void audit__on_fork(struct collector *c, const void *rec, size_t size);
+void audit__on_exit(struct collector *c, const void *rec, size_t size);
+void audit__on_file(struct collector *c, const void *rec, size_t size);
+void audit__on_flow(struct collector *c, const void *rec, size_t size);
+void audit__on_limit(struct collector *c, const void *rec, size_t size);
 int audit__parse_pattern(const char *text, __u8 kind, struct egret_pattern *out);
 
 #endif /* EGRET_USER_AUDIT_H */

@@ -20,13 +20,13 @@
 struct record_handler {
 	__u32 type;
 	size_t size; /* minimum record size */
-	void (*handle)(struct collector *c, const void *rec);
+	void (*handle)(struct collector *c, const void *rec, size_t size);
 };
 
 /* A sandboxed process in a network namespace without a resolver listener: no event, the
  * resolver sets one up.
  */
-static void on_netns(struct collector *c, const void *rec)
+static void on_netns(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_netns_event *r = rec;
 
@@ -64,21 +64,25 @@ void collector__bad_record(struct collector *c, __u32 type, size_t size)
 	stream__emit(c->stream, &ev);
 }
 
-static int on_record(void *ctx, void *data, size_t size)
+void collector__record(struct collector *c, const void *data, size_t size)
 {
 	const struct egret_event_hdr *h = data;
-	struct collector *c = ctx;
 
 	if (size >= sizeof(*h)) {
 		for (size_t i = 0; i < ARRAY_SIZE(handlers); i++) {
 			if (handlers[i].type != h->type || size < handlers[i].size)
 				continue;
-			handlers[i].handle(c, data);
+			handlers[i].handle(c, data, size);
 			c->records++;
-			return 0;
+			return;
 		}
 	}
 	collector__bad_record(c, size >= sizeof(*h) ? h->type : 0, size);
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	collector__record(ctx, data, size);
 	return 0;
 }
 

@@ -52,6 +52,8 @@ int collector__init(struct collector *c, struct stream *s, const char *cgroup_ro
 		    int counters_fd);
 int collector__fd(const struct collector *c);
 int collector__poll(struct collector *c);
+/* One ring buffer record of size bytes: decoded into its event, or reported as a decode Loss. */
+void collector__record(struct collector *c, const void *data, size_t size);
 void collector__check_drops(struct collector *c);
 /* A record whose header or fields make no sense: counted and reported as a decode Loss. */
 void collector__bad_record(struct collector *c, __u32 type, size_t size);

@@ -26,7 +26,7 @@ static const struct {
 			      "cgroup.freeze written" },
 };
 
-void confine__on_cgroup(struct collector *c, const void *rec)
+void confine__on_cgroup(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_cgroup_event *r = rec;
 	Egret__V1__SandboxLifecycle sl = EGRET__V1__SANDBOX_LIFECYCLE__INIT;
@@ -86,7 +86,7 @@ static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, 
 	return buf;
 }
 
-void confine__on_tamper(struct collector *c, const void *rec)
+void confine__on_tamper(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_tamper_event *r = rec;
 	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;

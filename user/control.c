@@ -18,7 +18,6 @@
 #include "util.h"
 
 #define CONN_IDLE_NS (5ull * 1000000000ull)
-#define REPLY_CHUNK  32768
 
 struct control_conn {
 	struct watch w;
@@ -69,8 +68,8 @@ __attribute__((format(printf, 3, 0))) static void reply_vtext(struct control_req
 	char *text = NULL;
 	int n = vasprintf(&text, fmt, ap);
 
-	for (int off = 0; n > 0 && off < n; off += REPLY_CHUNK) {
-		int len = n - off < REPLY_CHUNK ? n - off : REPLY_CHUNK;
+	for (int off = 0; n > 0 && off < n; off += CONTROL_REPLY_CHUNK) {
+		int len = n - off < CONTROL_REPLY_CHUNK ? n - off : CONTROL_REPLY_CHUNK;
 
 		reply_append(r, tag, text + off, (size_t)len);
 	}
@@ -112,24 +111,38 @@ static void conn_free(struct control_conn *cc)
 	c->nconns--;
 }
 
+bool control__reply_next(const char *reply, size_t len, size_t *off, char *msg, size_t *mlen)
+{
+	const char *p = reply + *off;
+	size_t dlen;
+
+	if (*off >= len || len - *off < 3)
+		return false;
+	dlen = ((size_t)(uint8_t)p[1] << 8) | (uint8_t)p[2];
+	if (dlen > CONTROL_REPLY_CHUNK || len - *off - 3 < dlen)
+		return false;
+	msg[0] = p[0];
+	memcpy(msg + 1, p + 3, dlen);
+	*mlen = dlen + 1;
+	*off += 3 + dlen;
+	return true;
+}
+
 /* Send queued reply messages; frees the connection when all are out or the peer is gone. */
 static void conn_send(struct control_conn *cc)
 {
-	while (cc->off < cc->len) {
-		char *p = cc->reply + cc->off;
-		size_t dlen = ((size_t)(uint8_t)p[1] << 8) | (uint8_t)p[2];
-		char msg[REPLY_CHUNK + 1];
+	char msg[CONTROL_REPLY_CHUNK + 1];
+	size_t off = cc->off, mlen;
 
-		msg[0] = p[0];
-		memcpy(msg + 1, p + 3, dlen);
-		if (send(cc->w.fd, msg, dlen + 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
+	while (control__reply_next(cc->reply, cc->len, &off, msg, &mlen)) {
+		if (send(cc->w.fd, msg, mlen, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
 			if (errno == EAGAIN) {
 				loop__mod(cc->srv->loop, &cc->w, EPOLLOUT);
 				return;
 			}
 			break;
 		}
-		cc->off += 3 + dlen;
+		cc->off = off;
 	}
 	conn_free(cc);
 }
@@ -176,15 +189,35 @@ static int32_t dispatch(struct control *c, struct control_req *r)
 	return 2;
 }
 
+void control__handle(struct control *c, char *msg, size_t n, struct control_req *r)
+{
+	char *argv[CONTROL_MAX_ARGS], why[128];
+	int32_t status = 2;
+
+	if (!peer_allowed(c, &r->peer, why, sizeof(why))) {
+		c->refused++;
+		log_warn("control: refused pid %d uid %u: %s", r->peer.pid, r->peer.uid, why);
+		control__err(r, "%s\n", why);
+		status = 1;
+	} else if (n > CONTROL_MSG_MAX) {
+		control__err(r, "request larger than %d bytes\n", CONTROL_MSG_MAX);
+	} else if ((r->argc = control__parse_request(msg, n, argv, CONTROL_MAX_ARGS)) <= 0) {
+		control__err(r, "malformed request\n");
+	} else {
+		r->argv = argv;
+		c->served++;
+		status = dispatch(c, r);
+	}
+	r->argv = NULL;
+	reply_append(r, 'x', &status, sizeof(status));
+}
+
 static void conn_event(struct watch *w, uint32_t events)
 {
 	struct control_conn *cc = w->data;
-	struct control *c = cc->srv;
 	struct control_req r = { 0 };
-	char msg[CONTROL_MSG_MAX], why[128];
-	char *argv[CONTROL_MAX_ARGS];
+	char msg[CONTROL_MSG_MAX];
 	socklen_t crlen = sizeof(r.peer);
-	int32_t status = 2;
 	ssize_t n;
 
 	if (cc->reply) {
@@ -199,21 +232,7 @@ static void conn_event(struct watch *w, uint32_t events)
 		return;
 	}
 	getsockopt(w->fd, SOL_SOCKET, SO_PEERCRED, &r.peer, &crlen);
-	if (!peer_allowed(c, &r.peer, why, sizeof(why))) {
-		c->refused++;
-		log_warn("control: refused pid %d uid %u: %s", r.peer.pid, r.peer.uid, why);
-		control__err(&r, "%s\n", why);
-		status = 1;
-	} else if ((size_t)n > sizeof(msg)) {
-		control__err(&r, "request larger than %d bytes\n", CONTROL_MSG_MAX);
-	} else if ((r.argc = control__parse_request(msg, (size_t)n, argv, CONTROL_MAX_ARGS)) <= 0) {
-		control__err(&r, "malformed request\n");
-	} else {
-		r.argv = argv;
-		c->served++;
-		status = dispatch(c, &r);
-	}
-	reply_append(&r, 'x', &status, sizeof(status));
+	control__handle(cc->srv, msg, (size_t)n, &r);
 	cc->reply = r.reply;
 	cc->len = r.len;
 	conn_send(cc);
@@ -333,7 +352,7 @@ int control__call(const char *path, int argc, char *const argv[], FILE *out, FIL
 	char msg[CONTROL_MSG_MAX];
 	struct sockaddr_un sa;
 	size_t len = 0;
-	int fd, ret;
+	int fd, ret, status = 0;
 
 	for (int i = 0; i < argc; i++) {
 		size_t n = strlen(argv[i]) + 1;
@@ -358,19 +377,36 @@ int control__call(const char *path, int argc, char *const argv[], FILE *out, FIL
 	}
 	for (;;) {
 		ssize_t n = recv(fd, msg, sizeof(msg), 0);
-		int32_t status;
 
 		if (n <= 0) {
 			ret = n < 0 ? -errno : -ECONNRESET;
 			break;
 		}
-		if (msg[0] == 'x' && n == 5) {
-			memcpy(&status, msg + 1, 4);
-			ret = status;
+		ret = control__reply_msg(msg, (size_t)n, out, err, &status);
+		if (ret) {
+			ret = ret < 0 ? ret : status;
 			break;
 		}
-		fwrite(msg + 1, 1, (size_t)n - 1, msg[0] == 'e' ? err : out);
 	}
 	close(fd);
 	return ret;
+}
+
+int control__reply_msg(const char *msg, size_t n, FILE *out, FILE *err, int *status)
+{
+	int32_t v;
+
+	if (n == 0)
+		return -EBADMSG;
+	if (msg[0] == 'x') {
+		if (n != 5)
+			return -EBADMSG;
+		memcpy(&v, msg + 1, 4);
+		*status = v;
+		return 1;
+	}
+	if (msg[0] != 'o' && msg[0] != 'e')
+		return -EBADMSG;
+	fwrite(msg + 1, 1, n - 1, msg[0] == 'e' ? err : out);
+	return 0;
 }

@@ -16,9 +16,10 @@
 
 #include "loop.h"
 
-#define CONTROL_MSG_MAX	  65536
-#define CONTROL_MAX_ARGS  4096
-#define CONTROL_MAX_CONNS 32
+#define CONTROL_MSG_MAX	    65536
+#define CONTROL_REPLY_CHUNK 32768 /* text bytes per reply message */
+#define CONTROL_MAX_ARGS    4096
+#define CONTROL_MAX_CONNS   32
 
 struct control_req {
 	int argc;
@@ -63,6 +64,19 @@ void control__err(struct control_req *r, const char *fmt, ...)
 
 int control__call(const char *path, int argc, char *const argv[], FILE *out, FILE *err,
 		  int timeout_s);
+/* Split a request into words; returns argc, or -EINVAL when it is not NUL-terminated words. */
 int control__parse_request(char *msg, size_t len, char **argv, int max);
+/* One request of n bytes (more than CONTROL_MSG_MAX: it was cut) from r->peer: checked, parsed,
+ * dispatched; r->reply holds the framed reply, ending with the exit status.
+ */
+void control__handle(struct control *c, char *msg, size_t n, struct control_req *r);
+/* The next message of a framed reply at *off (tag, then up to CONTROL_REPLY_CHUNK bytes) into
+ * msg; false at the end, or where the framing is broken.
+ */
+bool control__reply_next(const char *reply, size_t len, size_t *off, char *msg, size_t *mlen);
+/* One reply message as egretctl receives it: text copied to out or err, or the end (1, with
+ * *status); -EBADMSG for anything else.
+ */
+int control__reply_msg(const char *msg, size_t n, FILE *out, FILE *err, int *status);
 
 #endif /* EGRET_CONTROL_H */

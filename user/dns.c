@@ -45,7 +45,6 @@
 #endif
 
 #define DNS_MSG_MAX	65535
-#define MAX_CNAME_DEPTH 16
 #define MAX_ANSWERS	64
 #define TCP_IDLE_NS	(10ull * 1000000000ull)
 #define MAX_TCP_CONNS	256
@@ -105,7 +104,7 @@ struct dns_query {
 	socklen_t client_len;
 	struct egret_dns_client who;
 	uint16_t client_id, up_id;
-	char name[LDNS_MAX_DOMAINLEN + 1];
+	char name[DNS_NAME_LEN];
 	uint16_t qtype;
 	uint8_t *msg; /* the client's query, id replaced by up_id */
 	size_t msg_len;
@@ -116,6 +115,7 @@ struct dns_query {
 	bool up_tcp;
 	uint8_t *up_buf;
 	size_t up_len, up_sent;
+	bool up_reading; /* TCP upstream: the query is out, up_buf collects the answer */
 	struct dns_query *next;
 };
 
@@ -139,8 +139,8 @@ struct name_entry {
 };
 
 struct dns_stats {
-	uint64_t queries, allowed, refused, outside, malformed, upstream_fail, timeouts, opened,
-		capped, map_full;
+	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
+		opened, capped, map_full;
 };
 
 struct resolver {
@@ -161,6 +161,8 @@ struct resolver {
 	struct dns_query *by_id[65536]; /* queries upstream over UDP, by the id sent */
 	struct upstream_sock *pool[UPSTREAM_SOCKS];
 	struct upstream_sock *draining;
+	struct upstream_sock *retired;	 /* closed, freed by resolver__tick() */
+	struct dns_listener *retired_ls; /* closed, freed by resolver__tick() */
 	unsigned int next_sock;
 	uint8_t rand[4096];
 	size_t rand_used;
@@ -643,9 +645,19 @@ static void listener_close(struct dns_listener *l)
 		if (l->w[i].fd >= 0) {
 			loop__del(l->r->loop, &l->w[i]);
 			close(l->w[i].fd);
+			l->w[i].fd = -1;
 		}
 	}
-	free(l);
+}
+
+/* Closed now, freed by resolver__tick(): a sandbox can go (a ring buffer record) in the same
+ * epoll batch that still holds an event for one of its listener's sockets.
+ */
+static void listener_retire(struct dns_listener *l)
+{
+	listener_close(l);
+	l->next = l->r->retired_ls;
+	l->r->retired_ls = l;
 }
 
 /* Make the sockets in the current namespace (the caller has entered it). */
@@ -706,6 +718,7 @@ static int listener_open(struct resolver *r, int nsfd, uint64_t sandbox, uint64_
 		err = -EEXIST; /* raced with another report of the same namespace */
 	if (err) {
 		listener_close(l);
+		free(l);
 		return err;
 	}
 	l->cookie = cookie;
@@ -722,6 +735,7 @@ static int listener_open(struct resolver *r, int nsfd, uint64_t sandbox, uint64_
 	if (bpf_map_update_elem(r->m.listeners_fd, &cookie, &v, BPF_ANY)) {
 		err = -errno;
 		listener_close(l);
+		free(l);
 		return err;
 	}
 	l->next = r->listeners;
@@ -843,20 +857,25 @@ void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox)
 			}
 		}
 		for (struct dns_conn *c = r->conns; c; c = c->next) {
-			if (c->l == l)
+			if (c->l == l) {
 				c->closing = true;
+				c->l = NULL; /* freed with the listener: on_conn() ignores it */
+			}
 		}
 		bpf_map_delete_elem(r->m.listeners_fd, &l->cookie);
 		*pp = l->next;
-		listener_close(l);
+		listener_retire(l);
 	}
 }
 
-/* --- queries ------------------------------------------------------------------------------- */
+/* --- parsing: pure functions of the bytes ------------------------------------------------- */
 
+/* A name as ldns prints it (a dot or an odd byte in a label escaped), lower case, without the
+ * final dot; "" when there is none.
+ */
 static void lower_name(const ldns_rdf *rdf, char *out, size_t size)
 {
-	char *s = ldns_rdf2str(rdf);
+	char *s = rdf ? ldns_rdf2str(rdf) : NULL;
 	size_t n;
 
 	snprintf(out, size, "%s", s ? s : "");
@@ -867,6 +886,194 @@ static void lower_name(const ldns_rdf *rdf, char *out, size_t size)
 	for (char *p = out; *p; p++)
 		*p = (char)tolower((unsigned char)*p);
 }
+
+static bool host_char(uint8_t c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_';
+}
+
+/* The labels of wire into out, for dns__host_name(); out is left unterminated on errors. */
+static int host_labels(const uint8_t *wire, size_t len, char *out, size_t size)
+{
+	size_t i = 0, o = 0;
+
+	for (;;) {
+		uint8_t n;
+
+		if (i >= len)
+			return -EBADMSG; /* no root label */
+		n = wire[i++];
+		if (n == 0)
+			break;
+		if (n > 63 || n > len - i)
+			return -EBADMSG;
+		if (o + (o ? 1 : 0) + n > DNS_HOST_MAX || o + (o ? 1 : 0) + n >= size)
+			return -EINVAL; /* longer than a host name can be */
+		if (o)
+			out[o++] = '.';
+		for (size_t j = 0; j < n; j++) {
+			uint8_t c = wire[i + j];
+
+			if (!host_char(c))
+				return -EINVAL;
+			out[o++] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+		}
+		i += n;
+	}
+	out[o] = '\0';
+	if (i != len)
+		return -EBADMSG;
+	return o ? 0 : -EINVAL; /* the root is no host */
+}
+
+int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size)
+{
+	int ret = size ? host_labels(wire, len, out, size) : -EINVAL;
+
+	if (ret && size)
+		out[0] = '\0';
+	return ret;
+}
+
+int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q, ldns_pkt **pkt)
+{
+	ldns_pkt *p = NULL;
+	const ldns_rdf *owner;
+	ldns_rr *qrr;
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	if (pkt)
+		*pkt = NULL;
+	if (len < 12 || ldns_wire2pkt(&p, msg, len) != LDNS_STATUS_OK || ldns_pkt_qr(p) ||
+	    ldns_pkt_get_opcode(p) != LDNS_PACKET_QUERY || ldns_pkt_qdcount(p) != 1 ||
+	    !(qrr = ldns_rr_list_rr(ldns_pkt_question(p), 0)) || !(owner = ldns_rr_owner(qrr)) ||
+	    ldns_rdf_get_type(owner) != LDNS_RDF_TYPE_DNAME) {
+		ldns_pkt_free(p);
+		return -EBADMSG;
+	}
+	q->id = ldns_pkt_id(p);
+	q->type = (uint16_t)ldns_rr_get_type(qrr);
+	ret = dns__host_name(ldns_rdf_data(owner), ldns_rdf_size(owner), q->name, sizeof(q->name));
+	q->host = ret == 0;
+	if (ret) {
+		lower_name(owner, q->name, sizeof(q->name));
+		ret = -EINVAL;
+	}
+	if (pkt)
+		*pkt = p;
+	else
+		ldns_pkt_free(p);
+	return ret;
+}
+
+static bool in_chain(const struct dns_answer *a, const char *name, const char *n)
+{
+	if (!strcmp(name, n))
+		return true;
+	for (unsigned int i = 0; i < a->ncnames; i++) {
+		if (!strcmp(a->cnames[i], n))
+			return true;
+	}
+	return false;
+}
+
+/* The CNAMEs that lead on from name, however the answer orders them. */
+static void answer_chain(const ldns_rr_list *ans, size_t n, const char *name, struct dns_answer *a)
+{
+	char owner[DNS_NAME_LEN], target[DNS_NAME_LEN];
+	bool grew = true;
+
+	while (grew && a->ncnames < DNS_CNAME_DEPTH) {
+		grew = false;
+		for (size_t i = 0; i < n && a->ncnames < DNS_CNAME_DEPTH; i++) {
+			ldns_rr *rr = ldns_rr_list_rr(ans, i);
+
+			if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_CNAME || !ldns_rr_rdf(rr, 0))
+				continue;
+			lower_name(ldns_rr_owner(rr), owner, sizeof(owner));
+			if (!in_chain(a, name, owner))
+				continue;
+			lower_name(ldns_rr_rdf(rr, 0), target, sizeof(target));
+			if (in_chain(a, name, target))
+				continue;
+			memcpy(a->cnames[a->ncnames++], target, sizeof(target));
+			grew = true;
+		}
+	}
+}
+
+/* The A and AAAA records owned by name or a name of its CNAME chain. */
+static void answer_addrs(const ldns_rr_list *ans, size_t n, const char *name, struct dns_answer *a)
+{
+	char owner[DNS_NAME_LEN];
+
+	a->addrs = n ? calloc(n, sizeof(*a->addrs)) : NULL;
+	for (size_t i = 0; a->addrs && i < n; i++) {
+		ldns_rr *rr = ldns_rr_list_rr(ans, i);
+		ldns_rr_type t = ldns_rr_get_type(rr);
+		const ldns_rdf *rd = ldns_rr_rdf(rr, 0);
+		struct dns_addr *d = &a->addrs[a->naddrs];
+
+		if ((t != LDNS_RR_TYPE_A && t != LDNS_RR_TYPE_AAAA) || !rd)
+			continue;
+		lower_name(ldns_rr_owner(rr), owner, sizeof(owner));
+		if (!in_chain(a, name, owner))
+			continue;
+		d->addr[2] = htonl(0xffff);
+		if (t == LDNS_RR_TYPE_A && ldns_rdf_size(rd) == 4)
+			memcpy(&d->addr[3], ldns_rdf_data(rd), 4);
+		else if (t == LDNS_RR_TYPE_AAAA && ldns_rdf_size(rd) == 16)
+			memcpy(d->addr, ldns_rdf_data(rd), 16);
+		else
+			continue;
+		d->ttl = ldns_rr_ttl(rr);
+		d->type = (uint16_t)t;
+		a->naddrs++;
+	}
+}
+
+int dns__parse_answer(const uint8_t *msg, size_t len, const char *name, uint16_t type,
+		      struct dns_answer *a)
+{
+	char qname[DNS_NAME_LEN];
+	const ldns_rr_list *ans;
+	ldns_pkt *resp = NULL;
+	ldns_rr *qrr;
+	size_t n;
+	int ret = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (ldns_wire2pkt(&resp, msg, len) != LDNS_STATUS_OK || !ldns_pkt_qr(resp) ||
+	    ldns_pkt_qdcount(resp) != 1 || !(qrr = ldns_rr_list_rr(ldns_pkt_question(resp), 0))) {
+		ldns_pkt_free(resp);
+		return -EBADMSG;
+	}
+	lower_name(ldns_rr_owner(qrr), qname, sizeof(qname));
+	if (strcmp(qname, name) || ldns_rr_get_type(qrr) != type) {
+		ret = -ENOENT;
+		goto out;
+	}
+	a->rcode = (uint8_t)ldns_pkt_get_rcode(resp);
+	a->truncated = ldns_pkt_tc(resp);
+	ans = ldns_pkt_answer(resp);
+	n = ans ? ldns_rr_list_rr_count(ans) : 0;
+	answer_chain(ans, n, name, a);
+	answer_addrs(ans, n, name, a);
+out:
+	ldns_pkt_free(resp);
+	return ret;
+}
+
+void dns__answer_free(struct dns_answer *a)
+{
+	free(a->addrs);
+	a->addrs = NULL;
+	a->naddrs = 0;
+}
+
+/* --- queries ------------------------------------------------------------------------------- */
 
 /* Send a complete DNS message to the client: a datagram, or a length-prefixed TCP record. */
 static void reply(struct resolver *r, struct dns_query *q, const uint8_t *msg, size_t len)
@@ -929,9 +1136,41 @@ static void reply_rcode(struct resolver *r, struct dns_query *q, const ldns_pkt 
 
 static void sock_close(struct resolver *r, struct upstream_sock *us)
 {
+	if (us->w.fd >= 0) {
+		loop__del(r->loop, &us->w);
+		close(us->w.fd);
+	}
+	free(us);
+}
+
+/* Closed now, freed by resolver__tick(): the answer that lets a draining socket go is read by
+ * on_pool() of that very socket, which goes on reading it; and an event for a socket retired
+ * by another callback may still be in the loop's batch. A retired socket has fd -1.
+ */
+static void sock_retire(struct resolver *r, struct upstream_sock *us)
+{
 	loop__del(r->loop, &us->w);
 	close(us->w.fd);
-	free(us);
+	us->w.fd = -1;
+	us->next = r->retired;
+	r->retired = us;
+}
+
+/* Free what was retired: only between the loop's batches. */
+static void reap_retired(struct resolver *r)
+{
+	while (r->retired) {
+		struct upstream_sock *us = r->retired;
+
+		r->retired = us->next;
+		free(us);
+	}
+	while (r->retired_ls) {
+		struct dns_listener *l = r->retired_ls;
+
+		r->retired_ls = l->next;
+		free(l);
+	}
 }
 
 /* The query no longer waits on its shared UDP socket; a draining socket closes when empty. */
@@ -952,7 +1191,7 @@ static void upstream_detach(struct resolver *r, struct dns_query *q)
 			break;
 		}
 	}
-	sock_close(r, us);
+	sock_retire(r, us);
 }
 
 static void query_free(struct resolver *r, struct dns_query *q)
@@ -1018,7 +1257,7 @@ static struct upstream_sock *pool_next(struct resolver *r)
 			us->next = r->draining;
 			r->draining = us;
 		} else {
-			sock_close(r, us);
+			sock_retire(r, us);
 		}
 	}
 	r->pool[slot] = sock_open(r);
@@ -1105,78 +1344,31 @@ static int upstream_send(struct resolver *r, struct dns_query *q, bool tcp)
 	memcpy(q->up_buf + 2, q->msg, q->msg_len);
 	q->up_len = 2 + q->msg_len;
 	q->up_sent = 0;
+	q->up_reading = false;
 	return loop__add(r->loop, &q->up, EPOLLOUT);
 }
 
-static bool in_names(char names[][LDNS_MAX_DOMAINLEN + 1], unsigned int n, const char *name)
-{
-	for (unsigned int i = 0; i < n; i++) {
-		if (!strcmp(names[i], name))
-			return true;
-	}
-	return false;
-}
-
-/* The A and AAAA records that answer the question, following CNAMEs from the asked name; open
- * each to the sandbox for its TTL (at least the floor) plus the grace period.
+/* Open each address of the answer to the sandbox for its TTL (at least the floor) plus the
+ * grace period; the event lists the CNAMEs and addresses.
  */
-static void open_answers(struct resolver *r, struct dns_query *q, const ldns_pkt *resp,
+static void open_answers(struct resolver *r, struct dns_query *q, const struct dns_answer *ans,
 			 struct answer_list *out)
 {
-	static char names[MAX_CNAME_DEPTH + 1][LDNS_MAX_DOMAINLEN + 1];
-	const ldns_rr_list *ans = ldns_pkt_answer(resp);
-	size_t n = ans ? ldns_rr_list_rr_count(ans) : 0;
 	uint64_t now = now_ns(CLOCK_BOOTTIME);
 	struct name_entry *ne = name_slot(r, q->who.sandbox_id, q->name);
-	unsigned int nnames = 1, min_ttl = UINT32_MAX;
-	bool grew = true;
-	char owner[LDNS_MAX_DOMAINLEN + 1];
+	unsigned int min_ttl = UINT32_MAX;
 
-	snprintf(names[0], sizeof(names[0]), "%s", q->name);
-	while (grew && nnames <= MAX_CNAME_DEPTH) {
-		grew = false;
-		for (size_t i = 0; i < n && nnames <= MAX_CNAME_DEPTH; i++) {
-			ldns_rr *rr = ldns_rr_list_rr(ans, i);
-
-			if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_CNAME || !ldns_rr_rdf(rr, 0))
-				continue;
-			lower_name(ldns_rr_owner(rr), owner, sizeof(owner));
-			if (!in_names(names, nnames, owner))
-				continue;
-			lower_name(ldns_rr_rdf(rr, 0), names[nnames], sizeof(names[0]));
-			if (in_names(names, nnames, names[nnames]))
-				continue;
-			out->text[out->n] = out->store[out->n];
-			snprintf(out->store[out->n], sizeof(out->store[0]), "CNAME %s",
-				 names[nnames]);
-			out->n += out->n < MAX_ANSWERS - 1;
-			nnames++;
-			grew = true;
-		}
+	for (unsigned int i = 0; i < ans->ncnames; i++) {
+		out->text[out->n] = out->store[out->n];
+		snprintf(out->store[out->n], sizeof(out->store[0]), "CNAME %s", ans->cnames[i]);
+		out->n += out->n < MAX_ANSWERS - 1;
 	}
-	for (size_t i = 0; i < n; i++) {
-		ldns_rr *rr = ldns_rr_list_rr(ans, i);
-		ldns_rr_type t = ldns_rr_get_type(rr);
-		const ldns_rdf *rd = ldns_rr_rdf(rr, 0);
-		uint32_t addr[4] = { 0, 0, htonl(0xffff), 0 }, ttl;
-		uint64_t expires;
+	for (size_t i = 0; i < ans->naddrs; i++) {
+		const struct dns_addr *d = &ans->addrs[i];
+		uint32_t ttl = d->ttl < r->o.min_ttl ? r->o.min_ttl : d->ttl;
+		uint64_t expires = now + ((uint64_t)ttl + r->o.grace) * 1000000000ull;
 
-		if ((t != LDNS_RR_TYPE_A && t != LDNS_RR_TYPE_AAAA) || !rd)
-			continue;
-		lower_name(ldns_rr_owner(rr), owner, sizeof(owner));
-		if (!in_names(names, nnames, owner))
-			continue;
-		if (t == LDNS_RR_TYPE_A && ldns_rdf_size(rd) == 4)
-			memcpy(&addr[3], ldns_rdf_data(rd), 4);
-		else if (t == LDNS_RR_TYPE_AAAA && ldns_rdf_size(rd) == 16)
-			memcpy(addr, ldns_rdf_data(rd), 16);
-		else
-			continue;
-		ttl = ldns_rr_ttl(rr);
-		if (ttl < r->o.min_ttl)
-			ttl = r->o.min_ttl;
-		expires = now + ((uint64_t)ttl + r->o.grace) * 1000000000ull;
-		if (open_address(r, q->who.sandbox_id, ne, addr, expires, now)) {
+		if (open_address(r, q->who.sandbox_id, ne, d->addr, expires, now)) {
 			out->opened++;
 			if (ttl < min_ttl)
 				min_ttl = ttl;
@@ -1184,59 +1376,55 @@ static void open_answers(struct resolver *r, struct dns_query *q, const ldns_pkt
 		if (out->n < MAX_ANSWERS - 1) {
 			char a[ADDR_STRLEN];
 
-			addr__format((const uint8_t *)addr, a, sizeof(a));
+			addr__format((const uint8_t *)d->addr, a, sizeof(a));
 			out->text[out->n] = out->store[out->n];
 			snprintf(out->store[out->n], sizeof(out->store[0]), "%s %s",
-				 t == LDNS_RR_TYPE_A ? "A" : "AAAA", a);
+				 d->type == LDNS_RR_TYPE_A ? "A" : "AAAA", a);
 			out->n++;
 		}
 	}
 	out->ttl = out->opened ? min_ttl + r->o.grace : 0;
 }
 
-/* The upstream's answer: check it answers our question, open its addresses, release it. */
-static void upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *msg, size_t len)
+/* The upstream's answer: check it answers our question, open its addresses, release it.
+ * false when it answers another question (nothing done: q still waits).
+ */
+static bool upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *msg, size_t len)
 {
 	struct answer_list a = { .n = 0 };
-	ldns_pkt *resp = NULL;
-	ldns_rr *qrr;
-	char qname[LDNS_MAX_DOMAINLEN + 1];
+	struct dns_answer ans;
+	int err = dns__parse_answer(msg, len, q->name, q->qtype, &ans);
 
-	if (ldns_wire2pkt(&resp, msg, len) != LDNS_STATUS_OK || !ldns_pkt_qr(resp) ||
-	    ldns_pkt_qdcount(resp) != 1) {
+	if (err == -ENOENT)
+		return false;
+	if (err) {
 		r->st.upstream_fail++;
-		ldns_pkt_free(resp);
 		reply_rcode(r, q, NULL, LDNS_RCODE_SERVFAIL);
 		emit_query(r, q, true, LDNS_RCODE_SERVFAIL, NULL, "malformed upstream answer");
 		query_free(r, q);
-		return;
-	}
-	qrr = ldns_rr_list_rr(ldns_pkt_question(resp), 0);
-	lower_name(ldns_rr_owner(qrr), qname, sizeof(qname));
-	if (strcmp(qname, q->name) || ldns_rr_get_type(qrr) != q->qtype) {
-		ldns_pkt_free(resp); /* not ours: keep waiting */
-		return;
+		return true;
 	}
 	/* a UDP client gets the truncated answer and asks again over TCP (steered here too); a
 	 * TCP client's query is asked again over TCP upstream
 	 */
-	if (ldns_pkt_tc(resp) && !q->up_tcp && q->conn) {
-		ldns_pkt_free(resp);
+	if (ans.truncated && !q->up_tcp && q->conn) {
+		dns__answer_free(&ans);
 		if (upstream_send(r, q, true) == 0)
-			return;
+			return true;
 		r->st.upstream_fail++;
 		reply_rcode(r, q, NULL, LDNS_RCODE_SERVFAIL);
 		emit_query(r, q, true, LDNS_RCODE_SERVFAIL, NULL, "upstream over TCP failed");
 		query_free(r, q);
-		return;
+		return true;
 	}
-	open_answers(r, q, resp, &a);
+	open_answers(r, q, &ans, &a);
 	msg[0] = (uint8_t)(q->client_id >> 8);
 	msg[1] = (uint8_t)q->client_id;
 	reply(r, q, msg, len);
-	emit_query(r, q, true, (uint8_t)ldns_pkt_get_rcode(resp), &a, NULL);
-	ldns_pkt_free(resp);
+	emit_query(r, q, true, ans.rcode, &a, NULL);
+	dns__answer_free(&ans);
 	query_free(r, q);
+	return true;
 }
 
 static void upstream_failed(struct resolver *r, struct dns_query *q, const char *why)
@@ -1255,7 +1443,8 @@ static void on_pool(struct watch *w, uint32_t events)
 	struct upstream_sock *us = w->data;
 	struct resolver *r = us->r;
 
-	for (int i = 0; i < 64; i++) {
+	/* an answer handled here may retire this socket: stop reading it then */
+	for (int i = 0; i < 64 && w->fd >= 0; i++) {
 		ssize_t n = recv(w->fd, r->buf, DNS_MSG_MAX, MSG_DONTWAIT);
 		struct dns_query *q;
 
@@ -1275,7 +1464,7 @@ static void on_upstream(struct watch *w, uint32_t events)
 	struct resolver *r = q->r;
 	ssize_t n;
 
-	if (q->up_sent < q->up_len) {
+	if (!q->up_reading) {
 		n = send(w->fd, q->up_buf + q->up_sent, q->up_len - q->up_sent, MSG_NOSIGNAL);
 		if (n < 0 && errno != EAGAIN) {
 			upstream_failed(r, q, strerror(errno));
@@ -1285,6 +1474,7 @@ static void on_upstream(struct watch *w, uint32_t events)
 			q->up_sent += (size_t)n;
 		if (q->up_sent == q->up_len) {
 			q->up_len = 0;
+			q->up_reading = true;
 			loop__mod(r->loop, &q->up, EPOLLIN);
 		}
 		return;
@@ -1309,27 +1499,29 @@ static void on_upstream(struct watch *w, uint32_t events)
 				upstream_failed(r, q, "upstream answered another query");
 				return;
 			}
-			upstream_answer(r, q, q->up_buf + 2, want);
+			/* on its own connection, an answer to another question is a failure */
+			if (!upstream_answer(r, q, q->up_buf + 2, want))
+				upstream_failed(r, q, "upstream answered another question");
 		}
 	}
 }
 
-/* One query from a sandbox. msg is the client's; who says which sandbox sent it. */
+/* One query from a sandbox. msg is the client's; who says which sandbox sent it. A name that
+ * is not a host name is refused without a look at the rules.
+ */
 static void handle_query(struct resolver *r, struct dns_listener *l, struct dns_conn *conn,
 			 int udp_fd, const struct sockaddr_storage *from, socklen_t fromlen,
 			 const uint8_t *msg, size_t len, const struct egret_dns_client *who)
 {
+	struct dns_question dq;
 	struct dns_query *q;
 	ldns_pkt *pkt = NULL;
 	const char *sandbox;
-	ldns_rr *qrr;
 	int verdict;
 
 	r->st.queries++;
-	if (len < 12 || ldns_wire2pkt(&pkt, msg, len) != LDNS_STATUS_OK || ldns_pkt_qr(pkt) ||
-	    ldns_pkt_get_opcode(pkt) != LDNS_PACKET_QUERY || ldns_pkt_qdcount(pkt) != 1) {
+	if (dns__parse_query(msg, len, &dq, &pkt) == -EBADMSG) {
 		r->st.malformed++;
-		ldns_pkt_free(pkt);
 		return;
 	}
 	if (r->npending >= MAX_PENDING || !(q = calloc(1, sizeof(*q)))) {
@@ -1346,27 +1538,30 @@ static void handle_query(struct resolver *r, struct dns_listener *l, struct dns_
 		q->client_len = fromlen;
 	}
 	q->who = *who;
-	q->client_id = ldns_pkt_id(pkt);
+	q->client_id = dq.id;
 	q->start_ns = now_ns(CLOCK_MONOTONIC);
 	q->deadline_ns = q->start_ns + (uint64_t)r->o.timeout_ms * 1000000ull;
-	qrr = ldns_rr_list_rr(ldns_pkt_question(pkt), 0);
-	lower_name(ldns_rr_owner(qrr), q->name, sizeof(q->name));
-	q->qtype = (uint16_t)ldns_rr_get_type(qrr);
+	memcpy(q->name, dq.name, sizeof(q->name));
+	q->qtype = dq.type;
 	q->next = r->pending;
 	r->pending = q;
 	r->npending++;
 	if (conn)
 		conn->pending++;
 	sandbox = engine__sandbox_name(r->engine, who->sandbox_id);
-	verdict = sandbox ? engine__domain_verdict(r->engine, sandbox, q->name, q->rule,
-						   sizeof(q->rule))
-			  : 0;
+	verdict = sandbox && dq.host ? engine__domain_verdict(r->engine, sandbox, q->name, q->rule,
+							      sizeof(q->rule))
+				     : 0;
 	if (verdict != EGRET_ACT_ALLOW) {
 		uint8_t rcode = r->o.nxdomain ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED;
 
 		r->st.refused++;
+		r->st.not_host += !dq.host;
 		reply_rcode(r, q, pkt, rcode);
-		emit_query(r, q, false, rcode, NULL, NULL);
+		emit_query(r, q, false, rcode, NULL,
+			   dq.host ? NULL
+				   : "not a host name (a label holds a byte other than a letter, "
+				     "a digit, '-' or '_')");
 		ldns_pkt_free(pkt);
 		query_free(r, q);
 		return;
@@ -1382,6 +1577,13 @@ static void handle_query(struct resolver *r, struct dns_listener *l, struct dns_
 	q->msg_len = len;
 	if (upstream_send(r, q, false))
 		upstream_failed(r, q, "cannot reach the upstream resolver");
+}
+
+void resolver__serve_udp(struct resolver *r, int fd, const struct sockaddr_storage *from,
+			 socklen_t fromlen, const uint8_t *msg, size_t len,
+			 const struct egret_dns_client *who)
+{
+	handle_query(r, NULL, NULL, fd, from, fromlen, msg, len, who);
 }
 
 /* Which sandbox sent from this port? Only queries the kernel steered here are served. */
@@ -1522,6 +1724,7 @@ void resolver__tick(struct resolver *r)
 	struct dns_query *q, *next;
 	struct dns_conn *c, *cn;
 
+	reap_retired(r);
 	for (q = r->pending; q; q = next) {
 		next = q->next;
 		if (now < q->deadline_ns)
@@ -1550,13 +1753,15 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		n++;
 	control__out(req,
 		     "dns: upstream %s, %u namespaces, %llu queries (%llu allowed, %llu "
-		     "refused, %llu not from a sandbox, %llu malformed, %llu upstream "
-		     "failures, %llu timeouts), %zu addresses open, %llu capped\n",
+		     "refused, %llu of them not host names, %llu not from a sandbox, %llu "
+		     "malformed, %llu upstream failures, %llu timeouts), %zu addresses open, "
+		     "%llu capped\n",
 		     r->upstream_text, n, (unsigned long long)r->st.queries,
 		     (unsigned long long)r->st.allowed, (unsigned long long)r->st.refused,
-		     (unsigned long long)r->st.outside, (unsigned long long)r->st.malformed,
-		     (unsigned long long)r->st.upstream_fail, (unsigned long long)r->st.timeouts,
-		     r->allow_used, (unsigned long long)r->st.capped);
+		     (unsigned long long)r->st.not_host, (unsigned long long)r->st.outside,
+		     (unsigned long long)r->st.malformed, (unsigned long long)r->st.upstream_fail,
+		     (unsigned long long)r->st.timeouts, r->allow_used,
+		     (unsigned long long)r->st.capped);
 }
 
 /* Listeners in the map belong to an egretd that is gone: drop them all, so the kernel reports
@@ -1645,7 +1850,9 @@ void resolver__free(struct resolver *r)
 		/* queries are refused, not sent to a closed port, until the next egretd listens */
 		bpf_map_delete_elem(r->m.listeners_fd, &l->cookie);
 		listener_close(l);
+		free(l);
 	}
+	reap_retired(r);
 	for (size_t i = 0; i < r->names_cap; i++)
 		free(r->names[i].ips);
 	free(r->names);

@@ -39,9 +39,58 @@ struct dns_maps {
 };
 
 struct resolver;
+struct egret_dns_client;
+struct ldns_struct_pkt;
+
+#define DNS_HOST_MAX	253 /* characters of a host name */
+#define DNS_NAME_LEN	256 /* a name as text: a host name fits, escaped text may be cut */
+#define DNS_CNAME_DEPTH 16  /* CNAMEs followed from the name asked */
+
+/* The question of a query from a sandbox. */
+struct dns_question {
+	uint16_t id, type;
+	bool host;		 /* the name is a host name (see dns__host_name) */
+	char name[DNS_NAME_LEN]; /* host: the host name; otherwise the name escaped, for events */
+};
+
+/* An address of an answer: A or AAAA, owned by the name asked or a CNAME it leads to. */
+struct dns_addr {
+	uint32_t addr[4]; /* network order, IPv4 mapped */
+	uint32_t ttl;
+	uint16_t type; /* LDNS_RR_TYPE_A or LDNS_RR_TYPE_AAAA */
+};
+
+/* What an upstream answer says about the question asked. */
+struct dns_answer {
+	uint8_t rcode;
+	bool truncated;
+	unsigned int ncnames; /* the CNAME chain from the name asked, in the order found */
+	char cnames[DNS_CNAME_DEPTH][DNS_NAME_LEN];
+	size_t naddrs;
+	struct dns_addr *addrs;
+};
 
 int dns__parse_server(const char *text, struct sockaddr_storage *ss, socklen_t *len);
 int dns__resolv_conf_server(const char *path, char *out, size_t size);
+/* A wire-format name (len bytes, labels up to the root label) as a host name: its labels, each
+ * of letters, digits, '-' and '_', joined by dots, in lower case. -EINVAL for any other name
+ * (a label holding a dot, a space, a NUL...: as text it could pass for another name), -EBADMSG
+ * when it is not a whole wire name.
+ */
+int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size);
+/* A query as a sandbox sent it: 0 when it is one question for a host name, -EINVAL when it is
+ * a query for a name that is not a host name (to be refused), -EBADMSG when it is not a query
+ * (to be dropped). *pkt, when asked for, is the parsed message (the caller frees it) on 0 and
+ * -EINVAL.
+ */
+int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q,
+		     struct ldns_struct_pkt **pkt);
+/* An upstream answer to the question (name, type): 0 with *a filled (dns__answer_free), -ENOENT
+ * when it answers another question, -EBADMSG when it is not an answer.
+ */
+int dns__parse_answer(const uint8_t *msg, size_t len, const char *name, uint16_t type,
+		      struct dns_answer *a);
+void dns__answer_free(struct dns_answer *a);
 
 int resolver__new(struct resolver **out, const struct dns_options *o, const struct dns_maps *m,
 		  struct loop *loop, struct engine *e);
@@ -50,6 +99,12 @@ int resolver__listen_here(struct resolver *r);
 void resolver__netns_seen(struct resolver *r, uint64_t cookie, uint32_t pid, uint64_t sandbox);
 void resolver__scan(struct resolver *r, const char *cgroup_root);
 void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox);
+/* One datagram a sandbox sent (who: the kernel's record of its socket), answered from fd to
+ * from: what the UDP listeners do with each query they receive.
+ */
+void resolver__serve_udp(struct resolver *r, int fd, const struct sockaddr_storage *from,
+			 socklen_t fromlen, const uint8_t *msg, size_t len,
+			 const struct egret_dns_client *who);
 void resolver__tick(struct resolver *r);
 void resolver__status(struct resolver *r, struct control_req *req);
 void resolver__free(struct resolver *r);

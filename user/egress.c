@@ -11,7 +11,7 @@ _Static_assert(sizeof(struct egret_event_hdr) == 56, "egret_event_hdr layout");
 _Static_assert(sizeof(struct egret_connect_event) == 88, "egret_connect_event layout");
 _Static_assert(sizeof(struct egret_sock_meta) == 56, "egret_sock_meta layout");
 
-void egress__on_connect(struct collector *c, const void *rec)
+void egress__on_connect(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_connect_event *r = rec;
 	Egret__V1__NetConnect nc = EGRET__V1__NET_CONNECT__INIT;

@@ -3,12 +3,13 @@
 #define EGRET_USER_EGRESS_H
 
 #include <linux/types.h>
+#include <stddef.h>
 
 #include "egret/events.h"
 #include "egret/egress.h"
 
 struct collector;
 
-void egress__on_connect(struct collector *c, const void *rec);
+void egress__on_connect(struct collector *c, const void *rec, size_t size);
 
 #endif /* EGRET_USER_EGRESS_H */

@@ -8,6 +8,7 @@
 #include <strings.h>
 
 #include "http.h"
+#include "util.h"
 
 /* The value of header name in [h, end), copied into out. */
 static bool header(const char *h, const char *end, const char *name, char *out, size_t size)
@@ -34,20 +35,45 @@ static bool header(const char *h, const char *end, const char *name, char *out, 
 	return false;
 }
 
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = (char)(c | 0x20);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* A chunk-size line in [p, eol): hex digits, then extensions or spaces up to the end of the
+ * line (ignored); -EBADMSG without digits or above HTTP_MAX_RESPONSE.
+ */
+static int chunk_size(const char *p, const char *eol, size_t *size)
+{
+	size_t v = 0;
+	int d, digits = 0;
+
+	for (; p < eol && (d = hex_value(*p)) >= 0; p++, digits++) {
+		v = v * 16 + (size_t)d;
+		if (v > HTTP_MAX_RESPONSE)
+			return -EBADMSG;
+	}
+	if (!digits)
+		return -EBADMSG;
+	*size = v;
+	return 0;
+}
+
 /* Decode a chunked body at buf[off..len) in place: 1 done, 0 incomplete, -EBADMSG. */
 static int dechunk(char *buf, size_t off, size_t len, size_t *body_len)
 {
 	size_t in = off, out = off;
 
 	for (;;) {
-		char *end;
 		const char *eol = memchr(buf + in, '\n', len - in);
-		unsigned long size;
+		size_t size;
 
 		if (!eol)
 			return 0;
-		size = strtoul(buf + in, &end, 16);
-		if (end == buf + in || size > HTTP_MAX_RESPONSE)
+		if (chunk_size(buf + in, eol, &size))
 			return -EBADMSG;
 		in = (size_t)(eol - buf) + 1;
 		if (size == 0) {
@@ -67,6 +93,33 @@ static int dechunk(char *buf, size_t off, size_t len, size_t *body_len)
 	}
 }
 
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* "HTTP/1.1 200 Reason" in [p, end), the header block: 0, or -EBADMSG. */
+static int status_line(const char *p, const char *end, int *major, int *minor, int *status)
+{
+	const char *eol = memchr(p, '\n', (size_t)(end - p));
+
+	if (!eol)
+		eol = end;
+	if (eol - p < 12 || memcmp(p, "HTTP/", 5) || !is_digit(p[5]) || p[6] != '.' ||
+	    !is_digit(p[7]) || p[8] != ' ')
+		return -EBADMSG;
+	*major = p[5] - '0';
+	*minor = p[7] - '0';
+	p += 9;
+	while (p < eol && *p == ' ')
+		p++;
+	if (eol - p < 3 || !is_digit(p[0]) || !is_digit(p[1]) || !is_digit(p[2]) ||
+	    (p + 3 < eol && p[3] != ' ' && p[3] != '\r'))
+		return -EBADMSG;
+	*status = (p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0');
+	return *status < 100 ? -EBADMSG : 0;
+}
+
 int http__parse_response(char *buf, size_t len, bool at_eof, struct http_response *r)
 {
 	const char *hend = memmem(buf, len, "\r\n\r\n", 4);
@@ -78,8 +131,7 @@ int http__parse_response(char *buf, size_t len, bool at_eof, struct http_respons
 		return -EBADMSG;
 	if (!hend)
 		return len > HTTP_MAX_RESPONSE ? -EBADMSG : 0;
-	if (sscanf(buf, "HTTP/%d.%d %d", &major, &minor, &status) != 3 || status < 100 ||
-	    status > 999)
+	if (status_line(buf, hend, &major, &minor, &status))
 		return -EBADMSG;
 	r->status = status;
 	r->body_off = (size_t)(hend - buf) + 4;
@@ -95,14 +147,13 @@ int http__parse_response(char *buf, size_t len, bool at_eof, struct http_respons
 	if (header(buf, hend, "Transfer-Encoding", v, sizeof(v)) && strcasestr(v, "chunked"))
 		return dechunk(buf, r->body_off, len, &r->body_len);
 	if (header(buf, hend, "Content-Length", v, sizeof(v))) {
-		char *end;
-		unsigned long cl = strtoul(v, &end, 10);
+		uint64_t cl;
 
-		if (end == v || *end || cl > HTTP_MAX_RESPONSE)
+		if (parse_u64(v, HTTP_MAX_RESPONSE, &cl))
 			return -EBADMSG;
 		if (len - r->body_off < cl)
 			return 0;
-		r->body_len = cl;
+		r->body_len = (size_t)cl;
 		return 1;
 	}
 	/* no length: the body runs to the end of the connection */

@@ -79,26 +79,126 @@ static bool record_ok(const uint8_t *msg, size_t len, uint64_t *seq, char stream
 	return ok;
 }
 
+/* Damage for a Loss event; past SPOOL_MAX_DAMAGE it is folded into the last one (the log has
+ * each).
+ */
 static void note_damage(struct spool *s, uint64_t seg, uint64_t off, uint64_t bytes,
-			const char *why)
+			const char *why, const char *moved, const char *to)
 {
 	struct spool_damage *d;
 
-	log_err("spool: segment %llu: %llu bytes from offset %llu are %s; dropped",
-		(unsigned long long)seg, (unsigned long long)bytes, (unsigned long long)off, why);
-	if (s->ndamage == SPOOL_MAX_DAMAGE)
+	if (moved)
+		log_err("spool: %s/%s (%llu bytes) %s; moved to %s/%s", s->dir, moved,
+			(unsigned long long)bytes, why, s->dir, to);
+	else
+		log_err("spool: segment %llu: %llu bytes from offset %llu are %s; dropped",
+			(unsigned long long)seg, (unsigned long long)bytes, (unsigned long long)off,
+			why);
+	if (s->ndamage == SPOOL_MAX_DAMAGE) {
+		d = &s->damage[SPOOL_MAX_DAMAGE - 1];
+		d->more++;
+		d->bytes += bytes;
 		return;
+	}
 	d = &s->damage[s->ndamage++];
+	memset(d, 0, sizeof(*d));
 	d->seg = seg;
 	d->offset = off;
 	d->bytes = bytes;
 	snprintf(d->why, sizeof(d->why), "%s", why);
+	snprintf(d->file, sizeof(d->file), "%s", moved ? moved : "");
+	snprintf(d->moved_to, sizeof(d->moved_to), "%s", to ? to : "");
+}
+
+void spool__damage_text(const struct spool_damage *d, char *buf, size_t size)
+{
+	int n;
+
+	if (d->file[0])
+		n = snprintf(buf, size, "spool file %s, %llu bytes, %s: moved to %s", d->file,
+			     (unsigned long long)d->bytes, d->why, d->moved_to);
+	else
+		n = snprintf(buf, size, "spool segment %llu, offset %llu: %llu bytes %s",
+			     (unsigned long long)d->seg, (unsigned long long)d->offset,
+			     (unsigned long long)d->bytes, d->why);
+	if (d->more && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - (size_t)n, "; and %u more (see egretd's log)", d->more);
+}
+
+int spool__seg_name(const char *name, uint64_t *id)
+{
+	size_t n = strlen(name), digits = n - strlen(SEG_SUFFIX);
+	uint64_t v = 0;
+
+	if (n < strlen(SEG_SUFFIX) || strcmp(name + digits, SEG_SUFFIX))
+		return 0;
+	if (digits != 20)
+		return -1;
+	for (size_t i = 0; i < digits; i++) {
+		unsigned int d = (unsigned int)(name[i] - '0');
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*id = v;
+	return 1;
+}
+
+/* rename(2) that never replaces what is there (-EEXIST) */
+static int move_noreplace(int dfd, const char *from, const char *to)
+{
+	if (!renameat2(dfd, from, dfd, to, RENAME_NOREPLACE))
+		return 0;
+	if (errno != EINVAL)
+		return -errno;
+	/* a file system without RENAME_NOREPLACE: egretd is the only writer here */
+	if (!faccessat(dfd, to, F_OK, AT_SYMLINK_NOFOLLOW))
+		return -EEXIST;
+	return renameat(dfd, from, dfd, to) ? -errno : 0;
+}
+
+/* Move DIR/name out of the spool's way, to DIR/damaged/ (or, failing that, DIR/name.damaged),
+ * and report it. An error only when it cannot be moved at all: the directory is unusable.
+ */
+static int set_aside(struct spool *s, const char *name, uint64_t id, const char *why)
+{
+	char to[NAME_MAX + 32];
+	uint64_t bytes = 0;
+	struct stat st;
+	int dfd = open(s->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err = -EEXIST;
+
+	if (dfd < 0)
+		return -errno;
+	if (!fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) && S_ISREG(st.st_mode))
+		bytes = (uint64_t)st.st_size;
+	if (mkdirat(dfd, "damaged", 0700) && errno != EEXIST)
+		err = -errno;
+	for (int i = 0; i < 100 && err == -EEXIST; i++) {
+		snprintf(to, sizeof(to), i ? "damaged/%s.%d" : "damaged/%s", name, i);
+		err = move_noreplace(dfd, name, to);
+	}
+	for (int i = 0; i < 100 && err; i++) {
+		snprintf(to, sizeof(to), i ? "%s.damaged.%d" : "%s.damaged", name, i);
+		err = move_noreplace(dfd, name, to);
+		if (err != -EEXIST)
+			break;
+	}
+	close(dfd);
+	if (err) {
+		log_err("spool: %s/%s %s, and it cannot be moved aside: %s", s->dir, name, why,
+			strerror(-err));
+		return err;
+	}
+	note_damage(s, id, 0, bytes, why, name, to);
+	return 0;
 }
 
 /* Walk a segment left by an earlier run: its metadata, and where it stops being whole Events.
- * Anything after that point is cut off (and reported).
+ * Anything after that point is cut off (and reported). 1 with why set when the file cannot
+ * be a segment at all (not a regular file, unreadable), -ENOMEM.
  */
-static int check_segment(struct spool *s, struct spool_seg *seg)
+static int check_segment(struct spool *s, struct spool_seg *seg, char *why, size_t whysz)
 {
 	char path[PATH_MAX + 32];
 	uint8_t *buf = malloc(SCAN_CHUNK);
@@ -109,9 +209,19 @@ static int check_segment(struct spool *s, struct spool_seg *seg)
 	int fd, err = 0;
 
 	seg_path(s, seg->id, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (!buf || fd < 0 || fstat(fd, &st)) {
-		err = fd < 0 ? -errno : -ENOMEM;
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		if (fd < 0 && errno == ELOOP)
+			snprintf(why, whysz, "is a symbolic link");
+		else if (fd < 0)
+			snprintf(why, whysz, "cannot be opened: %s", strerror(errno));
+		else
+			snprintf(why, whysz, "is not a regular file");
+		err = 1;
 		goto out;
 	}
 	size = (uint64_t)st.st_size;
@@ -120,7 +230,9 @@ static int check_segment(struct spool *s, struct spool_seg *seg)
 		size_t used = 0;
 
 		if (n <= 0) {
-			err = n < 0 ? -errno : -EIO;
+			snprintf(why, whysz, "cannot be read: %s",
+				 n < 0 ? strerror(errno) : "shorter than it was");
+			err = 1;
 			goto out;
 		}
 		have += (size_t)n;
@@ -158,17 +270,17 @@ static int check_segment(struct spool *s, struct spool_seg *seg)
 	if (!bad && off < size)
 		bad = "a record cut short (written when egretd stopped)";
 	if (bad) {
-		note_damage(s, seg->id, off, size - off, bad);
+		note_damage(s, seg->id, off, size - off, bad, NULL, NULL);
+		/* if it cannot be cut, nothing past off is read anyway */
 		if (ftruncate(fd, (off_t)off))
-			err = -errno;
+			log_err("spool: cannot cut %s at %llu: %s", path, (unsigned long long)off,
+				strerror(errno));
 	}
 	seg->bytes = off;
 out:
 	if (fd >= 0)
 		close(fd);
 	free(buf);
-	if (err)
-		log_err("spool: cannot check %s: %s", path, strerror(-err));
 	return err;
 }
 
@@ -179,38 +291,68 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The segment numbers in the directory, sorted. */
+static int push_id(uint64_t **ids, size_t *n, size_t *cap, uint64_t id)
+{
+	if (*n == *cap) {
+		uint64_t *nv = realloc(*ids, (*cap ? *cap * 2 : 16) * sizeof(**ids));
+
+		if (!nv)
+			return -ENOMEM;
+		*ids = nv;
+		*cap = *cap ? *cap * 2 : 16;
+	}
+	(*ids)[(*n)++] = id;
+	return 0;
+}
+
+static int push_name(char ***v, size_t *n, size_t *cap, const char *name)
+{
+	if (*n == *cap) {
+		char **nv = realloc(*v, (*cap ? *cap * 2 : 8) * sizeof(**v));
+
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = *cap ? *cap * 2 : 8;
+	}
+	(*v)[*n] = strdup(name);
+	return (*v)[*n] ? (++*n, 0) : -ENOMEM;
+}
+
+/* The segment numbers in the directory, sorted; what only looks like a segment is set aside
+ * (after the directory has been read: readdir() and renames do not mix).
+ */
 static int list_segments(struct spool *s, uint64_t **ids, size_t *n)
 {
 	DIR *d = opendir(s->dir);
 	struct dirent *de;
-	size_t cap = 0;
+	char **odd = NULL;
+	size_t cap = 0, nodd = 0, oddcap = 0;
+	int err = 0;
 
 	*ids = NULL;
 	*n = 0;
 	if (!d)
 		return -errno;
-	while ((de = readdir(d))) {
-		char *end;
-		unsigned long long id = strtoull(de->d_name, &end, 10);
+	while (!err && (de = readdir(d))) {
+		uint64_t id;
+		int kind = spool__seg_name(de->d_name, &id);
 
-		if (end == de->d_name || strcmp(end, SEG_SUFFIX) || end - de->d_name != 20)
-			continue;
-		if (*n == cap) {
-			uint64_t *nv = realloc(*ids, (cap = cap ? cap * 2 : 16) * sizeof(**ids));
-
-			if (!nv) {
-				closedir(d);
-				return -ENOMEM;
-			}
-			*ids = nv;
-		}
-		(*ids)[(*n)++] = id;
+		if (kind > 0)
+			err = push_id(ids, n, &cap, id);
+		else if (kind < 0)
+			err = push_name(&odd, &nodd, &oddcap, de->d_name);
 	}
 	closedir(d);
+	for (size_t i = 0; i < nodd; i++) {
+		if (!err)
+			err = set_aside(s, odd[i], 0, "is not named as this spool names segments");
+		free(odd[i]);
+	}
+	free(odd);
 	if (*n > 1)
 		qsort(*ids, *n, sizeof(**ids), cmp_u64);
-	return 0;
+	return err;
 }
 
 static void sync_dir(const struct spool *s)
@@ -249,6 +391,134 @@ static int new_segment(struct spool *s, uint64_t id)
 	return 0;
 }
 
+/* The segments an earlier run left: checked, cut where damaged, emptied ones removed, those
+ * that cannot be segments set aside.
+ */
+static int check_segments(struct spool *s, const uint64_t *ids, size_t n)
+{
+	int err = 0;
+
+	for (size_t i = 0; !err && i < n; i++) {
+		struct spool_seg *seg = seg_add(s, ids[i]);
+		char path[PATH_MAX + 32], why[64];
+
+		if (!seg)
+			return -ENOMEM;
+		err = check_segment(s, seg, why, sizeof(why));
+		if (err > 0) {
+			s->nsegs--;
+			snprintf(path, sizeof(path), "%020llu" SEG_SUFFIX,
+				 (unsigned long long)ids[i]);
+			err = set_aside(s, path, ids[i], why);
+			continue;
+		}
+		if (err)
+			break;
+		if (!seg->records) {
+			seg_path(s, seg->id, path, sizeof(path));
+			unlink(path);
+			s->nsegs--;
+			continue;
+		}
+		s->bytes += seg->bytes;
+	}
+	return err;
+}
+
+/* A saved position's segment number after renumber(): the new number of a kept segment; below
+ * the first kept one, the head; anything else (a segment gone) past every segment, as before.
+ */
+static void renumber_pos(const uint64_t *old, size_t n, unsigned long long *seg,
+			 unsigned long long *off)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (old[i] == *seg) {
+			*seg = i + 1;
+			return;
+		}
+	}
+	if (n && *seg < old[0]) {
+		*seg = 1;
+		*off = 0;
+	} else {
+		*seg = ULLONG_MAX;
+	}
+}
+
+/* DIR/cursors with the segment numbers renumber() gave. */
+static int renumber_cursors(const struct spool *s, const uint64_t *old, size_t n)
+{
+	char path[PATH_MAX + 16], tmp[PATH_MAX + 24], line[PATH_MAX + 64];
+	FILE *in, *out;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "%s/cursors", s->dir);
+	snprintf(tmp, sizeof(tmp), "%s/cursors.tmp", s->dir);
+	in = fopen(path, "re");
+	if (!in)
+		return errno == ENOENT ? 0 : -errno;
+	out = fopen(tmp, "we");
+	while (out && fgets(line, sizeof(line), in)) {
+		unsigned long long seg, off;
+		int used = 0;
+
+		if (sscanf(line, "%llu %llu %n", &seg, &off, &used) == 2 && used) {
+			renumber_pos(old, n, &seg, &off);
+			fprintf(out, "%llu %llu %s", seg, off, line + used);
+		} else {
+			fputs(line, out);
+		}
+	}
+	fclose(in);
+	if (!out || fflush(out) || fsync(fileno(out)) || rename(tmp, path))
+		err = -errno;
+	if (out)
+		fclose(out);
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+static int move_segment(struct spool *s, size_t i, uint64_t to)
+{
+	char from[PATH_MAX + 32], dest[PATH_MAX + 32];
+
+	seg_path(s, s->segs[i].id, from, sizeof(from));
+	seg_path(s, to, dest, sizeof(dest));
+	if (rename(from, dest))
+		return -errno;
+	s->segs[i].id = to;
+	return 0;
+}
+
+/* Kept segments numbered from 1 in their order, the saved positions with them: for numbers near
+ * the top of the range (damaged or copied names; no spool counts that far), so that numbering
+ * never wraps. Segment i goes to i + 1: those numbered above that move down first, in order;
+ * then those numbered 0, 1... (each i) move up, last first. No move lands on a segment.
+ */
+static int renumber(struct spool *s)
+{
+	uint64_t *old = malloc((s->nsegs ? s->nsegs : 1) * sizeof(*old));
+	size_t k = 0;
+	int err = old ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && i < s->nsegs; i++)
+		old[i] = s->segs[i].id;
+	while (!err && k < s->nsegs && old[k] == k)
+		k++;
+	for (size_t i = k; !err && i < s->nsegs; i++)
+		err = move_segment(s, i, i + 1);
+	for (size_t i = k; !err && i-- > 0;)
+		err = move_segment(s, i, i + 1);
+	if (!err) {
+		log_info("spool: segments in %s renumbered from 1 (the last was %llu)", s->dir,
+			 (unsigned long long)(s->nsegs ? old[s->nsegs - 1] : 0));
+		err = renumber_cursors(s, old, s->nsegs);
+	}
+	free(old);
+	return err;
+}
+
 int spool__open(struct spool *s, const char *dir, uint64_t limit, enum spool_sync sync)
 {
 	uint64_t *ids = NULL, total = 0;
@@ -281,29 +551,15 @@ int spool__open(struct spool *s, const char *dir, uint64_t limit, enum spool_syn
 	if (total > (16u << 20))
 		log_info("spool: checking %llu MiB left by an earlier run in %s",
 			 (unsigned long long)(total >> 20), dir);
-	for (size_t i = 0; i < n; i++) {
-		struct spool_seg *seg = seg_add(s, ids[i]);
-		char path[PATH_MAX + 32];
-
-		if (!seg) {
-			err = -ENOMEM;
-			break;
-		}
-		err = check_segment(s, seg);
-		if (err)
-			break;
-		if (!seg->records) {
-			seg_path(s, seg->id, path, sizeof(path));
-			unlink(path);
-			s->nsegs--;
-			continue;
-		}
-		s->bytes += seg->bytes;
+	err = check_segments(s, ids, n);
+	/* this run's first segment follows every number seen (emptied ones included) */
+	s->first_run_seg = n ? ids[n - 1] + 1 : 1;
+	if (!err && n && ids[n - 1] >= SPOOL_SEG_RENUMBER) {
+		err = renumber(s);
+		s->first_run_seg = s->nsegs + 1;
 	}
-	if (!err) {
-		s->first_run_seg = (n ? ids[n - 1] : 0) + 1;
+	if (!err)
 		err = new_segment(s, s->first_run_seg);
-	}
 	free(ids);
 	if (!err) {
 		s->cap = SPOOL_BUF_BYTES;
@@ -394,7 +650,7 @@ int spool__flush(struct spool *s)
 		log_info("spool: writing %s again", s->dir);
 	s->write_err = err;
 	/* a full segment is closed once everything held has been written to it */
-	if (!err && !s->len && t->bytes >= s->seg_max) {
+	if (!err && !s->len && t->bytes >= s->seg_max && t->id < UINT64_MAX) {
 		int e = new_segment(s, t->id + 1);
 
 		if (e)
@@ -499,6 +755,39 @@ ssize_t spool__read(struct spool *s, struct spool_pos *pos, uint8_t *buf, size_t
 	if (!whole && (size_t)n == cap)
 		return -EMSGSIZE; /* one record larger than the caller's buffer */
 	return (ssize_t)whole;
+}
+
+bool spool__at_record(struct spool *s, struct spool_pos pos)
+{
+	const struct spool_seg *g = spool__seg(s, pos.seg);
+	uint64_t off = 0;
+	uint8_t *buf;
+	int fd;
+
+	if (!g || pos.off > g->bytes)
+		return false;
+	if (pos.off == 0 || pos.off == g->bytes)
+		return true;
+	fd = read_fd(s, pos.seg);
+	buf = fd >= 0 ? malloc(SCAN_CHUNK) : NULL;
+	/* a checked segment's records are whole and shorter than SCAN_CHUNK */
+	while (buf && off < pos.off) {
+		uint64_t left = g->bytes - off;
+		ssize_t n =
+			pread(fd, buf, left < SCAN_CHUNK ? (size_t)left : SCAN_CHUNK, (off_t)off);
+		size_t used = 0, total, msg;
+
+		if (n <= 0)
+			break;
+		while (off + used < pos.off &&
+		       wire__frame(buf + used, (size_t)n - used, &total, &msg) == 1)
+			used += total;
+		if (!used)
+			break;
+		off += used;
+	}
+	free(buf);
+	return off == pos.off;
 }
 
 int spool__seq_at(struct spool *s, struct spool_pos pos, uint64_t *seq, char stream_id[33])

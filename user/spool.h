@@ -8,7 +8,11 @@
  * (`egretctl tail` reads one), one egretd run per segment or more, never two runs in one; and
  * DIR/cursors, the sinks' positions. Segments left by an earlier run are checked when the
  * spool opens: a record that is cut short or is not an Event ends the segment there, and the
- * bytes dropped are reported, never replayed.
+ * bytes dropped are reported, never replayed. A file that only looks like a segment (a name
+ * this spool does not write, such as `+0001.seg` or 20 nines, something that is not a regular
+ * file or cannot be read) is moved to DIR/damaged/ and reported: a damaged spool never stops
+ * egretd. Numbers from SPOOL_SEG_RENUMBER on (no spool counts that far) are renumbered from 1,
+ * positions with them: numbering never wraps.
  */
 #ifndef EGRET_SPOOL_H
 #define EGRET_SPOOL_H
@@ -23,6 +27,10 @@
 #define SPOOL_BUF_BYTES	    (1u << 20)	/* appends are written out when this much is held */
 #define SPOOL_BUF_MAX	    (32u << 20) /* held in memory while the spool cannot be written */
 #define SPOOL_MAX_DAMAGE    16
+/* A segment numbered this high at start (no spool writes 2^62 segments) makes the spool
+ * renumber its segments from 1.
+ */
+#define SPOOL_SEG_RENUMBER (1ull << 62)
 
 enum spool_sync {
 	SPOOL_SYNC_NEVER,  /* the page cache decides: an egretd crash loses nothing written */
@@ -49,6 +57,9 @@ struct spool_damage {
 	uint64_t offset; /* where the bad bytes start */
 	uint64_t bytes;	 /* dropped */
 	char why[64];
+	char file[64];	   /* a whole file set aside: its name in DIR ("" for a cut segment) */
+	char moved_to[80]; /* and where it went, relative to DIR */
+	unsigned int more; /* further damage folded into this, the last slot */
 };
 
 struct spool {
@@ -75,6 +86,13 @@ struct spool {
 };
 
 int spool__open(struct spool *s, const char *dir, uint64_t limit, enum spool_sync sync);
+/* The damage as a Loss event's detail. */
+void spool__damage_text(const struct spool_damage *d, char *buf, size_t size);
+/* 1 for DIR/<20 digits>.seg naming a 64-bit number (in *id), 0 for a name that
+ * is no segment's (left alone), -1 for one that looks like a segment but is not one this spool
+ * writes (set aside).
+ */
+int spool__seg_name(const char *name, uint64_t *id);
 void spool__close(struct spool *s);
 /* Take one framed record of stream_id/seq; -ENOSPC when it could not be held. */
 int spool__append(struct spool *s, const uint8_t *rec, size_t len, uint64_t seq,
@@ -93,6 +111,10 @@ uint64_t spool__behind(const struct spool *s, struct spool_pos pos);
  */
 ssize_t spool__read(struct spool *s, struct spool_pos *pos, uint8_t *buf, size_t cap, size_t max,
 		    size_t *count);
+/* pos starts a record of its segment (or is its end): a saved position that does not would
+ * make a sink send bytes from the middle of a record.
+ */
+bool spool__at_record(struct spool *s, struct spool_pos pos);
 /* The segment pos is in, or NULL when it has been evicted. */
 const struct spool_seg *spool__seg(const struct spool *s, uint64_t id);
 /* stream id and seq of the record at pos. */

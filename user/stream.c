@@ -40,7 +40,8 @@ void stream__sync_clock(struct stream *s)
 
 uint64_t stream__unix_ns(const struct stream *s, uint64_t boot_ns)
 {
-	return (uint64_t)((int64_t)boot_ns + s->boot_to_unix);
+	/* modulo 2^64: a kernel timestamp is never near the end, a record's field may be */
+	return boot_ns + (uint64_t)s->boot_to_unix;
 }
 
 static uint8_t *scratch(struct stream *s, size_t need)
@@ -118,11 +119,9 @@ void stream__report_damage(struct stream *s)
 {
 	for (size_t i = 0; i < s->spool.ndamage; i++) {
 		const struct spool_damage *d = &s->spool.damage[i];
-		char detail[160];
+		char detail[256];
 
-		snprintf(detail, sizeof(detail), "spool segment %llu, offset %llu: %llu bytes %s",
-			 (unsigned long long)d->seg, (unsigned long long)d->offset,
-			 (unsigned long long)d->bytes, d->why);
+		spool__damage_text(d, detail, sizeof(detail));
 		emit_loss(s, EGRET__V1__LOSS__SOURCE__SOURCE_SPOOL_DAMAGED, d->bytes, 0, 0, NULL,
 			  NULL, detail);
 	}
@@ -198,7 +197,13 @@ int stream__add_sink(struct stream *s, struct sink *sink, struct loop *loop)
 			pos = head;
 		else if (!seg || pos.off > seg->bytes)
 			pos = spool__end(&s->spool);
-		else if (spool__behind(&s->spool, pos))
+		else if (!spool__at_record(&s->spool, pos)) {
+			log_err("sink %s: saved position %llu:%llu is not at a record; delivering "
+				"segment %llu from its start",
+				sink->uri, (unsigned long long)pos.seg, (unsigned long long)pos.off,
+				(unsigned long long)pos.seg);
+			pos.off = 0;
+		} else if (spool__behind(&s->spool, pos))
 			log_info("sink %s: %llu bytes spooled by an earlier run to deliver",
 				 sink->uri, (unsigned long long)spool__behind(&s->spool, pos));
 	}

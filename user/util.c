@@ -123,8 +123,9 @@ int parse_size(const char *s, uint64_t *out)
 	if (!s || !*s || (n = strlen(s)) >= sizeof(num))
 		return -EINVAL;
 	memcpy(num, s, n + 1);
+	/* strchr() finds the terminator too: a space (0x20 & ~0x20 is 0) is no unit */
 	u = strchr(units, num[n - 1] & ~0x20);
-	if (num[n - 1] && u) {
+	if (u && *u) {
 		shift = 10 * (int)(u - units + 1);
 		num[n - 1] = '\0';
 	}

@@ -30,12 +30,13 @@
 #include "util.h"
 
 #define UPSTREAM "192.0.2.53"
+#define SPLITTER "192.0.2.54" /* an upstream that cuts over UDP and answers TCP in pieces */
 
 static const char policy_text[] = "mode enforce\n"
 				  "allow domain allowed.test\n"
 				  "allow domain *.allowed.test\n";
 
-static pid_t dnsmasq, http;
+static pid_t dnsmasq, http, splitter;
 static int dot_listener = -1;
 static char dnsmasq_log[PATH_MAX + 16];
 
@@ -116,8 +117,9 @@ static void setup(void)
 {
 	static struct egret_instance inst;
 	static const char *const addrs[] = {
-		UPSTREAM "/32",	      "192.0.2.10/32", "198.51.100.20/32", "203.0.113.7/32",
-		"169.254.169.254/32", "192.0.2.21/32", "192.0.2.22/32",	   "192.0.2.23/32",
+		UPSTREAM "/32",	    SPLITTER "/32",   "192.0.2.10/32",
+		"198.51.100.20/32", "203.0.113.7/32", "169.254.169.254/32",
+		"192.0.2.21/32",    "192.0.2.22/32",  "192.0.2.23/32",
 	};
 	const char *extra[] = { "--upstream-dns",
 				UPSTREAM,
@@ -160,6 +162,10 @@ static void teardown(void)
 	if (http > 0) {
 		kill(http, SIGKILL);
 		waitpid(http, NULL, 0);
+	}
+	if (splitter > 0) {
+		kill(splitter, SIGKILL);
+		waitpid(splitter, NULL, 0);
 	}
 	if (dot_listener >= 0)
 		close(dot_listener);
@@ -422,6 +428,50 @@ Test(dns, hostile_packets_are_dropped_and_counted)
 	cr_expect(strstr(out, "192.0.2.10"), "the resolver stopped answering: %s", out);
 }
 
+/* A query for the two labels "evil.allowed" and "test": as text, "evil\\.allowed.test",
+ * which *.allowed.test would cover; the rcode egret answers with, 100 when it does not.
+ */
+static int dotted_label_query(void *arg)
+{
+	static const uint8_t q[] = { 0x0e, 0x0f, 0x01, 0x00, 0x00, 0x01, 0,   0,   0,
+				     0,	   0,	 0,    12,   'e',  'v',	 'i', 'l', '.',
+				     'a',  'l',	 'l',  'o',  'w',  'e',	 'd', 4,   't',
+				     'e',  's',	 't',  0,    0,	   1,	 0,   1 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	uint8_t buf[512];
+	struct pollfd p;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
+	sendto(fd, q, sizeof(q), 0, (struct sockaddr *)&sa, sizeof(sa));
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, 2000) != 1 || recv(fd, buf, sizeof(buf), 0) < 12 || buf[0] != 0x0e ||
+	    buf[1] != 0x0f)
+		return 100;
+	return buf[3] & 0x0f;
+}
+
+Test(dns, a_label_holding_a_dot_is_refused)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+	char out[8192];
+
+	cr_expect_eq(in_sandbox(T, "box", dotted_label_query, NULL), 5, "not REFUSED");
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "evil\\.allowed.test", 5000, &evs), 0);
+	ev = events_find(&evs, is_dns, "evil\\.allowed.test", NULL);
+	cr_expect_not(ev->dns_query->allowed, "a name with a dot in a label was allowed");
+	cr_expect_str_eq(ev->dns_query->rcode, "REFUSED");
+	cr_expect(strstr(ev->dns_query->error, "not a host name"), "%s", ev->dns_query->error);
+	events_free(&evs);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "1 of them not host names"), "%s", out);
+	/* positive control: the same letters as three labels are answered */
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "evil.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
+}
+
 static int query_direct(void *arg)
 {
 	uint16_t port = *(uint16_t *)arg;
@@ -525,6 +575,107 @@ Test(dns, addresses_per_name_are_capped)
 		events_find(&evs, is_dns, "multi.allowed.test", NULL)->dns_query->ttl,
 		events_find(&evs, is_dns, "multi.allowed.test", NULL)->dns_query->n_answers);
 	events_free(&evs);
+}
+
+/* One TCP query answered with its question and an A record for 192.0.2.10, written in two
+ * pieces: the first longer than the query, the rest 200 ms later.
+ */
+static void split_answer(int c)
+{
+	uint8_t buf[1024];
+	static const uint8_t a[] = { 0xc0, 0x0c, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 10 };
+	static const uint8_t txt[] = { 0xc0, 0x0c, 0, 16, 0, 1, 0, 0, 0, 60, 0, 201, 200 };
+	size_t have = 0, len, first;
+	ssize_t n;
+
+	while (have < 2 || have < 2 + (size_t)(buf[0] << 8 | buf[1])) {
+		n = recv(c, buf + have, 512 - have, 0);
+		if (n <= 0)
+			return;
+		have += (size_t)n;
+	}
+	/* the question only (no EDNS record), then the answer */
+	for (len = 12; 2 + len < have && buf[2 + len];)
+		len += 1 + buf[2 + len];
+	len += 1 + 4;
+	buf[4] |= 0x84; /* QR, AA */
+	buf[5] = 0x80;	/* RA */
+	buf[9] = 1;	/* ANCOUNT */
+	buf[12] = 0;
+	buf[13] = 1; /* ARCOUNT: a TXT record that makes the answer longer than any query */
+	memcpy(buf + 2 + len, a, sizeof(a));
+	len += sizeof(a);
+	memcpy(buf + 2 + len, txt, sizeof(txt));
+	len += sizeof(txt);
+	memset(buf + 2 + len, 'x', 200);
+	len += 200;
+	buf[0] = (uint8_t)(len >> 8);
+	buf[1] = (uint8_t)len;
+	first = len + 2 - 8;
+	send(c, buf, first, MSG_NOSIGNAL);
+	usleep(200000);
+	send(c, buf + first, len + 2 - first, MSG_NOSIGNAL);
+}
+
+static void start_splitter(void)
+{
+	int u = udp_bind(SPLITTER, 53), t = tcp_listen(SPLITTER, 53);
+
+	cr_assert(u >= 0 && t >= 0);
+	splitter = fork();
+	if (splitter == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;) {
+			struct pollfd p[2] = { { .fd = u, .events = POLLIN },
+					       { .fd = t, .events = POLLIN } };
+			struct sockaddr_storage from;
+			socklen_t flen = sizeof(from);
+			uint8_t buf[600];
+			ssize_t n;
+
+			if (poll(p, 2, -1) <= 0)
+				continue;
+			if (p[0].revents) {
+				n = recvfrom(u, buf, sizeof(buf), 0, (struct sockaddr *)&from,
+					     &flen);
+				if (n >= 12) {
+					buf[2] |= 0x82; /* QR, TC: ask again over TCP */
+					sendto(u, buf, (size_t)n, 0, (struct sockaddr *)&from,
+					       flen);
+				}
+			}
+			if (p[1].revents) {
+				int c = accept(t, NULL, NULL);
+
+				if (c >= 0) {
+					split_answer(c);
+					close(c);
+				}
+			}
+		}
+	}
+	close(u);
+	close(t);
+}
+
+/* An upstream TCP answer that arrives in pieces: once more of it had come than the query was
+ * long, egret took the answer's bytes for query bytes still to send, sent them back upstream
+ * and lost them.
+ */
+Test(dns, a_tcp_answer_in_pieces_is_read_whole)
+{
+	const char *extra[] = { "--upstream-dns", SPLITTER, NULL };
+	char out[8192];
+
+	start_splitter();
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "split.allowed.test", true), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "status: NOERROR"), "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0,
+		     "the answer did not open its address");
 }
 
 Test(dns, nxdomain_instead_of_refused)

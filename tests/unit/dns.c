@@ -1,18 +1,30 @@
-/* The resolver's configuration parsers and the domain rules' verdicts, without the kernel. */
+/* The resolver without the kernel: its configuration parsers, the domain rules' verdicts, the
+ * names it accepts as host names, and queries served end to end (resolver__serve_udp) against
+ * an upstream on loopback that this test answers itself.
+ */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <ldns/ldns.h>
 
 #include <linux/types.h>
 
 #include "dns.h"
+#include "egret/events.h"
+#include "egret/dns.h"
 #include "egret/policy.h"
 #include "engine.h"
+#include "loop.h"
+#include "util.h"
 
 Test(dns, upstream_server_forms)
 {
@@ -128,4 +140,284 @@ Test(dns, domain_verdicts)
 				 cases[i].sandbox);
 	}
 	policy__free(&e.pol);
+}
+
+/* a wire name of labels of 'a' of the lengths given */
+static size_t wire_of(uint8_t *w, const int *lens, int n)
+{
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		w[len++] = (uint8_t)lens[i];
+		memset(w + len, 'a', (size_t)lens[i]);
+		len += (size_t)lens[i];
+	}
+	w[len++] = 0;
+	return len;
+}
+
+/* a wire name from a string literal, whose NUL is the root label */
+#define W(s) s, sizeof(s)
+
+Test(dns, host_names_are_labels_of_host_characters)
+{
+	static const struct {
+		const char *wire; /* labels as "\003www\007example\003com" */
+		size_t len;
+		int ret;
+		const char *name;
+	} cases[] = {
+		{ W("\003www\007example\003com"), 0, "www.example.com" },
+		{ W("\003WwW\007Example\003COM"), 0, "www.example.com" },
+		{ W("\004_sip\004_tcp\001x\002io"), 0, "_sip._tcp.x.io" },
+		{ W("\003a-b\0010"), 0, "a-b.0" },
+		/* a label holding a dot would read as two labels */
+		{ W("\011a.example\003org"), -EINVAL, "" },
+		{ W("\003a b\003org"), -EINVAL, "" },
+		{ W("\003a\000b\003org"), -EINVAL, "" },
+		{ W("\003a\\b\003org"), -EINVAL, "" },
+		{ W("\003\303\251t\003org"), -EINVAL, "" },
+		{ W("\001*\007example\003org"), -EINVAL, "" },
+		{ "", 1, -EINVAL, "" },		     /* the root */
+		{ "\003www", 4, -EBADMSG, "" },	     /* no root label */
+		{ "\003www\000x", 6, -EBADMSG, "" }, /* bytes after it */
+		{ "\077", 1, -EBADMSG, "" },	     /* a label past the end */
+		{ "\100xx", 4, -EBADMSG, "" },	     /* 64: a pointer or worse, never a label */
+	};
+	char out[DNS_NAME_LEN];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret = dns__host_name((const uint8_t *)cases[i].wire, cases[i].len, out,
+					 sizeof(out));
+
+		cr_expect_eq(ret, cases[i].ret, "case %zu: %d", i, ret);
+		if (!ret)
+			cr_expect_str_eq(out, cases[i].name, "case %zu", i);
+	}
+	/* the longest host name (253) fits, in a buffer that holds it */
+	{
+		static const int longest[] = { 63, 63, 63, 61 }, too_long[] = { 63, 63, 63, 62 };
+		uint8_t w[300];
+		size_t n = wire_of(w, longest, 4);
+
+		cr_expect_eq(dns__host_name(w, n, out, sizeof(out)), 0);
+		cr_expect_eq(strlen(out), 253);
+		cr_expect_eq(dns__host_name(w, n, out, 253), -EINVAL, "cut to fit");
+		n = wire_of(w, too_long, 4);
+		cr_expect_eq(dns__host_name(w, n, out, sizeof(out)), -EINVAL, "254 characters");
+	}
+}
+
+/* A query for the name given as wire labels (llen counts the root label). */
+static size_t make_query(uint8_t *buf, uint16_t id, const char *labels, size_t llen, uint16_t type)
+{
+	static const uint8_t hdr[] = { 0, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
+	size_t n = sizeof(hdr);
+
+	memcpy(buf, hdr, n);
+	buf[0] = (uint8_t)(id >> 8);
+	buf[1] = (uint8_t)id;
+	memcpy(buf + n, labels, llen);
+	n += llen;
+	buf[n++] = (uint8_t)(type >> 8);
+	buf[n++] = (uint8_t)type;
+	buf[n++] = 0;
+	buf[n++] = 1; /* IN */
+	return n;
+}
+
+Test(dns, a_label_with_a_dot_is_no_host_name)
+{
+	uint8_t msg[512];
+	size_t n = make_query(msg, 7, "\011a.example\003org", 15, LDNS_RR_TYPE_A);
+	struct dns_question q;
+	char rule[400];
+	struct engine e;
+
+	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), -EINVAL);
+	cr_expect_not(q.host);
+	cr_expect_str_eq(q.name, "a\\.example.org", "the event names it escaped: %s", q.name);
+	cr_expect_eq(q.id, 7);
+	/* as text it would pass for a name *.example.org allows: hence the check on labels */
+	load(&e, "allow domain *.example.org\n");
+	cr_expect_eq(engine__domain_verdict(&e, "", q.name, rule, sizeof(rule)), EGRET_ACT_ALLOW);
+	policy__free(&e.pol);
+	n = make_query(msg, 8, "\001a\007example\003org", 15, LDNS_RR_TYPE_AAAA);
+	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), 0);
+	cr_expect(q.host);
+	cr_expect_str_eq(q.name, "a.example.org");
+	cr_expect_eq(q.type, LDNS_RR_TYPE_AAAA);
+	msg[2] |= 0x80; /* an answer is no query */
+	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), -EBADMSG);
+}
+
+/* --- a resolver with an upstream on loopback -------------------------------------------- */
+
+struct up_rig {
+	struct loop loop;
+	struct engine e;
+	struct resolver *r;
+	int upstream, listener, client; /* UDP sockets on 127.0.0.1 */
+	struct sockaddr_storage client_addr;
+	socklen_t client_len;
+	unsigned int asked; /* queries the upstream received */
+	uint16_t ports[64]; /* source ports it saw them from */
+	unsigned int nports;
+};
+
+static int udp_loopback(struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t l = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	int big = 4 << 20;
+
+	cr_assert(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sa, &l), 0);
+	if (ss) {
+		memcpy(ss, &sa, sizeof(sa));
+		*len = sizeof(sa);
+	}
+	return fd;
+}
+
+static void up_rig_init(struct up_rig *u, const char *policy)
+{
+	struct sockaddr_storage up;
+	struct sockaddr_in *up4 = (struct sockaddr_in *)&up;
+	struct dns_options o = { .min_ttl = 30, .grace = 30, .max_ips = 32, .timeout_ms = 5000 };
+	struct dns_maps m = { .listeners_fd = -1, .clients_fd = -1, .allow_fd = -1 };
+	char server[64];
+	socklen_t len;
+
+	memset(u, 0, sizeof(*u));
+	cr_assert_eq(loop__init(&u->loop), 0);
+	load(&u->e, policy);
+	u->upstream = udp_loopback(&up, &len);
+	u->listener = udp_loopback(NULL, NULL);
+	u->client = udp_loopback(&u->client_addr, &u->client_len);
+	snprintf(server, sizeof(server), "127.0.0.1:%u", ntohs(up4->sin_port));
+	o.upstream = server;
+	cr_assert_eq(resolver__new(&u->r, &o, &m, &u->loop, &u->e), 0);
+}
+
+static void up_rig_free(struct up_rig *u)
+{
+	resolver__free(u->r);
+	policy__free(&u->e.pol);
+	close(u->upstream);
+	close(u->listener);
+	close(u->client);
+	loop__close(&u->loop);
+}
+
+/* The upstream answers every query it has: NOERROR, no records. */
+static void upstream_answers(struct up_rig *u)
+{
+	uint8_t buf[1500];
+	struct sockaddr_in from;
+	socklen_t flen = sizeof(from);
+	ssize_t n;
+
+	while ((n = recvfrom(u->upstream, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen)) >=
+	       12) {
+		bool known = false;
+
+		u->asked++;
+		for (unsigned int i = 0; i < u->nports; i++)
+			known |= u->ports[i] == from.sin_port;
+		if (!known && u->nports < 64)
+			u->ports[u->nports++] = from.sin_port;
+		buf[2] |= 0x80; /* QR */
+		buf[3] = 0x80;	/* RA, NOERROR */
+		sendto(u->upstream, buf, (size_t)n, 0, (struct sockaddr *)&from, flen);
+		flen = sizeof(from);
+	}
+}
+
+/* Serve one query as if the kernel had steered it from sandbox 0 (the root's rules). */
+static void ask(struct up_rig *u, uint16_t id, const char *labels, size_t llen)
+{
+	struct egret_dns_client who = { .pid = 1, .orig_port = 53 };
+	uint8_t msg[512];
+	size_t n = make_query(msg, id, labels, llen, LDNS_RR_TYPE_A);
+
+	resolver__serve_udp(u->r, u->listener, &u->client_addr, u->client_len, msg, n, &who);
+}
+
+/* Run the loop and the upstream until the client has `want` answers (or 10 s passed); the
+ * answers' ids are counted in seen[] and the last one's rcode kept.
+ */
+static unsigned int collect(struct up_rig *u, unsigned int want, uint8_t *seen, int *rcode)
+{
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) + 10000000000ull;
+	unsigned int got = 0;
+
+	while (got < want && now_ns(CLOCK_MONOTONIC) < deadline) {
+		uint8_t buf[1500];
+		ssize_t n;
+
+		upstream_answers(u);
+		loop__run_once(&u->loop, 5);
+		resolver__tick(u->r);
+		while ((n = recv(u->client, buf, sizeof(buf), 0)) >= 12) {
+			uint16_t id = (uint16_t)(buf[0] << 8 | buf[1]);
+
+			if (seen && seen[id]++)
+				cr_expect_fail("answer %u came twice", id);
+			if (rcode)
+				*rcode = buf[3] & 0x0f;
+			got++;
+		}
+	}
+	return got;
+}
+
+Test(dns, pooled_upstream_sockets_rotate_while_answers_are_pending, .timeout = 120)
+{
+	static const char name[] = "\001q\004pool\004test";
+	/* 8 sockets, each replaced after 4,096 queries: every socket rotates while its last
+	 * queries are still upstream, and the answer to the last one retires it inside on_pool()
+	 */
+	const unsigned int total = 8 * 4096 + 800, batch = 100;
+	static uint8_t seen[65536];
+	struct up_rig u;
+	unsigned int sent = 0, got = 0;
+
+	up_rig_init(&u, "allow domain *.pool.test\n");
+	memset(seen, 0, sizeof(seen));
+	while (sent < total) {
+		unsigned int n = total - sent < batch ? total - sent : batch;
+
+		for (unsigned int i = 0; i < n; i++)
+			ask(&u, (uint16_t)(sent + i), name, sizeof(name));
+		got += collect(&u, n, seen, NULL);
+		sent += n;
+	}
+	cr_expect_eq(got, total, "%u of %u queries answered", got, total);
+	cr_expect_eq(u.asked, total, "the upstream was asked %u times", u.asked);
+	cr_expect_geq(u.nports, 16, "the pool did not rotate: %u source ports", u.nports);
+	up_rig_free(&u);
+}
+
+Test(dns, a_name_that_is_no_host_name_is_refused_locally)
+{
+	static const char dotted[] = "\011a.example\003org", plain[] = "\001a\007example\003org";
+	struct up_rig u;
+	int rcode = -1;
+
+	up_rig_init(&u, "allow domain *.example.org\n");
+	ask(&u, 1, dotted, sizeof(dotted));
+	cr_assert_eq(collect(&u, 1, NULL, &rcode), 1);
+	cr_expect_eq(rcode, LDNS_RCODE_REFUSED);
+	cr_expect_eq(u.asked, 0, "a label holding a dot reached the upstream");
+	/* positive control: the same labels as a host name are asked upstream */
+	ask(&u, 2, plain, sizeof(plain));
+	cr_assert_eq(collect(&u, 1, NULL, &rcode), 1);
+	cr_expect_eq(rcode, LDNS_RCODE_NOERROR);
+	cr_expect_eq(u.asked, 1);
+	up_rig_free(&u);
 }

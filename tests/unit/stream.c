@@ -300,6 +300,261 @@ Test(stream, damaged_spool_is_reported_not_replayed)
 	rig_free(&r);
 }
 
+static void write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	cr_assert(f, "%s", path);
+	fputs(text, f);
+	fclose(f);
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+/* Names that only look like segments, and segments that are not files, stopped egretd
+ * starting (strtoull took "+0000000000000000001" and 20 nines, a directory failed to open);
+ * now each is moved to DIR/damaged/, reported, and the spool opens.
+ */
+Test(stream, damaged_spool_names_are_set_aside)
+{
+	static const char *const aside[] = {
+		"99999999999999999999.seg",
+		"+0000000000000000001.seg",
+		" 0000000000000000001.seg",
+		"-0000000000000000001.seg",
+		"+0001.seg",
+		"18446744073709551615.seg",
+		"00000000000000000003.seg",
+		"00000000000000000004.seg",
+	};
+	struct rig r;
+	struct events evs;
+	char path[PATH_MAX], target[PATH_MAX], text[64] = "";
+	size_t nloss = 0;
+	FILE *f;
+
+	memset(&r, 0, sizeof(r));
+	snprintf(r.dir, sizeof(r.dir), "/tmp/egret-unit-XXXXXX");
+	cr_assert(mkdtemp(r.dir));
+	snprintf(r.spool, sizeof(r.spool), "%s/spool", r.dir);
+	cr_assert_eq(mkdir(r.spool, 0700), 0);
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(path, sizeof(path), "%s/%s", r.spool, aside[i]);
+		write_file(path, "not events");
+	}
+	snprintf(path, sizeof(path), "%s/%s", r.spool, aside[6]);
+	cr_assert_eq(mkdir(path, 0700), 0);
+	/* a symlink named as a segment: never followed (checking cuts what is not events) */
+	snprintf(target, sizeof(target), "%s/precious", r.dir);
+	write_file(target, "precious bytes");
+	snprintf(path, sizeof(path), "%s/%s", r.spool, aside[7]);
+	cr_assert_eq(symlink(target, path), 0);
+	snprintf(path, sizeof(path), "%s/notes.txt", r.spool);
+	write_file(path, "an operator's notes");
+	cr_assert_eq(loop__init(&r.loop), 0);
+	cr_assert_eq(stream__init(&r.s), 0);
+	cr_assert_eq(stream__open_spool(&r.s, r.spool, SPOOL_DEFAULT_LIMIT, SPOOL_SYNC_NEVER), 0,
+		     "a damaged spool stopped the start");
+	cr_expect_eq(r.s.spool.ndamage, 8);
+	snprintf(path, sizeof(path), "%s/damaged", r.spool);
+	for (size_t i = 0; i < 8; i++) {
+		cr_expect_not(exists(r.spool, aside[i]), "%s left in place", aside[i]);
+		/* UINT64_MAX is a segment's name: its bytes are not events, so it is cut (empty) */
+		cr_expect_eq(exists(path, aside[i]), i != 5, "%s in damaged/", aside[i]);
+	}
+	cr_expect(exists(r.spool, "notes.txt"), "a file that is no segment was touched");
+	f = fopen(target, "r");
+	cr_assert(f);
+	cr_expect(fgets(text, sizeof(text), f));
+	fclose(f);
+	cr_expect_str_eq(text, "precious bytes", "the symlink's target was cut");
+	cr_expect_eq(r.s.spool.segs[r.s.spool.nsegs - 1].id, 1,
+		     "after UINT64_MAX, numbering starts over");
+	/* reported, and the spool works */
+	snprintf(path, sizeof(path), "%s/ev.pb", r.dir);
+	rig_sink(&r, "file:%s", path);
+	stream__report_damage(&r.s);
+	emit_n(&r.s, 3);
+	stream__flush(&r.s);
+	cr_assert_eq(events_read(path, &evs), 0);
+	cr_assert(events_find(&evs, is_loss,
+			      (void *)(long)EGRET__V1__LOSS__SOURCE__SOURCE_SPOOL_DAMAGED, &nloss));
+	cr_expect_eq(nloss, 8);
+	cr_expect(strstr(events_find(&evs, is_loss,
+				     (void *)(long)EGRET__V1__LOSS__SOURCE__SOURCE_SPOOL_DAMAGED,
+				     NULL)
+				 ->loss->detail,
+			 "moved to damaged/"));
+	cr_expect_eq(evs.n, 8 + 3);
+	events_free(&evs);
+	/* and the next start finds nothing wrong */
+	rig_restart(&r, SPOOL_DEFAULT_LIMIT);
+	cr_expect_eq(r.s.spool.ndamage, 0);
+	rig_free(&r);
+}
+
+/* The offset after the first two records of a segment file. */
+static size_t two_records(const char *seg)
+{
+	uint8_t buf[4096];
+	size_t off = 0, total, msg;
+	FILE *f = fopen(seg, "r");
+	size_t n;
+
+	cr_assert(f, "%s", seg);
+	n = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(wire__frame(buf + off, n - off, &total, &msg), 1);
+		off += total;
+	}
+	return off;
+}
+
+/* A segment numbered UINT64_MAX wrapped the next number to 0, and from then on every start
+ * failed with EEXIST. Segments numbered that high (from SPOOL_SEG_RENUMBER on) are renumbered
+ * from 1 in their order, the sinks' saved positions with them, and delivered.
+ */
+Test(stream, segment_numbers_never_wrap)
+{
+	static const uint64_t tops[] = { UINT64_MAX, SPOOL_SEG_RENUMBER };
+
+	for (size_t t = 0; t < sizeof(tops) / sizeof(tops[0]); t++) {
+		struct rig r;
+		struct events evs;
+		char from[PATH_MAX], to[PATH_MAX], cursors[160], path[128];
+		FILE *f;
+
+		rig_init(&r, SPOOL_DEFAULT_LIMIT);
+		rig_sink(&r, "file:/dev/full");
+		emit_n(&r.s, 5);
+		stream__flush(&r.s);
+		snprintf(from, sizeof(from), "%s/%020llu.seg", r.spool,
+			 (unsigned long long)r.s.spool.segs[0].id);
+		stream__drain(&r.s, &r.loop);
+		stream__free(&r.s);
+		/* the segment renamed to the top, a sink's position after its second record */
+		snprintf(to, sizeof(to), "%s/%020llu.seg", r.spool, (unsigned long long)tops[t]);
+		cr_assert_eq(rename(from, to), 0);
+		snprintf(cursors, sizeof(cursors), "%s/cursors", r.spool);
+		snprintf(path, sizeof(path), "%s/ev.pb", r.dir);
+		f = fopen(cursors, "w");
+		fprintf(f, "%llu %zu file:%s\n", (unsigned long long)tops[t], two_records(to),
+			path);
+		fclose(f);
+		for (int start = 0; start < 3; start++) {
+			cr_assert_eq(stream__init(&r.s), 0);
+			cr_assert_eq(stream__open_spool(&r.s, r.spool, SPOOL_DEFAULT_LIMIT,
+							SPOOL_SYNC_NEVER),
+				     0, "segment %llu: start %d failed",
+				     (unsigned long long)tops[t], start);
+			cr_expect_eq(r.s.spool.ndamage, 0, "start %d", start);
+			for (size_t i = 0; i < r.s.spool.nsegs; i++)
+				cr_expect_lt(r.s.spool.segs[i].id, 8, "segment %llu",
+					     (unsigned long long)r.s.spool.segs[i].id);
+			if (start == 0) {
+				rig_sink(&r, "file:%s", path);
+				stream__flush(&r.s);
+			}
+			emit_n(&r.s, 2);
+			stream__drain(&r.s, &r.loop);
+			stream__free(&r.s);
+			r.n = 0;
+		}
+		cr_assert_eq(events_read(path, &evs), 0);
+		cr_assert_geq(evs.n, 3);
+		cr_expect_eq(evs.ev[0]->seq, 3, "delivered from its saved position: seq %llu",
+			     (unsigned long long)evs.ev[0]->seq);
+		events_free(&evs);
+		rig_free(&r);
+	}
+}
+
+/* Renumbering moves each segment to its place in order without landing on another: here 0 and
+ * 1 move up while the top one moves down.
+ */
+Test(stream, renumbering_keeps_every_segment_in_order)
+{
+	static const uint64_t to[] = { 0, 1, SPOOL_SEG_RENUMBER + 7 };
+	struct rig r;
+	struct events evs;
+	char from[PATH_MAX], dest[PATH_MAX], cursors[160], path[128], first[33];
+	FILE *f;
+
+	rig_init(&r, SPOOL_DEFAULT_LIMIT);
+	for (int run = 0; run < 3; run++) {
+		if (run)
+			rig_restart(&r, SPOOL_DEFAULT_LIMIT);
+		rig_sink(&r, "file:/dev/full");
+		if (!run)
+			snprintf(first, sizeof(first), "%s", r.s.id);
+		emit_n(&r.s, 2);
+		stream__flush(&r.s);
+	}
+	stream__drain(&r.s, &r.loop);
+	stream__free(&r.s);
+	for (int i = 0; i < 3; i++) {
+		snprintf(from, sizeof(from), "%s/%020d.seg", r.spool, i + 1);
+		snprintf(dest, sizeof(dest), "%s/%020llu.seg", r.spool, (unsigned long long)to[i]);
+		cr_assert_eq(rename(from, dest), 0, "%s", from);
+	}
+	snprintf(cursors, sizeof(cursors), "%s/cursors", r.spool);
+	snprintf(path, sizeof(path), "%s/ev.pb", r.dir);
+	f = fopen(cursors, "w");
+	fprintf(f, "0 0 file:%s\n", path);
+	fclose(f);
+	cr_assert_eq(stream__init(&r.s), 0);
+	cr_assert_eq(stream__open_spool(&r.s, r.spool, SPOOL_DEFAULT_LIMIT, SPOOL_SYNC_NEVER), 0);
+	cr_assert_eq(r.s.spool.nsegs, 4);
+	for (uint64_t i = 0; i < 4; i++)
+		cr_expect_eq(r.s.spool.segs[i].id, i + 1);
+	r.n = 0;
+	rig_sink(&r, "file:%s", path);
+	stream__flush(&r.s);
+	cr_assert_eq(events_read(path, &evs), 0);
+	cr_assert_eq(evs.n, 6, "%zu events delivered", evs.n);
+	cr_expect_str_eq(evs.ev[0]->stream_id, first, "the oldest run first");
+	for (size_t i = 0; i < 6; i++)
+		cr_expect_eq(evs.ev[i]->seq, i % 2 + 1);
+	events_free(&evs);
+	rig_free(&r);
+}
+
+/* A saved position in the middle of a record (a damaged cursors file) made the sink send
+ * bytes from there; it delivers that segment from its start instead.
+ */
+Test(stream, a_saved_position_inside_a_record_is_not_used)
+{
+	struct rig r;
+	struct events evs;
+	char cursors[160], path[128];
+	FILE *f;
+
+	rig_init(&r, SPOOL_DEFAULT_LIMIT);
+	rig_sink(&r, "file:/dev/full");
+	emit_n(&r.s, 5);
+	stream__flush(&r.s);
+	rig_restart(&r, SPOOL_DEFAULT_LIMIT);
+	snprintf(cursors, sizeof(cursors), "%s/cursors", r.spool);
+	snprintf(path, sizeof(path), "%s/ev.pb", r.dir);
+	f = fopen(cursors, "w");
+	fprintf(f, "%llu 7 file:%s\n", (unsigned long long)r.s.spool.segs[0].id, path);
+	fclose(f);
+	rig_sink(&r, "file:%s", path);
+	stream__flush(&r.s);
+	cr_assert_eq(events_read(path, &evs), 0, "the sink sent a cut record");
+	cr_expect_eq(evs.n, 5);
+	events_free(&evs);
+	rig_free(&r);
+}
+
 Test(stream, file_rotation_keeps_whole_streams)
 {
 	struct rig r;
@@ -384,6 +639,11 @@ Test(stream, sink_uris)
 	cr_assert_eq(sink__parse(&k, "file:/x?max_size=10M&keep=3", err, sizeof(err)), 0);
 	cr_expect_eq(k.max_size, 10u << 20);
 	cr_expect_eq(k.keep, 3);
+	/* a trailing space was read as a unit of 2^50 */
+	cr_expect_eq(sink__parse(&k, "file:/x?max_size=5 ", err, sizeof(err)), -EINVAL,
+		     "max_size %llu", (unsigned long long)k.max_size);
+	cr_assert_eq(sink__parse(&k, "file:/x?max_size=5k", err, sizeof(err)), 0);
+	cr_expect_eq(k.max_size, 5u << 10);
 }
 
 Test(stream, http_responses)

@@ -1,0 +1,161 @@
+/* Fuzz target: a DNS query as a sandbox sends it to egret's resolver (dns__parse_query, the
+ * parse handle_query() runs before any rule is looked at), and the same bytes as a wire name
+ * (dns__host_name).
+ * Invariants: a name accepted is a host name (labels of 1-63 letters, digits, '-', '_', at most
+ * 253 characters, lower case) that stands for exactly the labels of the question; the domain
+ * rules' verdict on it is the verdict of the same rules matched label by label.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ldns/ldns.h>
+#include <linux/types.h>
+
+#include "dns.h"
+#include "egret/policy.h"
+#include "engine.h"
+
+static struct engine eng;
+
+static const char rules[] = "allow domain *.example.org\n"
+			    "allow domain a.example.com\n"
+			    "deny domain evil.example.org\n"
+			    "allow domain *.b-c_d.test\n";
+
+static void setup(void)
+{
+	char err[POLICY_ERR_LEN];
+	FILE *f = fmemopen((void *)rules, strlen(rules), "r");
+
+	policy__init(&eng.pol);
+	if (!f || policy__parse(&eng.pol, "fuzz", f, false, err, sizeof(err)))
+		abort();
+	fclose(f);
+}
+
+static void check_host_name(const char *name)
+{
+	size_t label = 0, len = strlen(name);
+
+	if (!len || len > 253 || name[0] == '.' || name[len - 1] == '.')
+		abort();
+	for (const char *p = name; *p; p++) {
+		if (*p == '.') {
+			if (!label)
+				abort();
+			label = 0;
+			continue;
+		}
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+		      *p == '_') ||
+		    ++label > 63)
+			abort();
+	}
+}
+
+/* does rule (a domain, maybe "*."-prefixed) cover name, comparing whole labels? */
+static bool covers_by_labels(const char *rule, const char *name)
+{
+	bool wild = !strncmp(rule, "*.", 2);
+	const char *base = wild ? rule + 2 : rule;
+	size_t bl = strlen(base), nl = strlen(name);
+
+	if (!wild)
+		return !strcmp(base, name);
+	return nl > bl + 1 && name[nl - bl - 1] == '.' && !strcmp(name + nl - bl, base);
+}
+
+static int verdict_by_labels(const char *name)
+{
+	int v = 0;
+
+	for (size_t i = 0; i < eng.pol.n; i++) {
+		const struct rule *r = &eng.pol.rules[i];
+
+		if (covers_by_labels(r->domain, name) && v != EGRET_ACT_DENY)
+			v = r->action;
+	}
+	return v;
+}
+
+static void fuzz_query(const uint8_t *data, size_t size)
+{
+	struct dns_question q;
+	ldns_pkt *pkt = NULL;
+	char rule[400];
+	int ret = dns__parse_query(data, size, &q, &pkt);
+
+	if (ret != 0 && ret != -EINVAL && ret != -EBADMSG)
+		abort();
+	if (ret == -EBADMSG && pkt)
+		abort();
+	if (!memchr(q.name, '\0', sizeof(q.name)))
+		abort();
+	if (ret == 0) {
+		const ldns_rdf *owner = ldns_rr_owner(ldns_rr_list_rr(ldns_pkt_question(pkt), 0));
+		ldns_rdf *again = NULL;
+
+		if (!q.host)
+			abort();
+		check_host_name(q.name);
+		/* the text names exactly the labels asked */
+		if (ldns_str2rdf_dname(&again, q.name) != LDNS_STATUS_OK ||
+		    ldns_dname_compare(again, owner) != 0)
+			abort();
+		ldns_rdf_deep_free(again);
+		if (engine__domain_verdict(&eng, "", q.name, rule, sizeof(rule)) !=
+		    verdict_by_labels(q.name))
+			abort();
+	} else if (q.host) {
+		abort();
+	}
+	ldns_pkt_free(pkt);
+}
+
+/* the input itself as a wire name */
+static void fuzz_name(const uint8_t *data, size_t size)
+{
+	char out[DNS_NAME_LEN];
+	int ret = dns__host_name(data, size, out, sizeof(out));
+
+	if (ret == 0) {
+		size_t i = 0;
+
+		check_host_name(out);
+		/* the labels, lower case, are the input */
+		for (const char *p = out; i < size;) {
+			size_t n = strcspn(p, ".");
+
+			if (data[i] != n)
+				abort();
+			for (size_t j = 0; j < n; j++) {
+				uint8_t c = data[i + 1 + j];
+
+				if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != (uint8_t)p[j])
+					abort();
+			}
+			i += 1 + n;
+			p += n + (p[n] == '.');
+			if (!n)
+				break;
+		}
+		if (i != size)
+			abort();
+	} else if ((ret != -EINVAL && ret != -EBADMSG) || out[0]) {
+		abort(); /* an error leaves no name behind */
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static int ready;
+
+	if (!ready++)
+		setup();
+	fuzz_query(data, size);
+	fuzz_name(data, size);
+	return 0;
+}
