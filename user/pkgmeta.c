@@ -450,6 +450,18 @@ static bool npm_name(const char *p, const char *end)
 }
 
 /* Which layout path is, and what it tells; the name may come out empty. */
+/* A module path in Go's download cache, [start, end): no empty component, and no component
+ * starting with '@' (the cache's "@v" directories are not part of a module's name).
+ */
+static bool go_module_path(const char *start, const char *end)
+{
+	for (const char *c = start; c < end; c++) {
+		if ((c == start || c[-1] == '/') && (*c == '@' || *c == '/'))
+			return false;
+	}
+	return true;
+}
+
 static bool match_layout(const char *path, struct pkg_found *f)
 {
 	const char *p, *slash;
@@ -527,7 +539,7 @@ static bool match_layout(const char *path, struct pkg_found *f)
 	/* .../pkg/mod/cache/download/<module>/@v/<version>.ziphash */
 	if (ends_with(path, ".ziphash") && (p = strstr(path, "/pkg/mod/cache/download/")) &&
 	    (slash = strstr(p + 24, "/@v/")) && slash > p + 24 && !strchr(slash + 4, '/') &&
-	    strlen(slash + 4) > 8) {
+	    strlen(slash + 4) > 8 && go_module_path(p + 24, slash)) {
 		f->layout = PKG_GO;
 		snprintf(f->name, sizeof(f->name), "%.*s", (int)(slash - p - 24), p + 24);
 		snprintf(f->version, sizeof(f->version), "%.*s", (int)(strlen(slash + 4) - 8),

@@ -170,6 +170,10 @@ Test(pkgmeta, paths_without_a_name_are_not_packages)
 		"/go/pkg/mod/cache/download//@v/v1.0.ziphash",
 		"/go/pkg/mod/cache/download/m/@v/.ziphash",
 		"/go/pkg/mod/cache/download/m/@v/sub/v1.ziphash",
+		/* found by CI's 30 s of the pkgfiles target: "@v/v0.14.0.d" named the module */
+		"/go/pkg/mod/cache/download/@v/v0.14.0.d/@v/v0.14.0.ziphash",
+		"/go/pkg/mod/cache/download/m/@v/x/@v/v1.ziphash",
+		"/go/pkg/mod/cache/download/m//n/@v/v1.ziphash",
 	};
 	struct pkg_found f;
 
