@@ -15,6 +15,7 @@
 #include "egress.h"
 #include "egret/egress.h"
 #include "log.h"
+#include "selfwatch.h"
 #include "util.h"
 
 struct record_handler {
@@ -145,30 +146,77 @@ static int counter_store(int counters_fd, __u32 idx, uint64_t v)
 	return bpf_map_update_elem(counters_fd, &idx, vals, BPF_ANY) ? -errno : 0;
 }
 
-/* Ring buffer drops not yet reported become one Loss event. The reported total lives in the
+/* Ring buffer drops not yet reported, now counted as reported. The reported total lives in the
  * pinned counters map, so drops while egretd was down are reported by the next egretd.
  */
-void collector__check_drops(struct collector *c)
+uint64_t collector__take_drops(struct collector *c)
 {
-	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
-	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
 	uint64_t drops = 0, reported = 0;
-	char detail[96];
 
 	if (collector__counter(c->counters_fd, EGRET_CNT_RINGBUF_DROPS, &drops) ||
 	    collector__counter(c->counters_fd, EGRET_CNT_DROPS_REPORTED, &reported) ||
 	    drops <= reported)
+		return 0;
+	counter_store(c->counters_fd, EGRET_CNT_DROPS_REPORTED, drops);
+	return drops - reported;
+}
+
+static void emit_loss(struct collector *c, Egret__V1__Loss *loss)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LOSS;
+	ev.loss = loss;
+	stream__emit(c->stream, &ev);
+}
+
+/* Ring buffer drops not yet reported become one Loss event. */
+void collector__check_drops(struct collector *c)
+{
+	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
+	uint64_t lost = collector__take_drops(c);
+	char detail[96];
+
+	if (!lost)
 		return;
 	snprintf(detail, sizeof(detail), "events ring buffer full: %llu kernel records lost",
-		 (unsigned long long)(drops - reported));
+		 (unsigned long long)lost);
 	loss.source = EGRET__V1__LOSS__SOURCE__SOURCE_RINGBUF;
-	loss.count = drops - reported;
+	loss.count = lost;
 	loss.detail = detail;
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LOSS;
-	ev.loss = &loss;
-	stream__emit(c->stream, &ev);
+	emit_loss(c, &loss);
 	log_warn("%s", detail);
-	counter_store(c->counters_fd, EGRET_CNT_DROPS_REPORTED, drops);
+}
+
+/* A time egretd was not draining the ring: one Loss event carrying the drops not yet reported,
+ * which fall in it (the last check before it was at most a second earlier). What the ring kept
+ * is not lost: it is in the stream, with the time each record was made.
+ */
+void collector__report_gap(struct collector *c, uint64_t start_unix_ns, uint64_t duration_ns,
+			   bool rebooted, const char *cause)
+{
+	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
+	uint64_t lost = collector__take_drops(c);
+	char detail[SELFWATCH_CAUSE_LEN + 128];
+
+	if (rebooted)
+		snprintf(detail, sizeof(detail), "%s", cause);
+	else if (lost)
+		snprintf(detail, sizeof(detail),
+			 "%s; %llu kernel records lost (the ring was full; what it kept is in the "
+			 "stream)",
+			 cause, (unsigned long long)lost);
+	else
+		snprintf(detail, sizeof(detail),
+			 "%s; no kernel record lost (the ring kept them: they are in the stream)",
+			 cause);
+	loss.source = EGRET__V1__LOSS__SOURCE__SOURCE_AGENT_GAP;
+	loss.count = lost;
+	loss.detail = detail;
+	loss.gap_ns = duration_ns;
+	loss.gap_start_unix_nano = start_unix_ns;
+	emit_loss(c, &loss);
+	log_warn("%s", detail);
 }
 
 void collector__emit(struct collector *c, Egret__V1__Event *ev)

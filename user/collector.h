@@ -6,6 +6,7 @@
 #define EGRET_COLLECTOR_H
 
 #include <linux/types.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "egret/events.h"
@@ -55,6 +56,11 @@ int collector__poll(struct collector *c);
 /* One ring buffer record of size bytes: decoded into its event, or reported as a decode Loss. */
 void collector__record(struct collector *c, const void *data, size_t size);
 void collector__check_drops(struct collector *c);
+/* Ring buffer drops not reported yet; they count as reported from now on. */
+uint64_t collector__take_drops(struct collector *c);
+/* A time egretd did not drain the ring (selfwatch.h): a Loss event with the drops in it. */
+void collector__report_gap(struct collector *c, uint64_t start_unix_ns, uint64_t duration_ns,
+			   bool rebooted, const char *cause);
 /* A record whose header or fields make no sense: counted and reported as a decode Loss. */
 void collector__bad_record(struct collector *c, __u32 type, size_t size);
 int collector__counter(int counters_fd, __u32 idx, uint64_t *sum);

@@ -24,7 +24,8 @@ struct control_conn {
 	struct control *srv;
 	struct control_conn *next;
 	uint64_t deadline;
-	char *reply; /* framed messages still to send */
+	struct peer peer; /* as identified when it was accepted */
+	char *reply;	  /* framed messages still to send */
 	size_t len, off;
 };
 
@@ -163,17 +164,20 @@ int control__parse_request(char *msg, size_t len, char **argv, int max)
 	return argc;
 }
 
-static bool peer_allowed(struct control *c, const struct ucred *cr, char *why, size_t size)
+/* Root, or the control group; and only a peer identified outside every sandbox. */
+static bool peer_allowed(struct control *c, const struct ucred *cr, enum peer_place place,
+			 char *why, size_t size)
 {
-	char cg[PATH_MAX];
-
 	if (cr->uid != 0 && !(c->has_group && cr->gid == c->group)) {
 		snprintf(why, size, "uid %u is not allowed on the control socket", cr->uid);
 		return false;
 	}
-	if (cgroup__of_pid(cr->pid, c->cgroup_mount, cg, sizeof(cg)) == 0 &&
-	    cgroup__is_within(cg, c->cgroup_root)) {
+	if (place == PEER_SANDBOX) {
 		snprintf(why, size, "requests from inside a sandbox are refused");
+		return false;
+	}
+	if (place != PEER_HOST) {
+		snprintf(why, size, "the peer could not be identified: refused");
 		return false;
 	}
 	return true;
@@ -191,10 +195,10 @@ static int32_t dispatch(struct control *c, struct control_req *r)
 
 void control__handle(struct control *c, char *msg, size_t n, struct control_req *r)
 {
-	char *argv[CONTROL_MAX_ARGS], why[128];
+	char *argv[CONTROL_MAX_ARGS], why[160];
 	int32_t status = 2;
 
-	if (!peer_allowed(c, &r->peer, why, sizeof(why))) {
+	if (!peer_allowed(c, &r->peer, r->place, why, sizeof(why))) {
 		c->refused++;
 		log_warn("control: refused pid %d uid %u: %s", r->peer.pid, r->peer.uid, why);
 		control__err(r, "%s\n", why);
@@ -215,9 +219,8 @@ void control__handle(struct control *c, char *msg, size_t n, struct control_req 
 static void conn_event(struct watch *w, uint32_t events)
 {
 	struct control_conn *cc = w->data;
-	struct control_req r = { 0 };
+	struct control_req r = { .peer = cc->peer.cred, .place = cc->peer.place };
 	char msg[CONTROL_MSG_MAX];
-	socklen_t crlen = sizeof(r.peer);
 	ssize_t n;
 
 	if (cc->reply) {
@@ -231,32 +234,142 @@ static void conn_event(struct watch *w, uint32_t events)
 		conn_free(cc);
 		return;
 	}
-	getsockopt(w->fd, SOL_SOCKET, SO_PEERCRED, &r.peer, &crlen);
 	control__handle(cc->srv, msg, (size_t)n, &r);
 	cc->reply = r.reply;
 	cc->len = r.len;
 	conn_send(cc);
 }
 
+/* At most one refusal a second goes to the log (a flood of connections is not a flood of
+ * lines); the count of the others goes with the next.
+ */
+static void log_refusal(struct control *c, const struct peer *p, const char *why)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	c->refused++;
+	if (c->warned_ns && now - c->warned_ns < 1000000000ull) {
+		c->unlogged++;
+		return;
+	}
+	log_warn("control: refused pid %d uid %u: %s%s", p->cred.pid, p->cred.uid, why,
+		 c->unlogged ? " (more refusals since the last logged)" : "");
+	c->warned_ns = now;
+	c->unlogged = 0;
+}
+
+/* Answer a connection egretd will not serve with why and status, and close it: the peer's
+ * egretctl prints why instead of a bare "connection reset".
+ */
+static void reject(int fd, const char *why, int32_t status)
+{
+	char msg[CONTROL_REPLY_CHUNK + 1];
+	struct control_req r = { 0 };
+	size_t off = 0, mlen;
+
+	control__err(&r, "%s\n", why);
+	reply_append(&r, 'x', &status, sizeof(status));
+	while (control__reply_next(r.reply, r.len, &off, msg, &mlen) &&
+	       send(fd, msg, mlen, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
+		;
+	free(r.reply);
+	/* read what the peer sent: closing over unread data resets the peer before its reply */
+	while (recv(fd, msg, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0)
+		;
+	close(fd);
+}
+
+/* Is there a slot for p? Bounded per uid and per cgroup, and the last CONTROL_ROOT_SLOTS are
+ * root's, so neither one user nor one cgroup can lock the operator out.
+ */
+static bool slot_free(struct control *c, const struct peer *p, char *why, size_t size)
+{
+	unsigned int nonroot = 0, same_uid = 0, same_cgroup = 0;
+
+	for (struct control_conn *cc = c->conns; cc; cc = cc->next) {
+		nonroot += cc->peer.cred.uid != 0;
+		same_uid += cc->peer.cred.uid == p->cred.uid;
+		same_cgroup += !strcmp(cc->peer.cgroup, p->cgroup);
+	}
+	if (c->nconns >= CONTROL_MAX_CONNS)
+		snprintf(why, size, "egretd is busy: all %d control connections are in use",
+			 CONTROL_MAX_CONNS);
+	else if (p->cred.uid && nonroot >= CONTROL_MAX_CONNS - CONTROL_ROOT_SLOTS)
+		snprintf(why, size,
+			 "egretd is busy: the %d control connections open to users other "
+			 "than root are in use",
+			 CONTROL_MAX_CONNS - CONTROL_ROOT_SLOTS);
+	else if (p->cred.uid && same_uid >= CONTROL_PER_UID)
+		snprintf(why, size, "egretd is busy: uid %u holds %u control connections already",
+			 p->cred.uid, same_uid);
+	else if (same_cgroup >= CONTROL_PER_CGROUP)
+		snprintf(why, size,
+			 "egretd is busy: cgroup %.200s holds %u control connections already",
+			 p->cgroup, same_cgroup);
+	else
+		return true;
+	return false;
+}
+
+/* Identify the peer now, while it is there: refuse a sandbox, a stranger or a peer that cannot
+ * be identified before it takes a slot; then a slot, if its uid and cgroup have one left.
+ */
+static void accept_one(struct control *c, int fd)
+{
+	struct peer_scope scope = { .cgroup_mount = c->cgroup_mount,
+				    .cgroup_root = c->cgroup_root };
+	struct control_conn *cc;
+	struct peer p;
+	char why[320];
+
+	peer__of_socket(fd, &scope, &p);
+	if (!peer_allowed(c, &p.cred, p.place, why, sizeof(why))) {
+		if (p.place == PEER_UNKNOWN && p.why[0])
+			snprintf(why, sizeof(why),
+				 "the peer could not be identified (%s): refused; egretd serves a "
+				 "connection only when it can tell where its peer is",
+				 p.why);
+		log_refusal(c, &p, why);
+		reject(fd, why, 1);
+		return;
+	}
+	if (!slot_free(c, &p, why, sizeof(why))) {
+		c->busy++;
+		log_refusal(c, &p, why);
+		reject(fd, why, 1);
+		return;
+	}
+	cc = calloc(1, sizeof(*cc));
+	if (!cc) {
+		close(fd);
+		return;
+	}
+	cc->w = (struct watch){ .fd = fd, .fn = conn_event, .data = cc };
+	cc->srv = c;
+	cc->peer = p;
+	cc->deadline = now_ns(CLOCK_MONOTONIC) + CONN_IDLE_NS;
+	cc->next = c->conns;
+	c->conns = cc;
+	c->nconns++;
+	loop__add(c->loop, &cc->w, EPOLLIN);
+}
+
 static void listen_event(struct watch *w, uint32_t events)
 {
 	struct control *c = w->data;
-	struct control_conn *cc;
 	int fd;
 
-	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
-		if (c->nconns >= CONTROL_MAX_CONNS || !(cc = calloc(1, sizeof(*cc)))) {
-			close(fd);
-			continue;
-		}
-		cc->w = (struct watch){ .fd = fd, .fn = conn_event, .data = cc };
-		cc->srv = c;
-		cc->deadline = now_ns(CLOCK_MONOTONIC) + CONN_IDLE_NS;
-		cc->next = c->conns;
-		c->conns = cc;
-		c->nconns++;
-		loop__add(c->loop, &cc->w, EPOLLIN);
-	}
+	while ((fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0)
+		accept_one(c, fd);
+}
+
+void control__status(const struct control *c, struct control_req *r)
+{
+	control__out(r,
+		     "control: %u connections open (at most %d; %d per uid but root's, %d per "
+		     "cgroup, %d kept for root), %llu requests served, %llu refused (%llu busy)\n",
+		     c->nconns, CONTROL_MAX_CONNS, CONTROL_PER_UID, CONTROL_PER_CGROUP,
+		     CONTROL_ROOT_SLOTS, c->served, c->refused, c->busy);
 }
 
 /* Drop connections that sent nothing (or read nothing) within CONN_IDLE_NS. */
@@ -319,7 +432,7 @@ int control__listen(struct control *c, struct loop *loop, const char *path)
 	umask(old);
 	if (!err && c->has_group && chown(path, 0, c->group))
 		err = -errno;
-	if (!err && listen(fd, 16))
+	if (!err && listen(fd, 128))
 		err = -errno;
 	if (err) {
 		log_err("failed to listen on control socket %s: %s", path, strerror(-err));
@@ -352,7 +465,7 @@ int control__call(const char *path, int argc, char *const argv[], FILE *out, FIL
 	char msg[CONTROL_MSG_MAX];
 	struct sockaddr_un sa;
 	size_t len = 0;
-	int fd, ret, status = 0;
+	int fd, ret, sent, status = 0;
 
 	for (int i = 0; i < argc; i++) {
 		size_t n = strlen(argv[i]) + 1;
@@ -369,17 +482,21 @@ int control__call(const char *path, int argc, char *const argv[], FILE *out, FIL
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) ||
-	    send(fd, msg, len, MSG_NOSIGNAL) < 0) {
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		ret = -errno;
 		close(fd);
 		return ret;
 	}
-	for (;;) {
+	/* egretd may have refused the connection already: its reply says why */
+	sent = send(fd, msg, len, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	for (int resets = 0;;) {
 		ssize_t n = recv(fd, msg, sizeof(msg), 0);
 
+		/* egretd closed over our unread request: the reset comes first, then its reply */
+		if (n < 0 && errno == ECONNRESET && !resets++)
+			continue;
 		if (n <= 0) {
-			ret = n < 0 ? -errno : -ECONNRESET;
+			ret = sent ? sent : n < 0 ? -errno : -ECONNRESET;
 			break;
 		}
 		ret = control__reply_msg(msg, (size_t)n, out, err, &status);

@@ -2,7 +2,8 @@
  * a request is one message of NUL-separated words (argv); the reply is a series of messages,
  * each a tag byte and data: 'o' text for stdout, 'e' text for stderr, 'x' and a 4-byte exit
  * status, which ends it. Only root (or --control-group) may connect, and never a process inside
- * a sandbox.
+ * a sandbox: the peer is identified when egretd accepts it (peer.h), and one that cannot be is
+ * refused. Slots are bounded per uid and per cgroup, with a reserve only root can take.
  */
 #ifndef EGRET_CONTROL_H
 #define EGRET_CONTROL_H
@@ -10,22 +11,28 @@
 #include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
 #include "loop.h"
+#include "peer.h"
 
 #define CONTROL_MSG_MAX	    65536
 #define CONTROL_REPLY_CHUNK 32768 /* text bytes per reply message */
 #define CONTROL_MAX_ARGS    4096
 #define CONTROL_MAX_CONNS   32
+#define CONTROL_ROOT_SLOTS  8  /* of those, only root peers (outside sandboxes) take the last 8 */
+#define CONTROL_PER_UID	    8  /* connections one non-root uid may hold at once */
+#define CONTROL_PER_CGROUP  16 /* connections the processes of one cgroup may hold at once */
 
 struct control_req {
 	int argc;
 	char **argv;
 	struct ucred peer;
-	char *reply; /* framed reply messages */
+	enum peer_place place; /* where the peer was when egretd accepted it (peer.h) */
+	char *reply;	       /* framed reply messages */
 	size_t len, cap;
 };
 
@@ -51,10 +58,14 @@ struct control {
 	void *ctx;
 	struct control_conn *conns;
 	unsigned int nconns;
-	unsigned long long served, refused;
+	unsigned long long served, refused, busy;
+	uint64_t warned_ns;    /* the last refusal logged (at most one a second) */
+	unsigned int unlogged; /* refusals since, not logged */
 };
 
 int control__listen(struct control *c, struct loop *loop, const char *path);
+/* Connections open, served, refused (for egretd's status). */
+void control__status(const struct control *c, struct control_req *r);
 void control__expire(struct control *c);
 void control__close(struct control *c);
 void control__out(struct control_req *r, const char *fmt, ...)

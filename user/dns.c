@@ -48,6 +48,9 @@
 #define MAX_ANSWERS	64
 #define TCP_IDLE_NS	(10ull * 1000000000ull)
 #define MAX_TCP_CONNS	256
+#define TCP_PER_SANDBOX 64	     /* TCP clients one sandbox may hold: a quarter */
+#define TCP_PER_LISTEN	192	     /* and one namespace's listener: never all of them */
+#define TCP_OUT_MAX	(256u << 10) /* answers a client leaves unread; more closes it */
 #define MAX_PENDING	8192
 #define UPSTREAM_SOCKS	8    /* UDP sockets to the upstream, each connected, shared by queries */
 #define UPSTREAM_ROTATE 4096 /* queries before a socket is replaced (new random source port) */
@@ -81,6 +84,7 @@ struct dns_conn {
 	uint8_t *out;
 	size_t out_len, out_cap;
 	uint64_t idle_deadline;
+	uint64_t active_ns;   /* the last whole query or answer: eviction takes the oldest */
 	unsigned int pending; /* queries of this connection still upstream */
 	bool closing;
 	struct dns_conn *next;
@@ -140,7 +144,7 @@ struct name_entry {
 
 struct dns_stats {
 	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
-		opened, capped, map_full;
+		opened, capped, map_full, tcp_evicted;
 };
 
 struct resolver {
@@ -163,6 +167,7 @@ struct resolver {
 	struct upstream_sock *draining;
 	struct upstream_sock *retired;	 /* closed, freed by resolver__tick() */
 	struct dns_listener *retired_ls; /* closed, freed by resolver__tick() */
+	struct dns_conn *retired_conns;	 /* evicted, freed by resolver__tick() */
 	unsigned int next_sock;
 	uint8_t rand[4096];
 	size_t rand_used;
@@ -1088,6 +1093,12 @@ static void reply(struct resolver *r, struct dns_query *q, const uint8_t *msg, s
 	}
 	if (c->closing)
 		return;
+	if (c->out_len + 2 + len > TCP_OUT_MAX) {
+		c->closing = true; /* a client that does not read its answers */
+		return;
+	}
+	c->active_ns = now_ns(CLOCK_MONOTONIC);
+	c->idle_deadline = c->active_ns + TCP_IDLE_NS;
 	if (c->out_len + 2 + len > c->out_cap) {
 		size_t cap = c->out_cap ? c->out_cap * 2 : 4096;
 		uint8_t *nb;
@@ -1170,6 +1181,12 @@ static void reap_retired(struct resolver *r)
 
 		r->retired_ls = l->next;
 		free(l);
+	}
+	while (r->retired_conns) {
+		struct dns_conn *c = r->retired_conns;
+
+		r->retired_conns = c->next;
+		free(c);
 	}
 }
 
@@ -1620,7 +1637,8 @@ static void on_udp(struct watch *w, uint32_t events)
 	}
 }
 
-static void conn_free(struct resolver *r, struct dns_conn *c)
+/* Out of the table and closed; the struct itself is the caller's to free. */
+static void conn_unlink(struct resolver *r, struct dns_conn *c)
 {
 	for (struct dns_conn **pp = &r->conns; *pp; pp = &(*pp)->next) {
 		if (*pp == c) {
@@ -1638,7 +1656,92 @@ static void conn_free(struct resolver *r, struct dns_conn *c)
 	loop__del(r->loop, &c->w);
 	close(c->w.fd);
 	free(c->out);
+	c->out = NULL;
+}
+
+static void conn_free(struct resolver *r, struct dns_conn *c)
+{
+	conn_unlink(r, c);
 	free(c);
+}
+
+/* Closed at once to make room, freed at the next tick: an event for it may still be in the
+ * loop's current batch, and on_conn() ignores a connection without a listener.
+ */
+static void conn_evict(struct resolver *r, struct dns_conn *c)
+{
+	conn_unlink(r, c);
+	c->l = NULL;
+	c->next = r->retired_conns;
+	r->retired_conns = c;
+	r->st.tcp_evicted++;
+}
+
+/* The sandbox holding the most connections (on listener l, or anywhere when NULL). */
+static uint64_t tcp_hog(const struct resolver *r, const struct dns_listener *l)
+{
+	unsigned int best = 0;
+	uint64_t hog = 0;
+
+	for (const struct dns_conn *c = r->conns; c; c = c->next) {
+		unsigned int n = 0;
+
+		if (l && c->l != l)
+			continue;
+		for (const struct dns_conn *o = r->conns; o; o = o->next)
+			n += o->who.sandbox_id == c->who.sandbox_id && (!l || o->l == l);
+		if (n > best) {
+			best = n;
+			hog = c->who.sandbox_id;
+		}
+	}
+	return hog;
+}
+
+/* The connection of sandbox sb (on l, when given) idle the longest: one with no query
+ * upstream and nothing unsent first.
+ */
+static struct dns_conn *tcp_oldest(const struct resolver *r, const struct dns_listener *l,
+				   uint64_t sb)
+{
+	struct dns_conn *best = NULL;
+	bool best_idle = false;
+
+	for (struct dns_conn *c = r->conns; c; c = c->next) {
+		bool idle = !c->pending && !c->out_len;
+
+		if (c->who.sandbox_id != sb || (l && c->l != l))
+			continue;
+		if (!best || (idle && !best_idle) ||
+		    (idle == best_idle && c->active_ns < best->active_ns)) {
+			best = c;
+			best_idle = idle;
+		}
+	}
+	return best;
+}
+
+/* Room for a new client of sandbox sb on l: none of its own past its share (it gives up its
+ * own oldest), none of the listener's, none at all (the hog gives up its oldest). A sandbox
+ * holding many connections never makes the others' fail.
+ */
+static void tcp_make_room(struct resolver *r, struct dns_listener *l, uint64_t sb)
+{
+	unsigned int in_sb = 0, in_l = 0;
+	struct dns_conn *victim = NULL;
+
+	for (const struct dns_conn *c = r->conns; c; c = c->next) {
+		in_sb += c->who.sandbox_id == sb;
+		in_l += c->l == l;
+	}
+	if (in_sb >= TCP_PER_SANDBOX)
+		victim = tcp_oldest(r, NULL, sb);
+	else if (in_l >= TCP_PER_LISTEN)
+		victim = tcp_oldest(r, l, tcp_hog(r, l));
+	else if (r->nconns >= MAX_TCP_CONNS)
+		victim = tcp_oldest(r, NULL, tcp_hog(r, NULL));
+	if (victim)
+		conn_evict(r, victim);
 }
 
 static void on_conn(struct watch *w, uint32_t events)
@@ -1672,12 +1775,14 @@ static void on_conn(struct watch *w, uint32_t events)
 		return;
 	}
 	c->in_len += (size_t)n;
-	c->idle_deadline = now_ns(CLOCK_MONOTONIC) + TCP_IDLE_NS;
 	while (c->in_len >= 2) {
 		size_t len = ((size_t)c->in[0] << 8) | c->in[1];
 
 		if (c->in_len < 2 + len)
 			break;
+		/* a byte at a time does not keep a connection: only whole queries do */
+		c->active_ns = now_ns(CLOCK_MONOTONIC);
+		c->idle_deadline = c->active_ns + TCP_IDLE_NS;
 		if (c->l)
 			handle_query(r, c->l, c, -1, NULL, 0, c->in + 2, len, &c->who);
 		memmove(c->in, c->in + 2 + len, c->in_len - 2 - len);
@@ -1698,8 +1803,13 @@ static void on_accept(struct watch *w, uint32_t events)
 			     SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		struct egret_dns_client who;
 
-		if (!client_of(r, l, &from, IPPROTO_TCP, &who) || r->nconns >= MAX_TCP_CONNS ||
-		    !(c = calloc(1, sizeof(*c)))) {
+		if (!client_of(r, l, &from, IPPROTO_TCP, &who)) {
+			close(fd);
+			flen = sizeof(from);
+			continue;
+		}
+		tcp_make_room(r, l, who.sandbox_id);
+		if (r->nconns >= MAX_TCP_CONNS || !(c = calloc(1, sizeof(*c)))) {
 			close(fd);
 			flen = sizeof(from);
 			continue;
@@ -1707,7 +1817,8 @@ static void on_accept(struct watch *w, uint32_t events)
 		c->w = (struct watch){ .fd = fd, .fn = on_conn, .data = c };
 		c->l = l;
 		c->who = who;
-		c->idle_deadline = now_ns(CLOCK_MONOTONIC) + TCP_IDLE_NS;
+		c->active_ns = now_ns(CLOCK_MONOTONIC);
+		c->idle_deadline = c->active_ns + TCP_IDLE_NS;
 		c->next = r->conns;
 		r->conns = c;
 		r->nconns++;
@@ -1736,7 +1847,9 @@ void resolver__tick(struct resolver *r)
 	}
 	for (c = r->conns; c; c = cn) {
 		cn = c->next;
-		if (c->closing || (now > c->idle_deadline && !c->pending && !c->out_len))
+		/* a query upstream or an answer unread buys one more idle period, not forever */
+		if (c->closing ||
+		    now > c->idle_deadline + (c->pending || c->out_len ? TCP_IDLE_NS : 0))
 			conn_free(r, c);
 	}
 	if (now - r->last_sweep_ns > 5000000000ull) {
@@ -1755,13 +1868,14 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     "dns: upstream %s, %u namespaces, %llu queries (%llu allowed, %llu "
 		     "refused, %llu of them not host names, %llu not from a sandbox, %llu "
 		     "malformed, %llu upstream failures, %llu timeouts), %zu addresses open, "
-		     "%llu capped\n",
+		     "%llu capped, %u TCP clients (%llu evicted)\n",
 		     r->upstream_text, n, (unsigned long long)r->st.queries,
 		     (unsigned long long)r->st.allowed, (unsigned long long)r->st.refused,
 		     (unsigned long long)r->st.not_host, (unsigned long long)r->st.outside,
 		     (unsigned long long)r->st.malformed, (unsigned long long)r->st.upstream_fail,
 		     (unsigned long long)r->st.timeouts, r->allow_used,
-		     (unsigned long long)r->st.capped);
+		     (unsigned long long)r->st.capped, r->nconns,
+		     (unsigned long long)r->st.tcp_evicted);
 }
 
 /* Listeners in the map belong to an egretd that is gone: drop them all, so the kernel reports

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +22,9 @@
 #include "dns.h"
 #include "engine.h"
 #include "audit.h"
+#include "fileperm.h"
+#include "peer.h"
+#include "selfwatch.h"
 #include "proc.h"
 #include "redact.h"
 #include "loader.h"
@@ -73,6 +77,7 @@ struct daemon {
 	struct proc_cache procs;
 	struct pkg_tracker pkg;
 	struct control control;
+	struct selfwatch self;
 	struct loop loop;
 	struct watch sigw, rbw;
 	uint64_t started_ns;
@@ -578,6 +583,7 @@ static int cmd_status(void *ctx, struct control_req *r)
 	}
 	control__out(r, "programs: %u in force, %u adopted from a previous egretd\n",
 		     d->loader.attached, d->loader.adopted);
+	control__status(&d->control, r);
 	collector__format_counters(loader__map_fd(&d->loader, "counters"), counters,
 				   sizeof(counters));
 	control__out(r, "%s", counters);
@@ -627,25 +633,109 @@ static void hup_sender(const struct signalfd_siginfo *si, struct ucred *cr, char
 	snprintf(actor, size, "SIGHUP from %s", who);
 }
 
+/* Where a signal's sender was. The kernel's record of its cgroup at send time would come
+ * first (a later signal_generate tracepoint; none yet: NULL); until then its /proc entry now.
+ * A sender that is gone (reaped) cannot be told from a sandboxed one: PEER_UNKNOWN.
+ */
+static void signal_sender(struct daemon *d, const struct signalfd_siginfo *si, struct peer *p)
+{
+	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
+				    .cgroup_root = d->paths.cgroup_root };
+	const char *recorded = NULL;
+
+	peer__of_signal((pid_t)si->ssi_pid, si->ssi_uid, recorded, &scope, p);
+}
+
+static void comm_of(pid_t pid, char *out, size_t size)
+{
+	char path[64];
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	n = read_file(path, out, size);
+	if (n <= 0)
+		snprintf(out, size, "?");
+	else
+		out[strcspn(out, "\n")] = '\0';
+}
+
+/* A signal from a sandbox that egretd refused: a Tamper event naming the sender. */
+static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, const char *actor)
+{
+	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
+				    .cgroup_root = d->paths.cgroup_root };
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
+	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
+	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
+	char name[256], dir[PATH_MAX], comm[64], detail[512];
+	struct stat st;
+
+	peer__sandbox(p, &scope, name, sizeof(name));
+	if (!join_path(dir, sizeof(dir), d->paths.cgroup_root, name) && !stat(dir, &st))
+		sb.cgroup_id = st.st_ino;
+	sb.name = name;
+	comm_of(p->cred.pid, comm, sizeof(comm));
+	pr.pid = pr.tid = (uint32_t)p->cred.pid;
+	pr.uid = p->cred.uid;
+	pr.comm = comm;
+	snprintf(detail, sizeof(detail), "%s in sandbox %s: refused, the policy was not reloaded",
+		 actor, name);
+	t.kind = EGRET__V1__TAMPER__KIND__KIND_SIGNAL;
+	t.target = (uint64_t)sig;
+	t.detail = detail;
+	ev.sandbox = &sb;
+	ev.process = &pr;
+	ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	ev.activity_id = 99; /* Other */
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
+	ev.tamper = &t;
+	stream__emit(&d->stream, &ev);
+	log_warn("%s", detail);
+}
+
+/* SIGHUP: reload, and reopen the sinks (log rotation), for a sender outside every sandbox. One
+ * in a sandbox is ignored and reported; one egretd cannot identify any more (it exited and was
+ * reaped before egretd read the signal) is refused, since it may have been in a sandbox:
+ * `egretctl reload` is the way that always works.
+ */
+static void on_hup(struct daemon *d, const struct signalfd_siginfo *si)
+{
+	char err[POLICY_ERR_LEN], actor[160], why[320];
+	struct ucred cr;
+	struct peer p = { .place = PEER_HOST };
+
+	hup_sender(si, &cr, actor, sizeof(actor));
+	if (cr.pid)
+		signal_sender(d, si, &p);
+	if (p.place == PEER_SANDBOX) {
+		emit_signal_tamper(d, &p, SIGHUP, actor);
+		return;
+	}
+	if (p.place == PEER_UNKNOWN) {
+		snprintf(why, sizeof(why),
+			 "the sender could not be identified (%s), so it may have been in a "
+			 "sandbox: not reloaded (use egretctl reload)",
+			 p.why);
+		engine__refuse_reload(&d->engine, actor, &cr, why);
+		log_err("reload on %s: %s", actor, why);
+	} else if (engine__reload(&d->engine, actor, &cr, false, err, sizeof(err))) {
+		log_err("reload on %s: %s: nothing changed", actor, err);
+	} else {
+		log_info("reloaded %s on %s", d->opt.policy, actor);
+	}
+	for (unsigned int i = 0; i < d->stream.nsinks; i++)
+		sink__reopen(d->stream.sinks[i]);
+}
+
 static void on_signal(struct watch *w, uint32_t events)
 {
 	struct daemon *d = w->data;
 	struct signalfd_siginfo si;
 
 	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
-		char err[POLICY_ERR_LEN];
-
 		if (si.ssi_signo == SIGHUP) {
-			struct ucred cr;
-			char actor[160];
-
-			hup_sender(&si, &cr, actor, sizeof(actor));
-			if (engine__reload(&d->engine, actor, &cr, false, err, sizeof(err)))
-				log_err("reload on %s: %s: nothing changed", actor, err);
-			else
-				log_info("reloaded %s on %s", d->opt.policy, actor);
-			for (unsigned int i = 0; i < d->stream.nsinks; i++)
-				sink__reopen(d->stream.sinks[i]);
+			on_hup(d, &si);
 			continue;
 		}
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "%s",
@@ -726,6 +816,20 @@ static int setup_instance(struct daemon *d)
 	return err;
 }
 
+/* StrictModes (fileperm.h): a policy, live-rules file or spool that anyone but root could
+ * write is refused before anything is touched.
+ */
+static int check_files(const struct daemon *d)
+{
+	char err[FILEPERM_ERR_LEN];
+	int ret = fileperm__check_instance(d->opt.policy, d->opt.live_rules, d->opt.spool, err,
+					   sizeof(err));
+
+	if (ret)
+		log_err("%s", err);
+	return ret;
+}
+
 /* Enforcement first: nothing else matters if it cannot be set up. */
 static int setup_enforcement(struct daemon *d)
 {
@@ -743,6 +847,7 @@ static int setup_enforcement(struct daemon *d)
 				   d->paths.cgroup_root, loader__map_fd(&d->loader, "policy_v1"),
 				   loader__map_fd(&d->loader, "sandboxes"),
 				   loader__map_fd(&d->loader, "sandbox_rules"));
+	d->engine.spool_dir = d->opt.spool;
 	/* a rule set is in force before any program that reads it */
 	if (!err)
 		err = engine__start(&d->engine);
@@ -885,9 +990,22 @@ static int setup_control(struct daemon *d)
 	return control__listen(c, &d->loop, d->paths.control);
 }
 
+/* The gap since the previous egretd, if it left an alive record: a Loss event. */
+static void setup_selfwatch(struct daemon *d)
+{
+	struct selfwatch_gap g;
+
+	if (selfwatch__open(&d->self, &d->stream, d->opt.spool))
+		return; /* logged; gaps go unreported, nothing else changes */
+	if (selfwatch__downtime(&d->self, &g))
+		collector__report_gap(&d->collector, g.start_unix_ns, g.duration_ns, g.rebooted,
+				      g.cause);
+}
+
 static void run(struct daemon *d)
 {
 	uint64_t next_tick = 0, next_flush = 0, ticks = 0;
+	struct selfwatch_gap gap;
 
 	d->next_heartbeat_ns = now_ns(CLOCK_MONOTONIC) + d->opt.heartbeat_s * 1000000000ull;
 
@@ -895,6 +1013,10 @@ static void run(struct daemon *d)
 		uint64_t now;
 
 		loop__run_once(&d->loop, DRAIN_MS);
+		/* stopped, frozen or starved since the last turn: say how long, and what was lost */
+		if (selfwatch__turn(&d->self, &gap))
+			collector__report_gap(&d->collector, gap.start_unix_ns, gap.duration_ns,
+					      false, gap.cause);
 		collector__poll(&d->collector);
 		resolver__tick(d->resolver);
 		now = now_ns(CLOCK_MONOTONIC);
@@ -905,6 +1027,7 @@ static void run(struct daemon *d)
 			control__expire(&d->control);
 			stream__sync_clock(&d->stream);
 			stream__tick(&d->stream);
+			selfwatch__tick(&d->self);
 			pkg__tick(&d->pkg);
 			if (d->opt.heartbeat_s && now >= d->next_heartbeat_ns) {
 				emit_heartbeat(d);
@@ -931,6 +1054,8 @@ static void shutdown_daemon(struct daemon *d)
 		stream__drain(&d->stream, &d->loop);
 	}
 	control__close(&d->control);
+	selfwatch__stop(&d->self, d->stop_reason);
+	selfwatch__close(&d->self);
 	if (d->rbw.fd > 0)
 		collector__free(&d->collector);
 	proc_cache__free(&d->procs);
@@ -952,6 +1077,7 @@ int main(int argc, char **argv)
 
 	d.loader.cgroup_fd = -1;
 	d.control.listen.fd = -1;
+	d.self.alive_fd = -1;
 	d.engine.trie_fd = -1;
 	d.opt.dns = (struct dns_options){ .min_ttl = DNS_DEFAULT_MIN_TTL,
 					  .grace = DNS_DEFAULT_GRACE,
@@ -967,7 +1093,7 @@ int main(int argc, char **argv)
 	if (d.opt.verbose)
 		log_set_level(LOG_LVL_DEBUG);
 	d.started_ns = now_ns(CLOCK_MONOTONIC);
-	if (setup_instance(&d))
+	if (check_files(&d) || setup_instance(&d))
 		return 1;
 	err = loop__init(&d.loop);
 	if (!err)
@@ -991,6 +1117,7 @@ int main(int argc, char **argv)
 	}
 	emit_agent(&d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
 	engine__announce(&d.engine);
+	setup_selfwatch(&d);
 	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%d\nSTATUS=enforcing on %s", getpid(),
 		 d.paths.cgroup_root);
 	notify__send(ready);

@@ -17,6 +17,7 @@
 
 #include "egret/policy.h"
 #include "engine.h"
+#include "fileperm.h"
 #include "log.h"
 #include "policy_map.h"
 #include "util.h"
@@ -103,7 +104,7 @@ static int write_live(const struct engine *e, const struct policy *p, char *err,
 {
 	char tmp[PATH_MAX], dir[PATH_MAX];
 	FILE *f;
-	int ret;
+	int fd, ret;
 
 	snprintf(dir, sizeof(dir), "%s", e->live_path);
 	ret = mkdir_p(dirname(dir), 0750);
@@ -113,10 +114,15 @@ static int write_live(const struct engine *e, const struct policy *p, char *err,
 		return ret;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", e->live_path);
-	f = fopen(tmp, "we");
+	/* 0600 whatever the umask, and never through a symlink left at the tmp name */
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	f = fd < 0 ? NULL : fdopen(fd, "w");
 	if (!f) {
 		ret = -errno;
 		snprintf(err, errsz, "cannot write %s: %s", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return ret;
 	}
 	ret = policy__write_live(p, f);
@@ -235,6 +241,29 @@ static int commit(struct engine *e, struct policy *p, bool save_live, char *err,
 	return 0;
 }
 
+/* A policy or live-rules file, opened only when nobody but root could have written it (see
+ * fileperm.h); -ENOENT when it is missing.
+ */
+static int parse_checked(struct policy *out, const char *what, const char *path, bool live,
+			 char *err, size_t errsz)
+{
+	int fd = fileperm__open(what, path, NULL, err, errsz), ret;
+	FILE *f;
+
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "r");
+	if (!f) {
+		ret = -errno;
+		close(fd);
+		snprintf(err, errsz, "%s %s: %s", what, path, strerror(-ret));
+		return ret;
+	}
+	ret = policy__parse(out, path, f, live, err, errsz);
+	fclose(f);
+	return ret;
+}
+
 /* The policy file's rules plus the live rules of live (if any). */
 static int read_policy(struct engine *e, struct policy *out, const struct policy *live, char *err,
 		       size_t errsz)
@@ -242,7 +271,7 @@ static int read_policy(struct engine *e, struct policy *out, const struct policy
 	int ret;
 
 	policy__init(out);
-	ret = policy__parse_file(out, e->policy_path, false, err, errsz);
+	ret = parse_checked(out, "policy", e->policy_path, false, err, errsz);
 	for (size_t i = 0; !ret && live && i < live->n; i++) {
 		if (live->rules[i].live)
 			ret = policy__add(out, &live->rules[i]);
@@ -290,17 +319,24 @@ int engine__start(struct engine *e)
 	int ret;
 
 	policy__init(&live);
-	ret = policy__parse_file(&live, e->live_path, true, err, sizeof(err));
+	ret = parse_checked(&live, "live rules", e->live_path, true, err, sizeof(err));
 	if (ret && ret != -ENOENT) {
-		log_err("live rules: %s (fix or remove the file; egretd rewrites it on every edit)",
-			err);
+		if (str_starts_with(err, "live rules "))
+			log_err("%s", err); /* StrictModes: names the file, its owner and mode */
+		else
+			log_err("live rules: %s (fix or remove the file; egretd rewrites it on "
+				"every edit)",
+				err);
 		policy__free(&live);
 		return ret;
 	}
 	ret = read_policy(e, &p, &live, err, sizeof(err));
 	policy__free(&live);
 	if (ret) {
-		log_err("policy: %s", err);
+		if (str_starts_with(err, "policy "))
+			log_err("%s", err); /* already names the file */
+		else
+			log_err("policy: %s", err);
 		return ret;
 	}
 	sandbox_names__scan(&e->reg);
@@ -395,13 +431,23 @@ int engine__reload(struct engine *e, const char *actor, const struct ucred *cr, 
 	int ret;
 
 	memcpy(before, e->hash, sizeof(before));
-	ret = read_policy(e, &p, discard_live ? NULL : &e->pol, err, errsz);
+	/* a file someone else could have written is refused, and the rules in force stay */
+	ret = fileperm__check_instance(e->policy_path, e->live_path, e->spool_dir, err, errsz);
+	if (!ret)
+		ret = read_policy(e, &p, discard_live ? NULL : &e->pol, err, errsz);
 	if (!ret) {
 		ret = commit(e, &p, discard_live, err, errsz);
 		policy__free(&p);
 	}
 	emit_change(e, "reload", actor, cr, e->policy_path, NULL, before, ret ? err : NULL);
 	return ret;
+}
+
+/* A reload egretd will not do for this requester: a refused PolicyChange, nothing changed. */
+void engine__refuse_reload(struct engine *e, const char *actor, const struct ucred *cr,
+			   const char *why)
+{
+	emit_change(e, "reload", actor, cr, e->policy_path, NULL, e->hash, why);
 }
 
 /* Does a domain rule (text "example.com" or "*.example.com") cover name (lower case, no final

@@ -20,6 +20,7 @@
 struct engine {
 	const char *policy_path;
 	const char *live_path;
+	const char *spool_dir; /* checked with the files at every reload (fileperm.h), or NULL */
 	const char *cgroup_root;
 	int outer_fd;		  /* policy_v1: slot 0 holds the trie in force */
 	int sandboxes_fd;	  /* registered sandboxes */
@@ -41,6 +42,8 @@ void engine__sandbox_created(struct engine *e, uint64_t id, const char *name);
 void engine__sandbox_destroyed(struct engine *e, uint64_t id);
 int engine__reload(struct engine *e, const char *actor, const struct ucred *cr, bool discard_live,
 		   char *err, size_t errsz);
+void engine__refuse_reload(struct engine *e, const char *actor, const struct ucred *cr,
+			   const char *why);
 void engine__actor_of(const struct ucred *cr, char *out, size_t size);
 int engine__domain_verdict(const struct engine *e, const char *sandbox, const char *name,
 			   char *rule, size_t size);

@@ -79,7 +79,7 @@ static void fuzz_request(const uint8_t *data, size_t size)
 			     .ncmds = 1,
 			     .cgroup_mount = "/nonexistent",
 			     .cgroup_root = "/nonexistent/egret" };
-	struct control_req r = { .peer = { .pid = getpid(), .uid = 0 } };
+	struct control_req r = { .peer = { .pid = getpid(), .uid = 0 }, .place = PEER_HOST };
 	static char msg[CONTROL_MSG_MAX], copy[CONTROL_MSG_MAX];
 	static char *argv[CONTROL_MAX_ARGS];
 	size_t n = size < CONTROL_MSG_MAX ? size : CONTROL_MSG_MAX, olen, elen;

@@ -689,3 +689,85 @@ Test(dns, nxdomain_instead_of_refused)
 	cr_expect(strstr(out, "status: NXDOMAIN"), "%s", out);
 	cr_expect_not(upstream_saw("blocked.test"));
 }
+
+/* Sandbox "hog" opens 300 TCP connections to "the DNS server" (egret's resolver) and holds them
+ * idle; the answer to its parent is how many are still open afterwards.
+ */
+#define HOG_CONNS 300
+
+struct hog_ctl {
+	int ready, done; /* pipes: to the test, from the test */
+};
+
+static int tcp_hog(void *arg)
+{
+	struct hog_ctl *h = arg;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	static int fds[HOG_CONNS];
+	int open_now = 0;
+	char c = 1;
+
+	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
+	/* in batches the listener's backlog holds, so each is accepted (or evicted) by egretd
+	 * before the count, not left half-open in a full accept queue
+	 */
+	for (int i = 0; i < HOG_CONNS; i++) {
+		struct pollfd p = { .fd = -1, .events = POLLOUT };
+
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		if (fds[i] < 0 ||
+		    (connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS))
+			return 201;
+		p.fd = fds[i];
+		if (poll(&p, 1, 5000) != 1)
+			return 202;
+		if (i % 32 == 31)
+			usleep(20000);
+	}
+	usleep(500000); /* egretd accepts them all */
+	if (write(h->ready, &c, 1) != 1 || read(h->done, &c, 1) != 1)
+		return 203;
+	/* evicted ones were closed by egretd: readable, at EOF */
+	for (int i = 0; i < HOG_CONNS; i++) {
+		struct pollfd p = { .fd = fds[i], .events = POLLIN | POLLRDHUP };
+
+		open_now += poll(&p, 1, 0) == 0;
+	}
+	return open_now > 200 ? 200 : open_now;
+}
+
+/* One sandbox holding all its TCP slots (and trying for more) cannot stop another sandbox's
+ * TCP DNS: the hog keeps at most its share, its oldest idle connections are evicted.
+ */
+Test(dns, one_sandbox_cannot_take_every_tcp_slot)
+{
+	struct hog_ctl h;
+	int ready[2], done[2], status;
+	char out[8192], c = 1;
+	pid_t pid;
+
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(pipe(done), 0);
+	h = (struct hog_ctl){ .ready = ready[1], .done = done[0] };
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(in_sandbox(T, "hog", tcp_hog, &h));
+	}
+	cr_assert_eq(read(ready[0], &c, 1), 1, "the hog did not get its connections");
+	cr_expect_eq(dig("other", out, sizeof(out), UPSTREAM, "allowed.test", true), 0, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10") && strstr(out, "(TCP)"),
+		  "another sandbox's TCP DNS failed while one held its slots: %s", out);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "evicted)"), "%s", out);
+	cr_assert_eq(write(done[1], &c, 1), 1);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	cr_expect(WEXITSTATUS(status) <= 64, "the hog kept %d connections (its share is 64)",
+		  WEXITSTATUS(status));
+	cr_expect(WEXITSTATUS(status) >= 32, "the hog kept only %d connections",
+		  WEXITSTATUS(status));
+	/* and the hog itself still gets answers on a fresh connection */
+	cr_expect_eq(dig("hog", out, sizeof(out), UPSTREAM, "allowed.test", true), 0, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
+}

@@ -55,19 +55,40 @@ int harness_init(struct egret_instance *e)
 	snprintf(e->name, sizeof(e->name), HARNESS_PREFIX "%d-%u", (int)getpid(), instance_seq++);
 	snprintf(e->cgroup_root, sizeof(e->cgroup_root), "%s/%s", e->cgroup_mount, e->name);
 	snprintf(e->state_dir, sizeof(e->state_dir), "%s/%s", EGRET_BPFFS, e->name);
-	snprintf(e->tmpdir, sizeof(e->tmpdir), "/tmp/%s", e->name);
+	snprintf(e->tmpdir, sizeof(e->tmpdir), HARNESS_DIR "/%s", e->name);
 	snprintf(e->control, sizeof(e->control), "%s/control.sock", e->tmpdir);
 	snprintf(e->sink_path, sizeof(e->sink_path), "%s/events.pb", e->tmpdir);
 	snprintf(e->log_path, sizeof(e->log_path), "%s/egretd.log", e->tmpdir);
 	snprintf(e->policy_path, sizeof(e->policy_path), "%s/egret.policy", e->tmpdir);
 	snprintf(e->live_path, sizeof(e->live_path), "%s/live.rules", e->tmpdir);
 	snprintf(e->spool_dir, sizeof(e->spool_dir), "%s/spool", e->tmpdir);
+	err = harness_base_dir();
+	if (err)
+		return err;
 	if (mkdir(e->tmpdir, 0700) && errno != EEXIST)
 		return -errno;
 	return harness_policy(e, "mode enforce\n");
 }
 
-/* Write the instance's policy file (egretd reads it at start and on reload). */
+/* HARNESS_DIR: root's, mode 0755 (tests that run a command as nobody open their instance
+ * directory up to it), whatever the umask.
+ */
+int harness_base_dir(void)
+{
+	struct stat st;
+
+	if (mkdir(HARNESS_DIR, 0755) && errno != EEXIST)
+		return -errno;
+	if (lstat(HARNESS_DIR, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0)
+		return -EPERM;
+	return chmod(HARNESS_DIR, 0755) ? -errno : 0;
+}
+
+/* Write the instance's policy file (egretd reads it at start and on reload), mode 0644 whatever
+ * the umask: egretd refuses a policy that group or others could write.
+ */
 int harness_policy(struct egret_instance *e, const char *text)
 {
 	FILE *f = fopen(e->policy_path, "w");
@@ -75,6 +96,10 @@ int harness_policy(struct egret_instance *e, const char *text)
 	if (!f)
 		return -errno;
 	fputs(text, f);
+	if (fchmod(fileno(f), 0644)) {
+		fclose(f);
+		return -errno;
+	}
 	return fclose(f) ? -errno : 0;
 }
 
@@ -240,7 +265,9 @@ static void remove_tree(const char *path)
 {
 	char cmd[PATH_MAX + 16];
 
-	if (strncmp(path, "/tmp/" HARNESS_PREFIX, strlen("/tmp/" HARNESS_PREFIX)) != 0)
+	/* only an instance directory (or one an older harness left under /tmp) */
+	if (!str_starts_with(path, HARNESS_DIR "/" HARNESS_PREFIX) &&
+	    !str_starts_with(path, "/tmp/" HARNESS_PREFIX))
 		return;
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
 	if (system(cmd))
@@ -258,6 +285,8 @@ static void cleanup_named(const char *mount, const char *name)
 	snprintf(p.state_dir, sizeof(p.state_dir), "%s/%s", EGRET_BPFFS, name);
 	loader__uninstall(&p);
 	remove_cgroup_tree(p.cgroup_root);
+	snprintf(path, sizeof(path), HARNESS_DIR "/%s", name);
+	remove_tree(path);
 	snprintf(path, sizeof(path), "/tmp/%s", name);
 	remove_tree(path);
 }
@@ -373,6 +402,7 @@ void harness_sweep_stale(void)
 		return;
 	sweep_dir(mount, mount);
 	sweep_dir(EGRET_BPFFS, mount);
+	sweep_dir(HARNESS_DIR, mount);
 	sweep_dir("/tmp", mount);
 }
 

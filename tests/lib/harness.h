@@ -17,6 +17,11 @@
 #include "egret/v1/events.pb-c.h"
 
 #define HARNESS_PREFIX "egret-test-"
+/* Where each instance's files go (HARNESS_DIR/<name>): a root-owned directory nobody else can
+ * write, all the way up, since egretd refuses a policy, live-rules file or spool that another
+ * user could replace (StrictModes); /tmp, sticky and world-writable, is refused.
+ */
+#define HARNESS_DIR "/run/egret-test"
 
 struct egret_instance {
 	char name[64]; /* egret-test-<pid>-<n> */
@@ -39,6 +44,7 @@ extern struct egret_instance *T;
 
 void harness_require_root(void);
 int harness_init(struct egret_instance *e);
+int harness_base_dir(void);
 int harness_policy(struct egret_instance *e, const char *text);
 int harness_start(struct egret_instance *e, const char *const extra[]);
 int harness_spawn(struct egret_instance *e, const char *const extra[], int gate);

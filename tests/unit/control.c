@@ -51,6 +51,7 @@ static void handle(struct control_req *r, uid_t uid, const char *msg, size_t n)
 	memset(r, 0, sizeof(*r));
 	r->peer.pid = getpid();
 	r->peer.uid = uid;
+	r->place = PEER_HOST;
 	control__handle(&c, buf, n, r);
 }
 

@@ -260,6 +260,7 @@ Test(pbjson, empty_message)
 
 	cr_expect_str_eq(json, "{\"source\":\"SOURCE_UNSPECIFIED\",\"count\":\"0\","
 			       "\"first_seq\":\"0\",\"last_seq\":\"0\",\"detail\":\"\","
-			       "\"sink\":\"\",\"stream_id\":\"\"}");
+			       "\"sink\":\"\",\"stream_id\":\"\",\"gap_ns\":\"0\","
+			       "\"gap_start_unix_nano\":\"0\"}");
 	free(json);
 }
