@@ -44,28 +44,39 @@ static struct global_opts gopt;
 static char **self_argv; /* main's, for run's init to overwrite */
 static int self_argc;
 
+/* run's paragraph of the help, also what `egretctl run --help` prints */
+static const char run_help[] =
+	"  run [--sandbox NAME] [--preserve-fds N] [-q] [CONFINEMENT] -- CMD [ARGS...]\n"
+	"              run CMD in sandbox NAME (created when missing, generated when not\n"
+	"              given); refuses unless egret's programs are attached. CMD gets a\n"
+	"              user namespace (root inside is an unprivileged host uid), pid,\n"
+	"              mount, ipc, uts and cgroup namespaces, egret's seccomp profile,\n"
+	"              no_new_privs; egret's own files are out of its reach.\n"
+	"                --sandbox NAME    the sandbox (its cgroup under the root)\n"
+	"                --preserve-fds N  pass fds 3..N+2 on to CMD\n"
+	"                -q, --quiet       do not print a generated sandbox's name\n"
+	"                -h, --help        print this help\n"
+	"              CONFINEMENT (the start event records what CMD was given):\n"
+	"                --user UID[:GID]  the host ids root inside maps to (default: a\n"
+	"                                  range of 65536 ids of the sandbox's own)\n"
+	"                --net host|new    the host's network namespace (default; egret\n"
+	"                                  judges its egress) or a private one\n"
+	"                --share NS,...    keep the host's user, pid, mount, ipc, uts,\n"
+	"                                  cgroup, net namespace (or all)\n"
+	"                --no-userns       root inside is the host's root\n"
+	"                --seccomp default|none\n"
+	"                                  egret's profile (refusals are Tamper events)\n"
+	"                                  or none\n"
+	"                --privileged      host root, the host's namespaces, no seccomp\n"
+	"                                  profile: egret's kernel hooks only\n";
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: egretctl [OPTIONS] COMMAND [ARGS]\n"
 		"\n"
 		"Commands:\n"
-		"  run [--sandbox NAME] [--preserve-fds N] [-q] [CONFINEMENT] -- CMD [ARGS...]\n"
-		"              run CMD in sandbox NAME (created when missing, generated when not\n"
-		"              given); refuses unless egret's programs are attached. CMD gets a\n"
-		"              user namespace (root inside is an unprivileged host uid), pid,\n"
-		"              mount, ipc, uts and cgroup namespaces, egret's seccomp profile,\n"
-		"              no_new_privs; egret's own files are out of its reach. CONFINEMENT:\n"
-		"                --user UID[:GID]  the host ids root inside maps to (default: a\n"
-		"                                  range of 65536 ids of the sandbox's own)\n"
-		"                --net host|new    the host's network namespace (default; egret\n"
-		"                                  judges its egress) or a private one\n"
-		"                --share NS,...    keep the host's user, pid, mount, ipc, uts,\n"
-		"                                  cgroup, net namespace (or all)\n"
-		"                --no-userns       root inside is the host's root\n"
-		"                --seccomp default|none\n"
-		"                --privileged      host root, the host's namespaces, no seccomp\n"
-		"                                  profile: egret's kernel hooks only\n"
+		"%s"
 		"  status [--json]\n"
 		"              enforcement and egretd's state; exit 0 every program attached\n"
 		"              and egretd answering, 3 attached but egretd not answering,\n"
@@ -98,7 +109,8 @@ static void usage(FILE *f)
 		"  --control PATH     egretd's control socket (default: " EGRET_DEFAULT_CONTROL
 		")\n"
 		"  -V, --version      print the version\n"
-		"  -h, --help         print this help\n");
+		"  -h, --help         print this help\n",
+		run_help);
 }
 
 enum {
@@ -170,6 +182,10 @@ static int run_opt(int c, struct run_opts *o, char **argv)
 	case 'q':
 		o->quiet = true;
 		return 0;
+	case 'h':
+		printf("Usage: egretctl [OPTIONS] run [RUN OPTIONS] -- CMD [ARGS...]\n\n%s",
+		       run_help);
+		return -1;
 	case OPT_USER:
 		s->ns |= SANDBOX_NS_USER;
 		return run__parse_user(optarg, s)
@@ -238,13 +254,14 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		{ "net", required_argument, NULL, OPT_NET },
 		{ "seccomp", required_argument, NULL, OPT_SECCOMP },
 		{ "privileged", no_argument, NULL, OPT_PRIVILEGED },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	int c, err;
 
 	sandbox_spec__default(&o->spec);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:q", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:qh", longopts, NULL)) != -1) {
 		if (global_opt(c))
 			continue;
 		err = run_opt(c, o, argv);
@@ -262,7 +279,7 @@ static int do_run(int argc, char **argv)
 
 	err = run_parse(argc, argv, &o);
 	if (err)
-		return err;
+		return err < 0 ? 0 : err; /* < 0: --help was printed */
 	if (resolve_paths(&p))
 		return EXIT_RUN_FAILED;
 	return run__sandboxed(&p, &o);

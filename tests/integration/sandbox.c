@@ -341,6 +341,7 @@ static const struct {
 	{ "bpf", "bpf" },
 	{ "uring", "io_uring_setup" },
 	{ "vm_write", "process_vm_writev" },
+	{ "setns", "setns" },
 };
 
 Test(sandbox, each_refusal_is_a_tamper_event)
@@ -351,7 +352,7 @@ Test(sandbox, each_refusal_is_a_tamper_event)
 	size_t off = 0;
 
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
-		off += (size_t)snprintf(script + off, sizeof(script) - off, "%s %s 1; ",
+		off += (size_t)snprintf(script + off, sizeof(script) - off, "%s %s $$; ",
 					EGRET_PROBE_BIN, refused[i].probe);
 	cr_assert_eq(run_sh(out, sizeof(out), script, NULL, NULL, NULL), 0, "%s", out);
 	cr_expect_null(strstr(out, "(ok)"), "a refused call went through: %s", out);
@@ -359,7 +360,7 @@ Test(sandbox, each_refusal_is_a_tamper_event)
 		size_t n = 0;
 
 		cr_assert_eq(events_wait(T->sink_path, is_seccomp, refused[i].syscall, 5000, &evs),
-			     0, "no Tamper event for %s", refused[i].syscall);
+			     0, "no Tamper event for %s:\n%s", refused[i].syscall, out);
 		ev = events_find(&evs, is_seccomp, refused[i].syscall, &n);
 		cr_expect_eq(n, 1, "%s: %zu events", refused[i].syscall, n);
 		cr_expect_str_eq(ev->tamper->abi, "x86_64");
@@ -493,4 +494,116 @@ Test(sandbox, a_dead_egretctl_leaves_refusals_in_place)
 	cr_assert(wait_lines(path, 4, 10000, out, sizeof(out)), "%s", out);
 	cr_expect(strstr(out, "kcmp returned -1 (Function not implemented)"),
 		  "a refused call after egretctl died: %s", out);
+}
+
+static bool is_sigsys(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_TAMPER &&
+	       ev->tamper->kind == EGRET__V1__TAMPER__KIND__KIND_SECCOMP &&
+	       ev->tamper->target == (uint32_t)(uintptr_t)arg;
+}
+
+/* Module loading and kexec end the caller with SIGSYS, reported by the kernel hook; without
+ * the profile the kernel answers them itself (EPERM to root without CAP_SYS_MODULE in the
+ * host's user namespace, ENOSYS from a kernel without modules).
+ */
+Test(sandbox, module_and_kexec_calls_are_a_tamper_event)
+{
+	char out[4096];
+	struct events evs;
+
+	cr_expect_eq(run_sh(out, sizeof(out), EGRET_PROBE_BIN " module", NULL, NULL, NULL),
+		     128 + SIGSYS, "%s", out);
+	cr_expect_eq(events_wait(T->sink_path, is_sigsys, (void *)(uintptr_t)SYS_finit_module, 5000,
+				 &evs),
+		     0, "no Tamper event for finit_module");
+	events_free(&evs);
+	cr_expect_eq(run_sh(out, sizeof(out), EGRET_PROBE_BIN " kexec", NULL, NULL, NULL),
+		     128 + SIGSYS, "%s", out);
+	cr_expect_eq(
+		events_wait(T->sink_path, is_sigsys, (void *)(uintptr_t)SYS_kexec_load, 5000, &evs),
+		0, "no Tamper event for kexec_load");
+	events_free(&evs);
+	/* positive control: --seccomp none lets them reach the kernel, which answers */
+	cr_expect_eq(
+		run_sh(out, sizeof(out), EGRET_PROBE_BIN " module", "--seccomp=none", NULL, NULL),
+		0, "%s", out);
+	cr_expect(strstr(out, "module returned -1 ("), "%s", out);
+}
+
+/* /proc/self/status and /proc/self/uid_map lines of the command, and its network namespace */
+#define SELF_SCRIPT                                                                           \
+	"grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status; cat /proc/self/uid_map; " \
+	"readlink /proc/self/ns/net; ip -o link show | cut -d' ' -f2,3"
+
+static void host_net(char *out, size_t size)
+{
+	ssize_t n = readlink("/proc/self/ns/net", out, size - 1);
+
+	cr_assert_gt(n, 0);
+	out[n] = '\0';
+}
+
+/* the line of uid_map that maps root inside: the first host id and how many */
+static bool ids_mapped(const char *out, unsigned int *first, unsigned int *count)
+{
+	unsigned int inside;
+
+	for (const char *l = out; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		if (sscanf(l, " %u %u %u", &inside, first, count) == 3 && inside == 0)
+			return true;
+	return false;
+}
+
+/* the test's own "CapEff:\t..." line */
+static void own_caps(char *out, size_t size)
+{
+	char status[8192], *l;
+
+	cr_assert_gt(read_file("/proc/self/status", status, sizeof(status)), 0);
+	l = strstr(status, "CapEff:");
+	cr_assert(l);
+	snprintf(out, size, "%.*s", (int)strcspn(l, "\n"), l);
+}
+
+Test(sandbox, net_new_and_privileged_as_documented)
+{
+	char out[8192], net[64], caps[64];
+	unsigned int first = 0, count = 0;
+
+	host_net(net, sizeof(net));
+	/* the default: the test's network namespace, the profile, no_new_privs, mapped ids */
+	cr_assert_eq(run_sh(out, sizeof(out), SELF_SCRIPT, NULL, NULL, NULL), 0, "%s", out);
+	cr_expect(strstr(out, "Seccomp:\t2") && strstr(out, "NoNewPrivs:\t1"), "%s", out);
+	cr_expect(ids_mapped(out, &first, &count) && first >= NS_IDS_BASE && count == NS_IDS_COUNT,
+		  "uid_map: %s", out);
+	cr_expect(strstr(out, net), "not in the host's network namespace: %s", out);
+	/* --net new: a namespace of its own, loopback up and nothing else */
+	cr_assert_eq(run_sh(out, sizeof(out), SELF_SCRIPT, "--net", "new", NULL), 0, "%s", out);
+	cr_expect_null(strstr(out, net), "--net new shares the host's network namespace: %s", out);
+	cr_expect(strstr(out, "lo: <LOOPBACK,UP,LOWER_UP>"), "loopback not up: %s", out);
+	cr_expect_null(strstr(out, "veth"), "%s", out);
+	cr_expect(strstr(out, "Seccomp:\t2"), "%s", out);
+	/* --privileged: host root, the host's namespaces, no profile, no no_new_privs */
+	cr_assert_eq(run_sh(out, sizeof(out), SELF_SCRIPT, "--privileged", NULL, NULL), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "Seccomp:\t0") && strstr(out, "NoNewPrivs:\t0"), "%s", out);
+	own_caps(caps, sizeof(caps));
+	cr_expect(strstr(out, caps), "not the test's capabilities (%s): %s", caps, out);
+	cr_expect(strstr(out, "0 4294967295"), "not the host's user namespace: %s", out);
+	cr_expect(strstr(out, net), "%s", out);
+}
+
+Test(sandbox, run_help_lists_the_options)
+{
+	static const char *const opts[] = { "--sandbox",   "--preserve-fds", "--quiet",
+					    "--user",	   "--net",	     "--share",
+					    "--no-userns", "--seccomp",	     "--privileged" };
+	char out[8192];
+
+	cr_assert_eq(egretctl(T, out, sizeof(out), "run", "--help", NULL), 0, "%s", out);
+	for (size_t i = 0; i < sizeof(opts) / sizeof(opts[0]); i++)
+		cr_expect(strstr(out, opts[i]), "%s missing from run --help:\n%s", opts[i], out);
+	/* and nothing was run */
+	cr_expect_null(strstr(out, "egretctl: sandbox"), "%s", out);
 }

@@ -4,7 +4,7 @@
  *   egret_probe bpf | packet | uring | int80 | x32 | kcmp
  *   egret_probe pidfd_getfd PID FD | vm_read PID | vm_write PID | ptrace PID | kill PID
  *   egret_probe keyctl | userfaultfd | perf | open_by_handle | unshare_user | setns PID
- *   egret_probe tiocsti | cgroup_move PID CGROUP_PROCS
+ *   egret_probe tiocsti | cgroup_move PID CGROUP_PROCS | module | kexec
  * int80 issues getpid through the 32-bit entry (int 0x80) of this 64-bit program, and x32
  * getpid with the x32 bit set: the syscall tracepoints do not see either.
  */
@@ -153,6 +153,10 @@ static long probe_simple(const char *what)
 		return probe_perf();
 	if (!strcmp(what, "open_by_handle"))
 		return syscall(SYS_open_by_handle_at, AT_FDCWD, NULL, 0);
+	if (!strcmp(what, "module"))
+		return syscall(SYS_finit_module, -1, "", 0);
+	if (!strcmp(what, "kexec"))
+		return syscall(SYS_kexec_load, 0, 0, NULL, 0);
 	if (!strcmp(what, "unshare_user"))
 		return unshare(CLONE_NEWUSER);
 	if (!strcmp(what, "tiocsti")) {
