@@ -29,7 +29,7 @@ static uint32_t run_filter(const struct sock_filter *f, int n, const struct secc
 
 	for (int pc = 0; pc < n; pc++) {
 		const struct sock_filter *i = &f[pc];
-		bool t;
+		bool t = false;
 
 		switch (i->code) {
 		case BPF_LD | BPF_W | BPF_ABS:
