@@ -1,11 +1,20 @@
 /* Confinement records -> SandboxLifecycle and Tamper events; new sandboxes go to the engine so
- * their rules are installed.
+ * their rules are installed. Also the Tamper events of system calls egretctl run's seccomp
+ * profile refused, which never reach a tracepoint: egretctl reports them (the "seccomp"
+ * control request).
  */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "collector.h"
 #include "confine.h"
+#include "control.h"
+#include "seccomp.h"
+#include "util.h"
 
 _Static_assert(sizeof(struct egret_cgroup_event) == 136, "egret_cgroup_event layout");
 _Static_assert(sizeof(struct egret_tamper_event) == 80, "egret_tamper_event layout");
@@ -104,4 +113,98 @@ void confine__on_tamper(struct collector *c, const void *rec, size_t size)
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
 	collector__emit(c, &e.ev);
+}
+
+/* Tgid, uid, gid and name of thread tid, from /proc (left as they are when it is gone). */
+static void thread_status(uint32_t tid, struct egret_event_hdr *h)
+{
+	char path[64], buf[4096], *l, *save;
+
+	snprintf(path, sizeof(path), "/proc/%u/status", tid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return;
+	for (l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (!strncmp(l, "Name:\t", 6))
+			snprintf((char *)h->comm, sizeof(h->comm), "%s", l + 6);
+		else if (sscanf(l, "Tgid: %u", &h->pid) == 1 || sscanf(l, "Uid: %u", &h->uid) == 1)
+			continue;
+		else
+			sscanf(l, "Gid: %u", &h->gid);
+	}
+}
+
+/* seccomp NAME TID ARCH NR ERRNO ARG0..ARG5 SUPPRESSED, the words egretctl run sends. */
+static int seccomp_words(struct control_req *r, uint64_t *v)
+{
+	static const uint64_t max[11] = { UINT32_MAX, UINT32_MAX, UINT32_MAX, 4095,
+					  UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+					  UINT64_MAX, UINT64_MAX, UINT64_MAX };
+
+	if (r->argc != 13 || !sandbox__valid_name(r->argv[1]))
+		return -EINVAL;
+	for (int i = 0; i < 11; i++) {
+		if (parse_u64(r->argv[2 + i], max[i], &v[i]))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static void seccomp_detail(const uint64_t *v, char *buf, size_t size)
+{
+	uint32_t arch = (uint32_t)v[1], nr = (uint32_t)v[2];
+	const char *name = seccomp__name(arch, nr);
+	int off;
+
+	off = snprintf(buf, size,
+		       "%s syscall %u%s%s%s refused by egretctl run's seccomp profile (%s)",
+		       seccomp__abi(arch, nr), nr, name[0] ? " (" : "", name, name[0] ? ")" : "",
+		       strerrorname_np((int)v[3]) ? strerrorname_np((int)v[3]) : "?");
+	if (v[10] && off > 0 && (size_t)off < size)
+		snprintf(buf + off, size - (size_t)off,
+			 "; %llu more refusals in the sandbox were not "
+			 "reported one by one",
+			 (unsigned long long)v[10]);
+}
+
+int confine__cmd_seccomp(struct collector *c, struct control_req *r)
+{
+	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
+	struct egret_event_hdr h = { .type = EGRET_EV_TAMPER };
+	char dir[8192], detail[256];
+	uint64_t v[11], args[6];
+	struct envelope e;
+	struct stat st;
+
+	if (seccomp_words(r, v)) {
+		control__err(r, "usage: seccomp NAME TID ARCH NR ERRNO ARG0..ARG5 SUPPRESSED\n");
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", c->names.root, r->argv[1]);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		control__err(r, "no sandbox %s\n", r->argv[1]);
+		return 1;
+	}
+	/* what the kernel reported before (the caller's exec) goes into the stream first */
+	if (c->rb)
+		collector__poll(c);
+	h.ts_ns = now_ns(CLOCK_BOOTTIME);
+	h.sandbox_id = st.st_ino;
+	h.pid = h.tid = (uint32_t)v[0];
+	thread_status(h.tid, &h);
+	collector__envelope(c, &h, &e);
+	memcpy(args, v + 4, sizeof(args));
+	seccomp_detail(v, detail, sizeof(detail));
+	t.kind = EGRET__V1__TAMPER__KIND__KIND_SECCOMP;
+	t.target = v[2];
+	t.detail = detail;
+	t.syscall = (char *)seccomp__name((uint32_t)v[1], (uint32_t)v[2]);
+	t.abi = (char *)seccomp__abi((uint32_t)v[1], (uint32_t)v[2]);
+	t.n_args = 6;
+	t.args = args;
+	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	e.ev.activity_id = 99; /* Other */
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
+	e.ev.tamper = &t;
+	collector__emit(c, &e.ev);
+	return 0;
 }

@@ -9,8 +9,13 @@
 #include "egret/confine.h"
 
 struct collector;
+struct control_req;
 
 void confine__on_cgroup(struct collector *c, const void *rec, size_t size);
 void confine__on_tamper(struct collector *c, const void *rec, size_t size);
+/* "seccomp NAME TID ARCH NR ERRNO ARG0..ARG5 SUPPRESSED": a call egretctl run's profile
+ * refused, reported by egretctl, into a Tamper event
+ */
+int confine__cmd_seccomp(struct collector *c, struct control_req *r);
 
 #endif /* EGRET_USER_CONFINE_H */

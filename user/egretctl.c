@@ -7,11 +7,8 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cgroup.h"
@@ -22,21 +19,13 @@
 #include "log.h"
 #include "paths.h"
 #include "pbjson.h"
+#include "run.h"
 #include "sandbox.h"
-#include "seccomp.h"
 #include "tail.h"
 #include "util.h"
 #include "wire.h"
 
 #include "egret/v1/events.pb-c.h"
-
-/* exit statuses of `run`, as env(1) and timeout(1) use them */
-#define EXIT_RUN_FAILED	 125
-#define EXIT_CANNOT_EXEC 126
-#define EXIT_NOT_FOUND	 127
-
-/* how long `run` waits for what the command left running to leave the sandbox it removes */
-#define RUN_REMOVE_WAIT_MS 3000
 
 /* exit statuses of `status`; 3: enforcement holds, but there are no events, DNS answers, live
  * edits or rules for new sandboxes
@@ -52,6 +41,34 @@ struct global_opts {
 };
 
 static struct global_opts gopt;
+static char **self_argv; /* main's, for run's init to overwrite */
+static int self_argc;
+
+/* run's paragraph of the help, also what `egretctl run --help` prints */
+static const char run_help[] =
+	"  run [--sandbox NAME] [--preserve-fds N] [-q] [CONFINEMENT] -- CMD [ARGS...]\n"
+	"              run CMD in sandbox NAME (created when missing, generated when not\n"
+	"              given); refuses unless egret's programs are attached. CMD gets a\n"
+	"              user namespace (root inside is an unprivileged host uid), pid,\n"
+	"              mount, ipc, uts and cgroup namespaces, egret's seccomp profile,\n"
+	"              no_new_privs; egret's own files are out of its reach.\n"
+	"                --sandbox NAME    the sandbox (its cgroup under the root)\n"
+	"                --preserve-fds N  pass fds 3..N+2 on to CMD\n"
+	"                -q, --quiet       do not print a generated sandbox's name\n"
+	"                -h, --help        print this help\n"
+	"              CONFINEMENT (the start event records what CMD was given):\n"
+	"                --user UID[:GID]  the host ids root inside maps to (default: a\n"
+	"                                  range of 65536 ids of the sandbox's own)\n"
+	"                --net host|new    the host's network namespace (default; egret\n"
+	"                                  judges its egress) or a private one\n"
+	"                --share NS,...    keep the host's user, pid, mount, ipc, uts,\n"
+	"                                  cgroup, net namespace (or all)\n"
+	"                --no-userns       root inside is the host's root\n"
+	"                --seccomp default|none\n"
+	"                                  egret's profile (refusals are Tamper events)\n"
+	"                                  or none\n"
+	"                --privileged      host root, the host's namespaces, no seccomp\n"
+	"                                  profile: egret's kernel hooks only\n";
 
 static void usage(FILE *f)
 {
@@ -59,9 +76,7 @@ static void usage(FILE *f)
 		"Usage: egretctl [OPTIONS] COMMAND [ARGS]\n"
 		"\n"
 		"Commands:\n"
-		"  run [--sandbox NAME] [--preserve-fds N] [-q] -- CMD [ARGS...]\n"
-		"              run CMD in sandbox NAME (created when missing, generated when not\n"
-		"              given); refuses unless egret's programs are attached\n"
+		"%s"
 		"  status [--json]\n"
 		"              enforcement and egretd's state; exit 0 every program attached\n"
 		"              and egretd answering, 3 attached but egretd not answering,\n"
@@ -94,7 +109,8 @@ static void usage(FILE *f)
 		"  --control PATH     egretd's control socket (default: " EGRET_DEFAULT_CONTROL
 		")\n"
 		"  -V, --version      print the version\n"
-		"  -h, --help         print this help\n");
+		"  -h, --help         print this help\n",
+		run_help);
 }
 
 enum {
@@ -104,7 +120,13 @@ enum {
 	OPT_SANDBOX,
 	OPT_PRESERVE,
 	OPT_FORCE,
-	OPT_JSON
+	OPT_JSON,
+	OPT_USER,
+	OPT_NO_USERNS,
+	OPT_SHARE,
+	OPT_NET,
+	OPT_SECCOMP,
+	OPT_PRIVILEGED
 };
 
 #define GLOBAL_LONGOPTS                                              \
@@ -143,220 +165,80 @@ static int resolve_paths(struct egret_paths *p)
 	return paths__init(p, gopt.cgroup, gopt.state_dir, gopt.control);
 }
 
-/* Close inherited descriptors above 2, except the first `keep` of them: a socket opened
- * outside the sandbox would not be subject to its hooks.
- */
-static void close_inherited(int keep)
+static int run_opt(int c, struct run_opts *o, char **argv)
 {
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
+	struct sandbox_spec *s = &o->spec;
+	unsigned int mask;
+	const char *bad;
 
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		int fd = atoi(de->d_name);
-
-		if (de->d_name[0] != '.' && fd > 2 + keep && fd != dirfd(d))
-			fcntl(fd, F_SETFD, FD_CLOEXEC);
+	switch (c) {
+	case OPT_SANDBOX:
+		o->name = optarg;
+		return 0;
+	case OPT_PRESERVE:
+		return parse_u64(optarg, 1024, &o->keep)
+			       ? log_usage("bad --preserve-fds '%s': expected a count", optarg)
+			       : 0;
+	case 'q':
+		o->quiet = true;
+		return 0;
+	case 'h':
+		printf("Usage: egretctl [OPTIONS] run [RUN OPTIONS] -- CMD [ARGS...]\n\n%s",
+		       run_help);
+		return -1;
+	case OPT_USER:
+		s->ns |= SANDBOX_NS_USER;
+		return run__parse_user(optarg, s)
+			       ? log_usage("bad --user '%s': expected UID[:GID], "
+					   "not 0 (the host's root)",
+					   optarg)
+			       : 0;
+	case OPT_NO_USERNS:
+		s->ns &= ~SANDBOX_NS_USER;
+		return 0;
+	case OPT_SHARE:
+		if (sandbox_spec__parse_ns(optarg, &mask, &bad))
+			return log_usage("bad --share '%s': expected a list of user, pid, mount, "
+					 "ipc, uts, cgroup, net (or all)",
+					 optarg);
+		s->ns &= ~mask;
+		return 0;
+	case OPT_NET:
+		if (strcmp(optarg, "host") && strcmp(optarg, "new"))
+			return log_usage("bad --net '%s': expected host or new", optarg);
+		s->ns = optarg[0] == 'n' ? s->ns | SANDBOX_NS_NET : s->ns & ~SANDBOX_NS_NET;
+		return 0;
+	case OPT_SECCOMP:
+		if (strcmp(optarg, "default") && strcmp(optarg, "none"))
+			return log_usage("bad --seccomp '%s': expected default or none", optarg);
+		s->seccomp = optarg[0] == 'd';
+		return 0;
+	case OPT_PRIVILEGED:
+		s->ns = 0;
+		s->seccomp = s->no_new_privs = false;
+		return 0;
 	}
-	closedir(d);
+	return opt_error(c, argv);
 }
 
-/* Ask egretd to install the sandbox's rules now. Without egretd the sandbox still runs under
- * enforcement, with no network until egretd registers it (its sockets are denied meanwhile).
- */
-static int prepare_sandbox(const struct egret_paths *p, const char *name)
+static int run_check(struct run_opts *o, int argc, char **argv)
 {
-	char *req[] = { "prepare", (char *)name };
-	int rc = control__call(p->control, 2, req, stdout, stderr, 30);
+	struct sandbox_spec *s = &o->spec;
 
-	if (rc < 0)
-		fprintf(stderr,
-			"egretctl: warning: egretd is not answering on %s (%s): sandbox %s "
-			"has no network until egretd registers it\n",
-			p->control, strerror(-rc), name);
-	else if (rc > 0)
-		fprintf(stderr, "egretctl: egretd could not prepare sandbox %s\n", name);
-	return rc > 0 ? -EPERM : 0;
-}
-
-static int enter_sandbox(const struct egret_paths *p, const char *name)
-{
-	char dir[PATH_MAX], self[PATH_MAX];
-	int err;
-
-	err = join_path(dir, sizeof(dir), p->cgroup_root, name);
-	if (err)
-		return err;
-	err = cgroup__join(dir, getpid());
-	if (err) {
-		fprintf(stderr, "egretctl: failed to move into sandbox cgroup %s: %s\n", dir,
-			strerror(-err));
-		return err;
-	}
-	err = cgroup__of_pid(0, p->cgroup_mount, self, sizeof(self));
-	if (err || strcmp(self, dir) != 0) {
-		fprintf(stderr, "egretctl: not in sandbox cgroup %s after joining it (in %s)\n",
-			dir, err ? strerror(-err) : self);
-		return -EPERM;
-	}
+	if (optind >= argc)
+		return log_usage("%s", "run needs a command: egretctl run [--sandbox NAME] -- CMD");
+	if (o->name && !sandbox__valid_name(o->name))
+		return log_usage("bad sandbox name '%s': 1-64 of [A-Za-z0-9._-], starting with a "
+				 "letter or digit",
+				 o->name);
+	if (s->user_given && !(s->ns & SANDBOX_NS_USER))
+		return log_usage("%s",
+				 "--user maps root of the sandbox's user namespace: it does not "
+				 "go with --no-userns, --share user or --privileged");
+	/* host root with the host's capabilities and no profile: nothing but egret's hooks */
+	s->privileged = !(s->ns & SANDBOX_NS_USER) && !s->seccomp;
+	o->argv = argv + optind;
 	return 0;
-}
-
-/* Refuse unless every egret program is attached to the root cgroup. */
-static int require_enforcement(const struct egret_paths *p)
-{
-	char missing[1024];
-	int n;
-
-	if (paths__open_root((struct egret_paths *)p)) {
-		fprintf(stderr,
-			"egretctl: refusing to run: egret's root cgroup %s does not exist "
-			"(is egretd running?)\n",
-			p->cgroup_root);
-		return -ENOENT;
-	}
-	n = loader__check(p, missing, sizeof(missing));
-	if (n < 0) {
-		fprintf(stderr, "egretctl: refusing to run: cannot check enforcement on %s: %s\n",
-			p->cgroup_root, strerror(-n));
-		return n;
-	}
-	if (n > 0) {
-		fprintf(stderr,
-			"egretctl: refusing to run: egret enforcement is not attached to %s "
-			"(missing: %s); start egretd first\n",
-			p->cgroup_root, missing);
-		return -ENOLINK;
-	}
-	return 0;
-}
-
-/* What `run` was asked to do. */
-struct run_opts {
-	const char *name; /* the sandbox */
-	uint64_t keep;	  /* --preserve-fds */
-	bool quiet;
-	char **argv; /* the command */
-};
-
-/* Signals egretctl passes on to the command; SIGCHLD is how it learns the command ended. */
-static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
-
-/* The child: join the sandbox, seccomp, close inherited descriptors, exec. Never returns. */
-__attribute__((noreturn)) static void run_child(const struct egret_paths *p,
-						const struct run_opts *o, const sigset_t *mask,
-						const struct sigaction *chld)
-{
-	int err;
-
-	if (enter_sandbox(p, o->name))
-		_exit(EXIT_RUN_FAILED);
-	err = seccomp__install_sandbox_filter();
-	if (err) {
-		fprintf(stderr, "egretctl: cannot install the sandbox's seccomp filter: %s\n",
-			strerror(-err));
-		_exit(EXIT_RUN_FAILED);
-	}
-	close_inherited((int)o->keep);
-	/* what egretctl inherited, for the command to inherit */
-	sigaction(SIGCHLD, chld, NULL);
-	sigprocmask(SIG_SETMASK, mask, NULL);
-	execvp(o->argv[0], o->argv);
-	err = errno;
-	fprintf(stderr, "egretctl: cannot run %s: %s\n", o->argv[0], strerror(err));
-	_exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
-}
-
-/* The parent: pass signals on until the command ends; its wait status into *wstatus. A signal
- * the kernel sent (the terminal's ^C, ^\, hangup, window size: it went to the command's process
- * group too) or that the command sent is not passed on again.
- */
-static int run_supervise(pid_t child, const sigset_t *set, int *wstatus)
-{
-	for (;;) {
-		siginfo_t si;
-		int sig = sigwaitinfo(set, &si);
-
-		if (sig < 0 && errno == EINTR)
-			continue;
-		if (sig < 0)
-			return waitpid(child, wstatus, 0) == child ? 0 : -errno;
-		if (sig == SIGCHLD) {
-			if (waitpid(child, wstatus, WNOHANG) == child)
-				return 0;
-			continue;
-		}
-		if (si.si_code != SI_KERNEL && si.si_pid != child)
-			kill(child, sig);
-	}
-}
-
-/* Run the command in a child that joins the sandbox, egretctl staying outside it as the
- * parent; the command's wait status into *wstatus. 0, or -errno when it could not be started.
- */
-static int run_command(const struct egret_paths *p, const struct run_opts *o, int *wstatus)
-{
-	struct sigaction dfl = { .sa_handler = SIG_DFL }, chld;
-	sigset_t set, old;
-	pid_t child;
-	int err;
-
-	sigemptyset(&set);
-	for (size_t i = 0; i < ARRAY_SIZE(forwarded); i++)
-		sigaddset(&set, forwarded[i]);
-	sigaddset(&set, SIGCHLD);
-	/* SIGCHLD ignored would reap the child for us: waitpid must see it */
-	sigaction(SIGCHLD, &dfl, &chld);
-	sigprocmask(SIG_BLOCK, &set, &old);
-	fflush(NULL);
-	child = fork();
-	if (child == 0)
-		run_child(p, o, &old, &chld);
-	if (child < 0) {
-		err = -errno;
-		fprintf(stderr, "egretctl: cannot fork: %s\n", strerror(errno));
-		return err;
-	}
-	return run_supervise(child, &set, wstatus);
-}
-
-/* Exit as the command did: its exit status, or death by the same signal (without a core dump
- * of egretctl's own); the shell shows 128 + the signal either way.
- */
-static int exit_like(int wstatus)
-{
-	sigset_t one;
-	int sig;
-
-	if (WIFEXITED(wstatus))
-		return WEXITSTATUS(wstatus);
-	sig = WTERMSIG(wstatus);
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-	signal(sig, SIG_DFL);
-	sigemptyset(&one);
-	sigaddset(&one, sig);
-	sigprocmask(SIG_UNBLOCK, &one, NULL);
-	raise(sig);
-	return 128 + sig;
-}
-
-/* The sandbox's cgroup goes when egretctl made it; one that was there already stays. */
-static void run_cleanup(const struct egret_paths *p, const char *name, bool created)
-{
-	int err;
-
-	if (!created)
-		return;
-	err = sandbox__remove(p->cgroup_root, name, RUN_REMOVE_WAIT_MS);
-	if (err == -EBUSY)
-		fprintf(stderr,
-			"egretctl: sandbox %s still has processes %u ms after the command ended; "
-			"its cgroup %s/%s is left in place\n",
-			name, RUN_REMOVE_WAIT_MS, p->cgroup_root, name);
-	else if (err)
-		fprintf(stderr, "egretctl: cannot remove sandbox cgroup %s/%s: %s\n",
-			p->cgroup_root, name, strerror(-err));
 }
 
 static int run_parse(int argc, char **argv, struct run_opts *o)
@@ -366,79 +248,41 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		{ "sandbox", required_argument, NULL, OPT_SANDBOX },
 		{ "preserve-fds", required_argument, NULL, OPT_PRESERVE },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "user", required_argument, NULL, OPT_USER },
+		{ "no-userns", no_argument, NULL, OPT_NO_USERNS },
+		{ "share", required_argument, NULL, OPT_SHARE },
+		{ "net", required_argument, NULL, OPT_NET },
+		{ "seccomp", required_argument, NULL, OPT_SECCOMP },
+		{ "privileged", no_argument, NULL, OPT_PRIVILEGED },
+		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	int c;
+	int c, err;
 
+	sandbox_spec__default(&o->spec);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+:q", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:qh", longopts, NULL)) != -1) {
 		if (global_opt(c))
 			continue;
-		if (c == OPT_SANDBOX)
-			o->name = optarg;
-		else if (c == OPT_PRESERVE && parse_u64(optarg, 1024, &o->keep))
-			return log_usage("bad --preserve-fds '%s': expected a count", optarg);
-		else if (c == 'q')
-			o->quiet = true;
-		else if (c != OPT_PRESERVE)
-			return opt_error(c, argv);
+		err = run_opt(c, o, argv);
+		if (err)
+			return err;
 	}
-	if (optind >= argc)
-		return log_usage("%s", "run needs a command: egretctl run [--sandbox NAME] -- CMD");
-	if (o->name && !sandbox__valid_name(o->name))
-		return log_usage("bad sandbox name '%s': 1-64 of [A-Za-z0-9._-], starting with a "
-				 "letter or digit",
-				 o->name);
-	o->argv = argv + optind;
-	return 0;
-}
-
-/* The sandbox's cgroup; a generated name must be a new sandbox, never one that exists. */
-static int run_create(const struct egret_paths *p, struct run_opts *o, char *gen, size_t size,
-		      bool *created)
-{
-	int err = 0;
-
-	if (o->name)
-		return sandbox__create(p->cgroup_root, o->name, created);
-	for (int i = 0; i < 8 && !err && !*created; i++) {
-		sandbox__generate_name(gen, size);
-		err = sandbox__create(p->cgroup_root, gen, created);
-	}
-	o->name = gen;
-	if (!err && !*created)
-		err = -EEXIST;
-	if (!err && !o->quiet)
-		fprintf(stderr, "egretctl: sandbox %s\n", gen);
-	return err;
+	return run_check(o, argc, argv);
 }
 
 static int do_run(int argc, char **argv)
 {
-	struct run_opts o = { 0 };
-	char generated[32];
+	struct run_opts o = { .self_argv = self_argv, .self_argc = self_argc };
 	struct egret_paths p;
-	bool created = false;
-	int err, wstatus = EXIT_RUN_FAILED << 8;
+	int err;
 
 	err = run_parse(argc, argv, &o);
 	if (err)
-		return err;
-	if (resolve_paths(&p) || require_enforcement(&p))
+		return err < 0 ? 0 : err; /* < 0: --help was printed */
+	if (resolve_paths(&p))
 		return EXIT_RUN_FAILED;
-	err = run_create(&p, &o, generated, sizeof(generated), &created);
-	if (err) {
-		fprintf(stderr, "egretctl: failed to create sandbox cgroup %s/%s: %s\n",
-			p.cgroup_root, o.name, strerror(-err));
-		return EXIT_RUN_FAILED;
-	}
-	/* last look before the child joins: once inside, bpf(2) is a tamper attempt (and links
-	 * are pinned, so only an explicit uninstall could detach them meanwhile)
-	 */
-	if (!prepare_sandbox(&p, o.name) && !require_enforcement(&p))
-		run_command(&p, &o, &wstatus);
-	run_cleanup(&p, o.name, created);
-	return exit_like(wstatus);
+	return run__sandboxed(&p, &o);
 }
 
 /* What `status` found: the kernel's view, and egretd's answer. */
@@ -763,6 +607,8 @@ int main(int argc, char **argv)
 	int c;
 
 	log_init("egretctl", LOG_LVL_WARN);
+	self_argv = argv;
+	self_argc = argc;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:Vh", longopts, NULL)) != -1) {
 		if (global_opt(c))

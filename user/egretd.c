@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "collector.h"
+#include "confine.h"
 #include "control.h"
 #include "dns.h"
 #include "engine.h"
@@ -607,12 +608,88 @@ ENGINE_CMD(deny)
 ENGINE_CMD(revoke)
 ENGINE_CMD(list)
 ENGINE_CMD(reload)
-ENGINE_CMD(prepare)
+
+/* One "protect KIND PATH" line of prepare's reply, the path made absolute (egretd's cwd). */
+static void protect(struct control_req *r, const char *kind, const char *path, const char *sfx)
+{
+	char cwd[PATH_MAX] = "";
+
+	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+		return;
+	control__out(r, "protect %s %s%s%s%s\n", kind, cwd, cwd[0] ? "/" : "", path, sfx);
+}
+
+/* Where egretd's log goes when it is a file (its stdout or stderr). */
+static void protect_log(struct control_req *r, int fd)
+{
+	char link[64], path[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	path[n] = '\0';
+	if (path[0] == '/')
+		protect(r, "log", path, "");
+}
+
+/* The files of this instance a sandbox must not reach, for egretctl run's mount namespace. */
+static void list_protected(struct daemon *d, struct control_req *r)
+{
+	char self[PATH_MAX], sfx[16];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	protect(r, "policy", d->engine.policy_path, "");
+	protect(r, "live-rules", d->engine.live_path, "");
+	protect(r, "spool", d->stream.spool.dir, "");
+	protect(r, "control", d->paths.control, "");
+	protect(r, "control", d->paths.control, ".lock");
+	for (unsigned int i = 0; i < d->stream.nsinks; i++) {
+		const struct sink *k = d->stream.sinks[i];
+
+		if (k->kind != SINK_FILE && k->kind != SINK_UNIX)
+			continue;
+		protect(r, "sink", k->path, "");
+		for (unsigned int j = 1; k->kind == SINK_FILE && j <= k->keep; j++) {
+			snprintf(sfx, sizeof(sfx), ".%u", j);
+			protect(r, "sink", k->path, sfx);
+		}
+	}
+	protect_log(r, STDOUT_FILENO);
+	protect_log(r, STDERR_FILENO);
+	if (n > 0) {
+		self[n] = '\0';
+		protect(r, "binary", self, "");
+	}
+}
+
+/* Registration by egretctl run; with its confinement words, also what it must keep out of the
+ * sandbox's reach.
+ */
+static int cmd_prepare(void *ctx, struct control_req *r)
+{
+	struct daemon *d = ctx;
+	int rc = engine__cmd_prepare(&d->engine, r);
+
+	if (!rc && r->argc > 2)
+		list_protected(d, r);
+	return rc;
+}
+
+/* egretctl run refused a system call of a sandboxed process: a Tamper event. */
+static int cmd_seccomp(void *ctx, struct control_req *r)
+{
+	struct daemon *d = ctx;
+
+	return confine__cmd_seccomp(&d->collector, r);
+}
 
 static const struct control_cmd control_cmds[] = {
-	{ "status", cmd_status },   { "allow", cmd_allow }, { "deny", cmd_deny },
-	{ "revoke", cmd_revoke },   { "list", cmd_list },   { "reload", cmd_reload },
-	{ "prepare", cmd_prepare },
+	{ "status", cmd_status },   { "allow", cmd_allow },	{ "deny", cmd_deny },
+	{ "revoke", cmd_revoke },   { "list", cmd_list },	{ "reload", cmd_reload },
+	{ "prepare", cmd_prepare }, { "seccomp", cmd_seccomp },
 };
 
 /* Who sent a SIGHUP: the process that called kill(2) (its pid and uid from the signal, its

@@ -784,16 +784,85 @@ int engine__cmd_reload(void *ctx, struct control_req *r)
 	return 0;
 }
 
-/* egretctl run, before it joins NAME: install the sandbox's rules now. */
+/* egretctl run is starting a command in sandbox id: what it is given. */
+static void emit_started(struct engine *e, uint64_t id, const char *name,
+			 const struct sandbox_spec *s, const struct ucred *cr)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
+	Egret__V1__Process proc = EGRET__V1__PROCESS__INIT;
+	Egret__V1__SandboxLifecycle sl = EGRET__V1__SANDBOX_LIFECYCLE__INIT;
+	Egret__V1__Confinement cf = EGRET__V1__CONFINEMENT__INIT;
+	char names[64], *ns[8], comm[64] = "", path[64], reason[160];
+	size_t n = 0;
+	int len;
+
+	if (!e->stream)
+		return;
+	sandbox_spec__ns_names(s->ns, names, sizeof(names));
+	for (char *save, *w = strtok_r(names, ",", &save); w && n < 8;
+	     w = strtok_r(NULL, ",", &save))
+		ns[n++] = w;
+	cf.privileged = s->privileged;
+	cf.user_namespace = s->ns & SANDBOX_NS_USER;
+	cf.uid = cf.user_namespace ? s->uid : 0;
+	cf.gid = cf.user_namespace ? s->gid : 0;
+	cf.id_count = cf.user_namespace ? s->ids : 0;
+	cf.n_namespaces = n;
+	cf.namespaces = ns;
+	cf.seccomp = (char *)(s->seccomp ? "default" : "none");
+	cf.no_new_privs = s->no_new_privs;
+	snprintf(path, sizeof(path), "/proc/%d/comm", cr->pid);
+	len = read_file(path, comm, sizeof(comm));
+	if (len > 0 && comm[len - 1] == '\n')
+		comm[len - 1] = '\0';
+	snprintf(reason, sizeof(reason), "egretctl run by uid %u (pid %d)", cr->uid, cr->pid);
+	sl.kind = EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_STARTED;
+	sl.reason = reason;
+	sl.confinement = &cf;
+	sb.cgroup_id = id;
+	sb.name = (char *)name;
+	proc.pid = proc.tid = (uint32_t)cr->pid;
+	proc.uid = cr->uid;
+	proc.gid = cr->gid;
+	proc.comm = comm;
+	ev.sandbox = &sb;
+	ev.process = &proc;
+	ev.class_uid = OCSF_APPLICATION_LIFECYCLE;
+	ev.activity_id = OCSF_APP_ACTIVITY_START;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE;
+	ev.sandbox_lifecycle = &sl;
+	stream__emit(e->stream, &ev);
+}
+
+/* The confinement words of a prepare request into s; -1 after replying when one is bad. */
+static int prepare_spec(struct control_req *r, struct sandbox_spec *s)
+{
+	sandbox_spec__default(s);
+	for (int i = 2; i < r->argc; i++) {
+		if (sandbox_spec__parse_word(s, r->argv[i])) {
+			control__err(r, "bad confinement '%s' in prepare\n", r->argv[i]);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* egretctl run, before it starts a command in NAME: install the sandbox's rules now; with the
+ * words saying what the command is given (egretctl's confinement), report its start.
+ */
 int engine__cmd_prepare(void *ctx, struct control_req *r)
 {
 	struct engine *e = ctx;
+	struct sandbox_spec spec;
 	uint64_t id;
 
-	if (r->argc != 2 || !sandbox__valid_name(r->argv[1])) {
-		control__err(r, "usage: prepare NAME\n");
+	if (r->argc < 2 || !sandbox__valid_name(r->argv[1])) {
+		control__err(r, "usage: prepare NAME [KEY=VALUE...]\n");
 		return 2;
 	}
+	if (prepare_spec(r, &spec))
+		return 2;
 	if (!sandbox_dir_id(e, r->argv[1], &id)) {
 		control__err(r, "no sandbox cgroup %s/%s\n", e->cgroup_root, r->argv[1]);
 		return 1;
@@ -804,6 +873,8 @@ int engine__cmd_prepare(void *ctx, struct control_req *r)
 			     r->argv[1]);
 		return 1;
 	}
+	if (r->argc > 2)
+		emit_started(e, id, r->argv[1], &spec, &r->peer);
 	return 0;
 }
 

@@ -255,3 +255,112 @@ void sandbox_names__free(struct sandbox_names *t)
 	free(t->slots);
 	t->slots = NULL;
 }
+
+static const char *const ns_names[] = { "user", "pid", "mount", "ipc", "uts", "cgroup", "net" };
+
+void sandbox_spec__default(struct sandbox_spec *s)
+{
+	*s = (struct sandbox_spec){ .ns = SANDBOX_NS_DEFAULT,
+				    .seccomp = true,
+				    .no_new_privs = true };
+}
+
+static int ns_bit(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
+		if (strlen(ns_names[i]) == len && !strncmp(ns_names[i], name, len))
+			return 1 << i;
+	}
+	return len == 3 && !strncmp(name, "all", 3) ? (int)SANDBOX_NS_ALL : 0;
+}
+
+int sandbox_spec__parse_ns(const char *list, unsigned int *mask, const char **bad)
+{
+	*mask = 0;
+	for (const char *p = list; *p;) {
+		size_t len = strcspn(p, ",");
+		int bit = ns_bit(p, len);
+
+		if (!bit) {
+			*bad = p;
+			return -EINVAL;
+		}
+		*mask |= (unsigned int)bit;
+		p += len + (p[len] == ',');
+	}
+	return 0;
+}
+
+void sandbox_spec__ns_names(unsigned int mask, char *out, size_t size)
+{
+	size_t off = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < sizeof(ns_names) / sizeof(ns_names[0]); i++) {
+		if (!(mask & (1u << i)) || off >= size)
+			continue;
+		off += (size_t)snprintf(out + off, size - off, "%s%s", off ? "," : "", ns_names[i]);
+	}
+}
+
+void sandbox_spec__words(const struct sandbox_spec *s, char words[][SANDBOX_SPEC_WORD])
+{
+	char ns[64];
+
+	sandbox_spec__ns_names(s->ns, ns, sizeof(ns));
+	snprintf(words[0], SANDBOX_SPEC_WORD, "ns=%s", ns);
+	snprintf(words[1], SANDBOX_SPEC_WORD, "uid=%u", s->uid);
+	snprintf(words[2], SANDBOX_SPEC_WORD, "gid=%u", s->gid);
+	snprintf(words[3], SANDBOX_SPEC_WORD, "ids=%u", s->ids);
+	snprintf(words[4], SANDBOX_SPEC_WORD, "seccomp=%s", s->seccomp ? "default" : "none");
+	snprintf(words[5], SANDBOX_SPEC_WORD, "nnp=%d", s->no_new_privs);
+	snprintf(words[6], SANDBOX_SPEC_WORD, "privileged=%d", s->privileged);
+}
+
+static int parse_u32(const char *v, uint32_t *out)
+{
+	uint64_t n;
+	int err = parse_u64(v, UINT32_MAX, &n);
+
+	if (!err)
+		*out = (uint32_t)n;
+	return err;
+}
+
+static int parse_flag(const char *v, bool *out)
+{
+	if (strcmp(v, "0") && strcmp(v, "1"))
+		return -EINVAL;
+	*out = v[0] == '1';
+	return 0;
+}
+
+int sandbox_spec__parse_word(struct sandbox_spec *s, const char *word)
+{
+	const char *v = strchr(word, '=');
+	const char *bad;
+	size_t klen;
+
+	if (!v)
+		return -EINVAL;
+	klen = (size_t)(v++ - word);
+	if (klen == 2 && !strncmp(word, "ns", 2))
+		return sandbox_spec__parse_ns(v, &s->ns, &bad);
+	if (klen == 3 && !strncmp(word, "uid", 3))
+		return parse_u32(v, &s->uid);
+	if (klen == 3 && !strncmp(word, "gid", 3))
+		return parse_u32(v, &s->gid);
+	if (klen == 3 && !strncmp(word, "ids", 3))
+		return parse_u32(v, &s->ids);
+	if (klen == 7 && !strncmp(word, "seccomp", 7)) {
+		if (strcmp(v, "default") && strcmp(v, "none"))
+			return -EINVAL;
+		s->seccomp = v[0] == 'd';
+		return 0;
+	}
+	if (klen == 3 && !strncmp(word, "nnp", 3))
+		return parse_flag(v, &s->no_new_privs);
+	if (klen == 10 && !strncmp(word, "privileged", 10))
+		return parse_flag(v, &s->privileged);
+	return -EINVAL;
+}

@@ -191,10 +191,11 @@ Test(lifecycle, restart_adopts_pins_without_a_gap)
 
 Test(lifecycle, run_refuses_while_nothing_is_attached)
 {
-	char out[4096], marker[PATH_MAX + 16];
+	char out[4096], shared[PATH_MAX], marker[PATH_MAX + 16];
 	struct stat st;
 
-	snprintf(marker, sizeof(marker), "%s/ran", T->tmpdir);
+	cr_assert_eq(harness_shared_dir(T, shared, sizeof(shared)), 0);
+	snprintf(marker, sizeof(marker), "%s/ran", shared);
 	cr_assert_eq(mkdir(T->cgroup_root, 0755), 0);
 	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--", "touch", marker, NULL), 125, "%s",
 		     out);
@@ -216,11 +217,16 @@ Test(lifecycle, run_places_the_command_in_its_sandbox)
 	char out[4096], expect[PATH_MAX + 16];
 
 	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
-	cr_assert_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "named", "--", "cat",
-			      "/proc/self/cgroup", NULL),
+	/* in the host's cgroup namespace, its path; in its own (the default), the root */
+	cr_assert_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "named", "--share", "cgroup",
+			      "--", "cat", "/proc/self/cgroup", NULL),
 		     0, "%s", out);
 	snprintf(expect, sizeof(expect), "0::%s/named\n", T->cgroup_root + strlen(T->cgroup_mount));
 	cr_expect(strstr(out, expect), "expected '%s' in:\n%s", expect, out);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "named", "--", "sh", "-c",
+			      "grep ^0:: /proc/self/cgroup; grep ^0:: /proc/1/cgroup", NULL),
+		     0, "%s", out);
+	cr_expect(strstr(out, "0::/\n0::/\n"), "not at the root of its cgroup namespace:\n%s", out);
 	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--", "sh", "-c", "exit 7", NULL), 7,
 		     "exit status not passed through: %s", out);
 	cr_expect(strstr(out, "egretctl: sandbox sbx-"), "generated name not shown: %s", out);
@@ -256,13 +262,22 @@ Test(lifecycle, run_removes_the_sandbox_it_created)
 	cr_assert_eq(sscanf(gen, "egretctl: sandbox %79s", name), 1);
 	cr_expect_not(sandbox_exists(name), "generated sandbox %s left behind", name);
 
-	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "linger", "--", "sh", "-c",
-			      "sleep 0.5 & exit 3", NULL),
+	/* in the host's pid namespace a descendant outlives the command, and is waited for; in
+	 * the sandbox's own, it ends with the command (its init)
+	 */
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "linger", "--share", "pid",
+			      "--", "sh", "-c", "sleep 0.5 & exit 3", NULL),
 		     3, "%s", out);
 	cr_expect_not(sandbox_exists("linger"), "sandbox left behind by a lingering child");
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "linger", "--", "sh", "-c",
+			      "sleep 30 & exit 4", NULL),
+		     4, "%s", out);
+	cr_expect_not(sandbox_exists("linger"), "the sandbox's pid namespace outlived its init");
+	cr_expect_null(strstr(out, "still has processes"), "%s", out);
 
-	cr_assert_eq(sandbox_path(T, "nested", expect, sizeof(expect)), 0);
-	snprintf(script, sizeof(script), "mkdir %s/inner", expect);
+	/* the sandbox's cgroup, delegated to its root, is at the cgroup2 mount in its namespace */
+	snprintf(script, sizeof(script), "mkdir %s/inner && echo $$ > %s/inner/cgroup.procs",
+		 T->cgroup_mount, T->cgroup_mount);
 	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "nested", "--", "sh", "-c",
 			      script, NULL),
 		     0, "%s", out);
@@ -270,11 +285,12 @@ Test(lifecycle, run_removes_the_sandbox_it_created)
 
 	cr_assert_eq(sandbox_path(T, "kept", expect, sizeof(expect)), 0);
 	cr_assert_eq(mkdir(expect, 0755), 0);
-	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "kept", "--", "sh", "-c",
-			      "cat /proc/$PPID/cgroup", NULL),
+	cr_expect_eq(egretctl(T, out, sizeof(out), "run", "--sandbox", "kept", "--share",
+			      "pid,cgroup", "--", "sh", "-c", "cat /proc/$PPID/cgroup", NULL),
 		     0, "%s", out);
 	cr_expect(sandbox_exists("kept"), "a sandbox egretctl did not create was removed");
 	snprintf(expect, sizeof(expect), "0::%s/kept\n", T->cgroup_root + strlen(T->cgroup_mount));
+	cr_expect(strstr(out, "0::/"), "egretctl's cgroup not read: %s", out);
 	cr_expect_null(strstr(out, expect), "egretctl itself is in the sandbox: %s", out);
 }
 
@@ -320,14 +336,15 @@ static bool wait_file(const char *path, int ms)
  */
 Test(lifecycle, run_forwards_signals_and_exits_as_the_command)
 {
-	char log[PATH_MAX + 16], ready[PATH_MAX + 16], script[PATH_MAX * 2 + 64];
+	char log[PATH_MAX + 16], ready[PATH_MAX + 16], script[PATH_MAX * 2 + 64], shared[PATH_MAX];
 	char *trap[] = { "sh", "-c", script, NULL }, *sleeper[] = { "sh", "-c", script, NULL };
 	int status;
 	pid_t pid;
 
 	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_assert_eq(harness_shared_dir(T, shared, sizeof(shared)), 0);
 	snprintf(log, sizeof(log), "%s/run.log", T->tmpdir);
-	snprintf(ready, sizeof(ready), "%s/ready", T->tmpdir);
+	snprintf(ready, sizeof(ready), "%s/ready", shared);
 	snprintf(script, sizeof(script),
 		 "trap 'exit 42' USR1; touch %s; while :; do sleep 0.05; done", ready);
 	pid = spawn_run(log, trap);

@@ -466,6 +466,17 @@ int egretctl(struct egret_instance *e, char *out, size_t outsz, ...)
 	return run_cmd(argv, out, outsz);
 }
 
+/* <tmpdir>/shared, which root of an `egretctl run` sandbox (an unprivileged host uid) may write:
+ * the tmpdir becomes traversable (0711), shared itself 0777 (sticky).
+ */
+int harness_shared_dir(struct egret_instance *e, char *out, size_t size)
+{
+	snprintf(out, size, "%s/shared", e->tmpdir);
+	if (chmod(e->tmpdir, 0711) || (mkdir(out, 01777) && errno != EEXIST) || chmod(out, 01777))
+		return -errno;
+	return 0;
+}
+
 int sandbox_path(struct egret_instance *e, const char *sandbox, char *out, size_t size)
 {
 	return join_path(out, size, e->cgroup_root, sandbox);

@@ -64,6 +64,7 @@ int egretctl(struct egret_instance *e, char *out, size_t outsz, ...);
  * returns fn's return value (0-255), or -1 when the child could not run it
  */
 int sandbox_path(struct egret_instance *e, const char *sandbox, char *out, size_t size);
+int harness_shared_dir(struct egret_instance *e, char *out, size_t size);
 int in_sandbox(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
 int in_sandbox_status(struct egret_instance *e, const char *sandbox, int (*fn)(void *), void *arg);
 int sandbox_cmd(struct egret_instance *e, const char *sandbox, char *out, size_t outsz, ...);
