@@ -15,6 +15,8 @@
 #include "egret/dns.h"
 #include "egret/audit.h"
 
+#include "lib/compat.bpf.h"
+
 #define AF_UNIX	       1
 #define AF_INET	       2
 #define AF_INET6       10
@@ -31,10 +33,6 @@
 
 #define SIGKILL	       9
 #define SIGSYS	       31
-
-#ifndef bpf_ksym_exists /* libbpf < 1.2 */
-#define bpf_ksym_exists(sym) (!!(sym))
-#endif
 
 #define SK_PASS 1 /* cgroup programs: let it through */
 #define SK_DROP 0 /* cgroup programs: refuse (EPERM for socket calls) */
