@@ -38,7 +38,7 @@ die() {
 	exit 2
 }
 usage() {
-	sed -n '3,5p' "$0" | sed 's/^# \{0,1\}//' >&2
+	sed -n '4,5p' "$0" | sed 's/^# \{0,1\}//' >&2
 	exit 2
 }
 need() { # COMMAND PACKAGE [WHAT FOR]
@@ -71,7 +71,8 @@ case $cgroup in unified | hybrid) ;; *) die "--cgroup must be unified or hybrid,
 case $timeout in *[!0-9]* | '') die "--timeout takes seconds, not '$timeout'" ;; esac
 case $mem in *[!0-9]* | '') die "--mem takes MiB, not '$mem'" ;; esac
 [ "$(id -u)" = 0 ] || die "run me as root (apt-get download, the guest's share of /)"
-build=$(cd "$build" 2>/dev/null && pwd) || die "no build tree at $build: build egret first"
+b=$(cd "$build" 2>/dev/null && pwd) || die "no build tree at $build: build egret first"
+build=$b
 for b in tests/egret_integration egretd egretctl; do
 	[ -x "$build/$b" ] || die "$build/$b missing: build egret first (cmake --build $build)"
 done
@@ -152,7 +153,8 @@ case $kernel in
 		want=$(resolve_pkg || true)
 	fi
 	[ -n "$want" ] && pkg=$want
-	[ -n "$pkg" ] || die "apt knows no kernel package for '$kernel' (a linux-image-* name, 6.1 or 6.12)"
+	[ -n "$want" ] || [ -n "$(cached_deb "$pkg")" ] ||
+		die "apt knows no kernel package '$kernel' (KERNEL: a linux-image-* package, 6.1, 6.12 or a .deb)"
 	deb=$(cached_deb "$pkg")
 	if [ -z "$deb" ]; then
 		echo "kernels: fetching $pkg into $cache"
