@@ -46,35 +46,35 @@ struct unit_ops {
  * switches (bpf/lib/compat.bpf.h), and loads the programs this kernel wants; p is NULL when the
  * object is only opened to list its programs.
  */
-#define UNIT_OPEN(stem, extra)                                                               \
-	static int stem##_open(struct loader_unit *u, const struct egret_paths *p,           \
-			       const struct loader_config *cfg)                              \
-	{                                                                                    \
-		struct stem##_bpf *skel = stem##_bpf__open();                                \
-                                                                                             \
-		if (!skel)                                                                   \
-			return -errno;                                                       \
-		if (p) {                                                                     \
-			skel->rodata->sandbox_level = p->root_level + 1;                     \
-			skel->rodata->root_cgroup_id = p->root_id;                           \
-		}                                                                            \
-		if (cfg)                                                                     \
-			extra;                                                               \
-		if (cfg) {                                                                   \
+#define UNIT_OPEN(stem, extra)                                                              \
+	static int stem##_open(struct loader_unit *u, const struct egret_paths *p,          \
+			       const struct loader_config *cfg)                             \
+	{                                                                                   \
+		struct stem##_bpf *skel = stem##_bpf__open();                               \
+                                                                                            \
+		if (!skel)                                                                  \
+			return -errno;                                                      \
+		if (p) {                                                                    \
+			skel->rodata->sandbox_level = p->root_level + 1;                    \
+			skel->rodata->root_cgroup_id = p->root_id;                          \
+		}                                                                           \
+		if (cfg)                                                                    \
+			extra;                                                              \
+		if (cfg) {                                                                  \
 			const struct kernel_features *kf = cfg->kf ? cfg->kf : &everything; \
-                                                                                             \
-			skel->rodata->have_task_from_pid = kf->task_from_pid;                \
-			skel->rodata->have_send_signal_task = kf->send_signal_task;          \
-			skel->rodata->skb_task_helpers = kf->skb_task_helpers;               \
-			unit_autoload(skel->obj, kf);                                        \
-		}                                                                            \
-		u->skel = skel;                                                              \
-		u->obj = skel->obj;                                                          \
-		return 0;                                                                    \
-	}                                                                                    \
-	static void stem##_destroy(void *skel)                                               \
-	{                                                                                    \
-		stem##_bpf__destroy(skel);                                                   \
+                                                                                            \
+			skel->rodata->have_task_from_pid = kf->task_from_pid;               \
+			skel->rodata->have_send_signal_task = kf->send_signal_task;         \
+			skel->rodata->skb_task_helpers = kf->skb_task_helpers;              \
+			unit_autoload(skel->obj, kf);                                       \
+		}                                                                           \
+		u->skel = skel;                                                             \
+		u->obj = skel->obj;                                                         \
+		return 0;                                                                   \
+	}                                                                                   \
+	static void stem##_destroy(void *skel)                                              \
+	{                                                                                   \
+		stem##_bpf__destroy(skel);                                                  \
 	}
 
 /* what a kernel without a feature probe would report: everything */
@@ -99,8 +99,8 @@ static void unit_autoload(struct bpf_object *obj, const struct kernel_features *
 	bpf_object__for_each_program(prog, obj)
 	{
 		if (!is_run_only(prog))
-			bpf_program__set_autoload(prog,
-						  kfeatures__prog_wanted(kf, bpf_program__name(prog)));
+			bpf_program__set_autoload(
+				prog, kfeatures__prog_wanted(kf, bpf_program__name(prog)));
 	}
 }
 
@@ -315,8 +315,8 @@ static char *load_log, *load_msgs;
 static const struct {
 	const char *sym, *since;
 } sym_since[] = {
-	{ "bpf_task_from_pid", "6.3" },	     { "bpf_task_release", "6.3" },
-	{ "bpf_send_signal_task", "6.13" },  { "bpf_loop", "5.17" },
+	{ "bpf_task_from_pid", "6.3" },		{ "bpf_task_release", "6.3" },
+	{ "bpf_send_signal_task", "6.13" },	{ "bpf_loop", "5.17" },
 	{ "bpf_get_current_task_btf", "5.11" }, { "bpf_task_storage_get", "5.11" },
 };
 
@@ -378,8 +378,7 @@ static void last_line(const char *log, char *out, size_t size)
 	snprintf(out, size, "%.*s", best ? (int)best_len : 0, best ? best : "");
 }
 
-static void explain_sym(char *out, size_t size, const char *what, const char *sym,
-			const char *tail)
+static void explain_sym(char *out, size_t size, const char *what, const char *sym, const char *tail)
 {
 	const char *since = since_of(sym);
 
@@ -388,7 +387,7 @@ static void explain_sym(char *out, size_t size, const char *what, const char *sy
 }
 
 /* One line saying why a program did not load, from the verifier's log and libbpf's messages. */
-static void explain(const char *vlog, const char *msgs, char *out, size_t size)
+void loader__explain(const char *vlog, const char *msgs, char *out, size_t size)
 {
 	char w[128], line[256];
 
@@ -398,11 +397,13 @@ static void explain(const char *vlog, const char *msgs, char *out, size_t size)
 		explain_sym(out, size, "helper", w, "is not available to this program type here");
 	else if (word_after(msgs, "extern (func ksym) '", w, sizeof(w)))
 		explain_sym(out, size, "kfunc", w, "is missing from this kernel");
-	else if (strstr(vlog, "BPF program is too large"))
-		snprintf(out, size, "too large for this kernel's verifier (1,000,000 instructions)");
+	else if (vlog && strstr(vlog, "BPF program is too large"))
+		snprintf(out, size,
+			 "too large for this kernel's verifier (1,000,000 instructions)");
 	else if (line_after(vlog, "Unreleased reference", line, sizeof(line)))
 		snprintf(out, size, "the verifier found a reference not released%s", line);
-	else if (line_after(msgs, "failed to resolve CO-RE relocation ", line, sizeof(line)))
+	else if (line_after(vlog, "failed to resolve CO-RE relocation ", line, sizeof(line)) ||
+		 line_after(msgs, "failed to resolve CO-RE relocation ", line, sizeof(line)))
 		snprintf(out, size, "a kernel type differs here: %s", line);
 	else if (word_after(msgs, "failed to find kernel BTF type ID of '", w, sizeof(w)))
 		snprintf(out, size, "this kernel has no tracepoint or function %s", w);
@@ -462,7 +463,7 @@ static unsigned int diagnose_unit(struct loader *l, const struct loader_unit *u)
 
 		if (!bpf_program__autoload(prog) || !load_alone(l, u, name))
 			continue;
-		explain(load_log, load_msgs, why, sizeof(why));
+		loader__explain(load_log, load_msgs, why, sizeof(why));
 		log_err("program '%s' (%s, object '%s') cannot load on Linux %s: %s", name,
 			bpf_program__section_name(prog), u->ops->name, kf ? kf->release : "here",
 			why);
