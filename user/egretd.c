@@ -429,7 +429,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->kernel.accept[o->kernel.naccept++] = optarg;
 			break;
 		case OPT_WITHOUT:
-			if (!kfeatures__is_probe(optarg) || o->kernel.nwithout == FEATURES_PROBES_MAX)
+			if (!kfeatures__is_probe(optarg) ||
+			    o->kernel.nwithout == FEATURES_PROBES_MAX)
 				return log_usage("bad --without-kernel-feature '%s': one of %s",
 						 optarg, kfeatures__probe_names());
 			o->kernel.without[o->kernel.nwithout++] = optarg;
@@ -799,6 +800,22 @@ static int setup_instance(struct daemon *d)
 	return err;
 }
 
+/* Whether the policy file asks for enforce mode, read before it is applied: a kernel gap
+ * refuses enforce mode before anything changes. A file that does not parse counts as enforce
+ * (engine__start then says what is wrong with it).
+ */
+static bool policy_enforces(const char *path)
+{
+	char err[POLICY_ERR_LEN];
+	struct policy p;
+	bool enforce;
+
+	policy__init(&p);
+	enforce = policy__parse_file(&p, path, false, err, sizeof(err)) || p.mode == POLICY_ENFORCE;
+	policy__free(&p);
+	return enforce;
+}
+
 /* Enforcement first: nothing else matters if it cannot be set up. */
 static int setup_enforcement(struct daemon *d)
 {
@@ -816,14 +833,16 @@ static int setup_enforcement(struct daemon *d)
 		err = loader__load(&d->loader);
 	if (!err)
 		err = selftest__path_matcher(loader__prog_fd(&d->loader, "egret_selftest"),
-					     loader__map_fd(&d->loader, "selftest"), &d->opt.loader);
+					     loader__map_fd(&d->loader, "selftest"),
+					     &d->opt.loader);
 	if (!err)
 		err = engine__init(&d->engine, d->opt.policy, d->opt.live_rules,
 				   d->paths.cgroup_root, loader__map_fd(&d->loader, "policy_v1"),
 				   loader__map_fd(&d->loader, "sandboxes"),
 				   loader__map_fd(&d->loader, "sandbox_rules"));
 	if (!err)
-		err = kfeatures__check_gaps(&d->kf, d->engine.pol.mode == POLICY_ENFORCE);
+		err = kfeatures__check_gaps(&d->kf, policy_enforces(d->opt.policy));
+	d->engine.no_enforce = kfeatures__gap(&d->kf); /* nor later by a reload */
 	/* a rule set is in force before any program that reads it */
 	if (!err)
 		err = engine__start(&d->engine);

@@ -86,7 +86,9 @@ static bool btf_has(const struct btf *btf, const char *name, __u32 kind)
 static bool skb_helper(enum bpf_func_id id)
 {
 	struct bpf_insn insns[] = {
-		{ .code = BPF_ALU64 | BPF_MOV | BPF_X, .dst_reg = BPF_REG_1, .src_reg = BPF_REG_10 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_X,
+		  .dst_reg = BPF_REG_1,
+		  .src_reg = BPF_REG_10 },
 		{ .code = BPF_ALU64 | BPF_ADD | BPF_K, .dst_reg = BPF_REG_1, .imm = -16 },
 		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_2, .imm = 16 },
 		{ .code = BPF_JMP | BPF_CALL, .imm = id },
@@ -164,20 +166,23 @@ static void task_from_pid_feature(struct kernel_features *kf)
 static void send_signal_task_feature(struct kernel_features *kf)
 {
 	if (kf->send_signal_task)
-		feature_add(kf, "send_signal_task", FEATURE_ON,
-			    "kfunc bpf_send_signal_task: a process moved out of its sandbox by "
-			    "another, or put outside by clone3(CLONE_INTO_CGROUP), is killed at once");
+		feature_add(
+			kf, "send_signal_task", FEATURE_ON,
+			"kfunc bpf_send_signal_task: a process moved out of its sandbox by "
+			"another, or put outside by clone3(CLONE_INTO_CGROUP), is killed at once");
 	else if (kf->sys_exit_btf)
-		feature_add(kf, "send_signal_task", FEATURE_FALLBACK,
-			    "no kfunc bpf_send_signal_task (Linux 6.13): a process moved out of its "
-			    "sandbox by another is killed from its own context on its way back from "
-			    "its current syscall, a clone3(CLONE_INTO_CGROUP) child before its first "
-			    "instruction (egret_reap, at every syscall exit)");
+		feature_add(
+			kf, "send_signal_task", FEATURE_FALLBACK,
+			"no kfunc bpf_send_signal_task (Linux 6.13): a process moved out of its "
+			"sandbox by another is killed from its own context on its way back from "
+			"its current syscall, a clone3(CLONE_INTO_CGROUP) child before its first "
+			"instruction (egret_reap, at every syscall exit)");
 	else
-		feature_add(kf, "send_signal_task", FEATURE_GAP,
-			    "no kfunc bpf_send_signal_task (Linux 6.13) and no sys_exit tracepoint "
-			    "with BTF: a process moved out of its sandbox by another, or put outside "
-			    "by clone3(CLONE_INTO_CGROUP), survives there (the mover is killed)");
+		feature_add(
+			kf, "send_signal_task", FEATURE_GAP,
+			"no kfunc bpf_send_signal_task (Linux 6.13) and no sys_exit tracepoint "
+			"with BTF: a process moved out of its sandbox by another, or put outside "
+			"by clone3(CLONE_INTO_CGROUP), survives there (the mover is killed)");
 }
 
 static void skb_task_feature(struct kernel_features *kf)
@@ -361,6 +366,16 @@ int kfeatures__check_gaps(const struct kernel_features *kf, bool enforce)
 	return refused ? -EOPNOTSUPP : 0;
 }
 
+/* The first gap the operator did not accept, or NULL. */
+const char *kfeatures__gap(const struct kernel_features *kf)
+{
+	for (unsigned int i = 0; i < kf->n; i++) {
+		if (kf->f[i].state == FEATURE_GAP && !kf->f[i].accepted)
+			return kf->f[i].name;
+	}
+	return NULL;
+}
+
 bool kfeatures__prog_wanted(const struct kernel_features *kf, const char *prog)
 {
 	for (size_t i = 0; kf && i < ARRAY_SIZE(cond_progs); i++) {
@@ -481,9 +496,9 @@ void kfeatures__print(FILE *f, const struct kernel_features *kf)
 	for (unsigned int i = 0; i < kf->n; i++)
 		off += kf->f[i].state != FEATURE_ON;
 	fprintf(f, "kernel: %s, %s\n", kf->release,
-		!kf->n	 ? "features unknown (no kernel_features pin)"
-		: off	 ? "optional parts off or replaced:"
-			 : "every optional part on");
+		!kf->n ? "features unknown (no kernel_features pin)"
+		: off  ? "optional parts off or replaced:"
+		       : "every optional part on");
 	for (unsigned int i = 0; i < kf->n; i++) {
 		const struct feature_status *s = &kf->f[i];
 

@@ -15,21 +15,21 @@
 
 #include "paths.h"
 
-#define FEATURES_MAX	     8
-#define FEATURES_PROBES_MAX  16
-#define FEATURES_MAP	     "kernel_features" /* its pin under <state>/maps */
-#define FEATURE_NAME_LEN     24
-#define FEATURE_DETAIL_LEN   320
-#define FEATURE_PROGS_LEN    96
-#define FEATURE_RELEASE_LEN  65
+#define FEATURES_MAX	    8
+#define FEATURES_PROBES_MAX 16
+#define FEATURES_MAP	    "kernel_features" /* its pin under <state>/maps */
+#define FEATURE_NAME_LEN    24
+#define FEATURE_DETAIL_LEN  320
+#define FEATURE_PROGS_LEN   96
+#define FEATURE_RELEASE_LEN 65
 
 /* mirrors KernelFeature.State in proto/egret/v1/events.proto */
 enum feature_state {
-	FEATURE_ON = 1,	      /* the kernel has it */
-	FEATURE_FALLBACK = 2, /* it has not; another mechanism does the job */
-	FEATURE_REDUCED = 3,  /* it has not; events carry less */
+	FEATURE_ON = 1,		/* the kernel has it */
+	FEATURE_FALLBACK = 2,	/* it has not; another mechanism does the job */
+	FEATURE_REDUCED = 3,	/* it has not; events carry less */
 	FEATURE_NOT_NEEDED = 4, /* it has not, nor what it would watch */
-	FEATURE_GAP = 5,      /* it has not and nothing replaces it: a protection is off */
+	FEATURE_GAP = 5,	/* it has not and nothing replaces it: a protection is off */
 };
 
 /* One optional part of egret on this kernel; also the pinned map's value. */
@@ -67,6 +67,7 @@ const char *kfeatures__probe_names(void);
 const char *kfeatures__feature_names(void);
 int kfeatures__probe(struct kernel_features *kf, const struct feature_options *o);
 int kfeatures__check_gaps(const struct kernel_features *kf, bool enforce);
+const char *kfeatures__gap(const struct kernel_features *kf);
 bool kfeatures__prog_wanted(const struct kernel_features *kf, const char *prog);
 bool kfeatures__prog_skipped(const struct kernel_features *kf, const char *prog);
 unsigned int kfeatures__nskipped(const struct kernel_features *kf);

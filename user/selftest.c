@@ -57,8 +57,8 @@ static bool pattern_matches(const struct egret_pattern *p, const struct comps *c
 	return true;
 }
 
-static bool any_matches(const struct egret_pattern *patterns, unsigned int n,
-			const struct comps *c, __u8 kind)
+static bool any_matches(const struct egret_pattern *patterns, unsigned int n, const struct comps *c,
+			__u8 kind)
 {
 	for (unsigned int i = 0; i < n; i++) {
 		if (patterns[i].kind == kind && pattern_matches(&patterns[i], c))
@@ -68,8 +68,8 @@ static bool any_matches(const struct egret_pattern *patterns, unsigned int n,
 }
 
 /* What the kernel's path_wanted() must say about path for kind. */
-bool selftest__path_wanted(const struct egret_pattern *patterns, unsigned int n,
-			   const char *path, size_t len, __u8 kind)
+bool selftest__path_wanted(const struct egret_pattern *patterns, unsigned int n, const char *path,
+			   size_t len, __u8 kind)
 {
 	struct comps c;
 
@@ -111,7 +111,8 @@ static int kernel_wants(int prog_fd, int map_fd, const char *path, __u8 kind)
 
 	t.len = (__u32)strnlen(path, sizeof(t.path));
 	memcpy(t.path, path, t.len);
-	if (bpf_map_update_elem(map_fd, &zero, &t, BPF_ANY) || bpf_prog_test_run_opts(prog_fd, &opts))
+	if (bpf_map_update_elem(map_fd, &zero, &t, BPF_ANY) ||
+	    bpf_prog_test_run_opts(prog_fd, &opts))
 		return -errno;
 	return (int)opts.retval;
 }

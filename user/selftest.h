@@ -16,8 +16,8 @@
 
 struct loader_config;
 
-bool selftest__path_wanted(const struct egret_pattern *patterns, unsigned int n,
-			   const char *path, size_t len, __u8 kind);
+bool selftest__path_wanted(const struct egret_pattern *patterns, unsigned int n, const char *path,
+			   size_t len, __u8 kind);
 int selftest__sample(const char *pattern, char *out, size_t size);
 int selftest__path_matcher(int prog_fd, int map_fd, const struct loader_config *cfg);
 
