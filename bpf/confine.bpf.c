@@ -90,11 +90,13 @@ int BPF_PROG(egret_cg_attach, struct cgroup *dst, const char *path, struct task_
 	if (cur->tgid == task->tgid)
 		remember_sandbox(cur, to);
 	if (!move_allowed(from, to)) {
-		bpf_send_signal(SIGKILL);
+		/* the process moved out first: under css_set_lock this program can queue one
+		 * signal only, and a second one fails (EBUSY)
+		 */
 		if (cur->tgid != task->tgid)
 			kill_task(task, to);
 		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid,
-			      true);
+			      kill_current());
 	}
 	return 0;
 }

@@ -20,6 +20,7 @@
 
 #include <criterion/criterion.h>
 
+#include "cgroup.h"
 #include "harness.h"
 
 static void setup(void)
@@ -124,6 +125,90 @@ Test(kfeatures, without_send_signal_task_a_clone3_escape_dies_before_it_runs)
 	cr_expect_eq(f->state, EGRET__V1__KERNEL_FEATURE__STATE__STATE_FALLBACK);
 	cr_expect_not(f->accepted);
 	events_free(&evs);
+}
+
+static bool is_escape(const Egret__V1__Event *ev, const void *arg)
+{
+	(void)arg;
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_TAMPER &&
+	       ev->tamper->kind == EGRET__V1__TAMPER__KIND__KIND_CGROUP_ESCAPE;
+}
+
+/* In the sandbox: a child that keeps making syscalls, moved out to the host's root cgroup by
+ * its parent (the mover, killed at once wherever); the child's pid is left in the file arg.
+ */
+static int move_other(void *arg)
+{
+	pid_t victim = fork();
+	FILE *f;
+
+	if (victim == 0) {
+		for (;;)
+			usleep(1000);
+	}
+	f = fopen(arg, "w");
+	if (!f)
+		return 100;
+	fprintf(f, "%d\n", (int)victim);
+	fclose(f);
+	cgroup__join(T->cgroup_mount, victim);
+	return 0;
+}
+
+/* the status of the moved child, which the test process reaps as the subreaper; -1 when it
+ * still runs after 5 s (then it is killed here)
+ */
+static int victim_status(const char *pidfile)
+{
+	FILE *f = fopen(pidfile, "r");
+	int pid = 0, status = -1;
+
+	if (!f || fscanf(f, "%d", &pid) != 1 || pid <= 0) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	for (int i = 0; i < 50; i++) {
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return status;
+		usleep(100 * 1000);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -1;
+}
+
+/* A process moved out of its sandbox by another is killed, with bpf_send_signal_task or from
+ * its own context at its next syscall exit. The mover is killed too, except where
+ * bpf_send_signal_task took the one signal the tracepoint may send: then the report says it
+ * was not (it stays in its sandbox).
+ */
+Test(kfeatures, a_process_moved_out_by_another_is_killed_either_way)
+{
+	const char *extra[] = { "--without-kernel-feature", "send_signal_task", NULL };
+	char pidfile[PATH_MAX + 16];
+	const Egret__V1__Event *ev;
+	struct events evs;
+	int mover;
+
+	cr_assert_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+	snprintf(pidfile, sizeof(pidfile), "%s/victim", T->tmpdir);
+	for (int round = 0; round < 2; round++) {
+		cr_assert_eq(harness_start(T, round ? extra : NULL), 0, "%s", harness_log(T));
+		mover = in_sandbox_status(T, "box", move_other, pidfile);
+		cr_expect(killed(victim_status(pidfile)), "round %d: the moved process survived",
+			  round);
+		cr_assert_eq(events_wait(T->sink_path, is_escape, NULL, 5000, &evs), 0);
+		ev = events_find(&evs, is_escape, NULL, NULL);
+		cr_expect_eq(ev->tamper->killed, killed(mover), "round %d: killed %d, mover %d",
+			     round, ev->tamper->killed, mover);
+		if (round)
+			cr_expect(killed(mover), "the fallback's mover survived: %d", mover);
+		events_free(&evs);
+		cr_assert_eq(harness_stop(T, SIGTERM), 0);
+		unlink(T->sink_path);
+	}
 }
 
 static int ptrace_it(void *arg)
