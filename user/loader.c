@@ -409,6 +409,8 @@ void loader__explain(const char *vlog, const char *msgs, char *out, size_t size)
 		snprintf(out, size, "this kernel has no tracepoint or function %s", w);
 	else if (last_line(vlog, line, sizeof(line)), line[0])
 		snprintf(out, size, "the verifier says: %s", line);
+	else if (line_after(msgs, "BPF program load failed: ", line, sizeof(line)))
+		snprintf(out, size, "the kernel refused it: %s", line);
 	else if (last_line(msgs, line, sizeof(line)), line[0])
 		snprintf(out, size, "%s", line);
 	else

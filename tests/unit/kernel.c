@@ -81,6 +81,10 @@ Test(kernel, otherwise_the_verifier_s_last_word)
 			    "argument");
 	w = why("", "libbpf: prog 'x': failed to attach: Invalid argument\n");
 	cr_expect_str_eq(w, "libbpf: prog 'x': failed to attach: Invalid argument");
+	w = why("", "libbpf: prog 'egret_cg_procs': BPF program load failed: Operation not "
+		    "permitted\nlibbpf: prog 'egret_cg_procs': failed to load: -1\n"
+		    "libbpf: failed to load object 'confine_bpf'\n");
+	cr_expect_str_eq(w, "the kernel refused it: Operation not permitted");
 	cr_expect_str_eq(why(NULL, NULL), "no reason given");
 }
 
