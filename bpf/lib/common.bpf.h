@@ -34,7 +34,7 @@
 #define SIGKILL	       9
 #define SIGSYS	       31
 
-#define SK_PASS 1 /* cgroup programs: let it through */
-#define SK_DROP 0 /* cgroup programs: refuse (EPERM for socket calls) */
+#define SK_PASS	       1 /* cgroup programs: let it through */
+#define SK_DROP	       0 /* cgroup programs: refuse (EPERM for socket calls) */
 
 #endif /* EGRET_COMMON_BPF_H */

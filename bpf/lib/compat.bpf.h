@@ -54,8 +54,8 @@ struct mm_struct___v62 {
 } __attribute__((preserve_access_index));
 
 /* resident pages of one kind (MM_FILEPAGES 0, MM_ANONPAGES 1, MM_SHMEMPAGES 3); i a constant */
-#define MM_RSS(mm, i)                                                                          \
-	(bpf_core_type_exists(struct mm_rss_stat___pre62)                                      \
+#define MM_RSS(mm, i)                                                                         \
+	(bpf_core_type_exists(struct mm_rss_stat___pre62)                                     \
 		 ? BPF_CORE_READ((struct mm_struct___pre62 *)(mm), rss_stat.count[i].counter) \
 		 : BPF_CORE_READ((struct mm_struct___v62 *)(mm), rss_stat[i].count))
 

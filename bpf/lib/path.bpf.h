@@ -117,7 +117,8 @@ static __always_inline __u32 path_resolve(struct dentry *dentry, struct vfsmount
 		*cut = true;
 		len = EGRET_PATH_MAX;
 	}
-	bpf_probe_read_kernel(out, len & (EGRET_PATH_MAX * 2 - 1), &s->buf[pos & (PATH_SCRATCH - 1)]);
+	bpf_probe_read_kernel(out, len & (EGRET_PATH_MAX * 2 - 1),
+			      &s->buf[pos & (PATH_SCRATCH - 1)]);
 	return len;
 }
 

@@ -10,6 +10,6 @@
 #define EGRET_SKB_UID_GID  0x2 /* bpf_get_current_uid_gid */
 #define EGRET_SKB_COMM	   0x4 /* bpf_get_current_comm */
 
-#define EGRET_PIDS_MAX 65536 /* sandboxed tasks sandbox_pids tracks without bpf_task_from_pid */
+#define EGRET_PIDS_MAX	   65536 /* sandboxed tasks sandbox_pids tracks without bpf_task_from_pid */
 
 #endif /* EGRET_FEATURES_H */
