@@ -103,15 +103,23 @@ int BPF_PROG(egret_afork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
+/* The last thread of a process ends. Kernels before group_dead was passed (6.1, 6.12) give the
+ * task only: do_exit() has counted signal->live down before this tracepoint, so 0 means the
+ * group is dead. Threads ending together may each see 0: the group leader's task storage says
+ * whether one of them reported it already.
+ */
 SEC("tp_btf/sched_process_exit")
-int BPF_PROG(egret_aexit, struct task_struct *task, bool group_dead)
+int BPF_PROG(egret_aexit, struct task_struct *task)
 {
 	struct egret_task_info *ti;
 	struct egret_exit_event *e;
 
-	if (!group_dead || !in_scope())
+	if (BPF_CORE_READ(task, signal, live.counter) != 0 || !in_scope())
 		return 0;
-	ti = bpf_task_storage_get(&task_info, task, 0, 0);
+	ti = bpf_task_storage_get(&task_info, task->group_leader, 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ti && __sync_val_compare_and_swap(&ti->exited, 0, 1) != 0)
+		return 0;
 	e = event_reserve(sizeof(*e));
 	if (!e)
 		return 0;
@@ -194,6 +202,10 @@ static __always_inline __u32 join_path(char *out, int dfd, __u64 name, bool *cut
 		else
 			dlen = dlen == 1 ? 1 : 0;
 	}
+	/* clang knows dlen is in range here and would drop the mask, which 6.12's verifier needs
+	 * to bound the read ("R2 unbounded memory access"): hide what it knows
+	 */
+	asm volatile("" : "+r"(dlen));
 	dlen &= EGRET_PATH_MAX - 1;
 	n = bpf_probe_read_user_str(out + dlen, EGRET_PATH_MAX - dlen, (void *)name);
 	if (n <= 0)
@@ -220,7 +232,6 @@ static __always_inline void file_end(long ret)
 	struct egret_file_event *e;
 	__u32 len2 = 0, size;
 	bool cut = false, cut2 = false, bpffs;
-	struct path_comps pc = {};
 	__u8 kind;
 
 	pf = bpf_task_storage_get(&pending_file, bpf_get_current_task_btf(), 0, 0);
@@ -249,10 +260,8 @@ static __always_inline void file_end(long ret)
 		return;
 	kind = e->op == EGRET_FILE_READ ? EGRET_PATTERN_READ : EGRET_PATTERN_WRITE;
 	bpffs = under_bpffs((char *)e->data, e->path_len);
-	path_hash((char *)e->data, e->path_len, &pc);
 	/* skip patterns thin out writes; a read pattern is a precise ask and always wins */
-	if (!bpffs && ((kind == EGRET_PATTERN_WRITE && patterns_match(&pc, EGRET_PATTERN_SKIP)) ||
-		       !patterns_match(&pc, kind)))
+	if (!bpffs && !path_wanted((const struct path_window *)e->data, e->path_len, kind))
 		return;
 	if (e->op == EGRET_FILE_RENAME && pf->name2)
 		len2 = join_path((char *)&e->data[EGRET_PATH_MAX], pf->dfd2, pf->name2, &cut2);
@@ -534,9 +543,9 @@ int BPF_PROG(egret_oom, struct task_struct *task, uid_t uid)
 	e->exec_id = exec_id_of(task);
 	mm = task->mm;
 	if (mm) {
-		pages += BPF_CORE_READ(mm, rss_stat[0].count); /* file */
-		pages += BPF_CORE_READ(mm, rss_stat[1].count); /* anon */
-		pages += BPF_CORE_READ(mm, rss_stat[3].count); /* shmem */
+		pages += MM_RSS(mm, 0); /* file */
+		pages += MM_RSS(mm, 1); /* anon */
+		pages += MM_RSS(mm, 3); /* shmem */
 	}
 	e->usage = pages * 4096;
 	memcg = (struct mem_cgroup *)BPF_CORE_READ(task, cgroups, subsys[id & 15]);
@@ -610,26 +619,45 @@ FORK_EXIT(vfork, egret_xvfork)
 #define PTRACE_ATTACH_	 16
 #define PTRACE_SEIZE_	 0x4206
 
+/* The sandbox of the task with this pid (NOT_A_SANDBOX outside every sandbox): from the task
+ * itself, or without bpf_task_from_pid (before 6.3) from sandbox_pids, where confine's programs
+ * keep every sandboxed task.
+ */
+static __always_inline __u64 sandbox_of_pid(__u32 pid, bool *found)
+{
+	struct task_struct *target;
+	__u64 to, *sb;
+
+	*found = true;
+	if (!task_from_pid_ok()) {
+		sb = bpf_map_lookup_elem(&sandbox_pids, &pid);
+		return sb ? *sb : NOT_A_SANDBOX;
+	}
+	target = bpf_task_from_pid((__s32)pid);
+	if (!target) {
+		*found = false;
+		return NOT_A_SANDBOX;
+	}
+	to = sandbox_of_cgroup(BPF_CORE_READ(target, cgroups, dfl_cgrp));
+	bpf_task_release(target);
+	return to;
+}
+
 /* ptrace of a process outside the caller's sandbox */
 SEC("tp/syscalls/sys_enter_ptrace")
 int egret_ptrace(struct trace_event_raw_sys_enter *ctx)
 {
 	long req = (long)ctx->args[0];
-	struct task_struct *target;
-	__u64 from, to;
+	bool found;
+	__u64 to;
 
 	if (req != PTRACE_ATTACH_ && req != PTRACE_SEIZE_ && req != PTRACE_POKETEXT_ &&
 	    req != PTRACE_POKEDATA_)
 		return 0;
 	if (!current_in_root())
 		return 0;
-	target = bpf_task_from_pid((__s32)ctx->args[1]);
-	if (!target)
-		return 0;
-	from = sandbox_of_current();
-	to = sandbox_of_cgroup(BPF_CORE_READ(target, cgroups, dfl_cgrp));
-	bpf_task_release(target);
-	if (to != from)
+	to = sandbox_of_pid((__u32)ctx->args[1], &found);
+	if (found && to != sandbox_of_current())
 		tamper_report(EGRET_TAMPER_PTRACE, ctx->args[1], (__u32)ctx->args[1], false);
 	return 0;
 }
@@ -666,4 +694,30 @@ int egret_umount(struct trace_event_raw_sys_enter *ctx)
 {
 	mount_attempt(4);
 	return 0;
+}
+
+/* ---- start-up self-test ------------------------------------------------------------------- */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct egret_selftest);
+} selftest SEC(".maps");
+
+/* Whether the path in `selftest` would be reported: egretd runs this with BPF_PROG_TEST_RUN
+ * before it attaches anything and compares with what the patterns say in user space, so a
+ * verifier that mis-compiles the matcher stops egretd instead of silencing file events. Never
+ * attached.
+ */
+SEC("syscall")
+int egret_selftest(void *ctx)
+{
+	struct egret_selftest *t;
+	__u32 zero = 0;
+
+	t = bpf_map_lookup_elem(&selftest, &zero);
+	if (!t)
+		return -1;
+	return path_wanted((const struct path_window *)t->path, t->len, t->kind);
 }

@@ -86,16 +86,31 @@ int BPF_PROG(egret_cg_attach, struct cgroup *dst, const char *path, struct task_
 	cur = bpf_get_current_task_btf();
 	from = sandbox_before(cur);
 	to = sandbox_of_cgroup(dst);
-	if (!move_allowed(from, to)) {
-		bpf_send_signal(SIGKILL);
-		kill_task(task);
-		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid,
-			      true);
-	}
 	remember_sandbox(task, to);
 	if (cur->tgid == task->tgid)
 		remember_sandbox(cur, to);
+	if (!move_allowed(from, to)) {
+		/* the process moved out first: under css_set_lock this program can queue one
+		 * signal only, and a second one fails (EBUSY)
+		 */
+		if (cur->tgid != task->tgid)
+			kill_task(task, to);
+		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid,
+			      kill_current());
+	}
 	return 0;
+}
+
+/* sandbox_pids: a new task of a parent nobody tracks, started in a sandbox (clone3 into it) */
+static __always_inline void pids_note_child(struct task_struct *child)
+{
+	__u64 to;
+
+	if (task_from_pid_ok())
+		return;
+	to = sandbox_of_cgroup(BPF_CORE_READ(child, cgroups, dfl_cgrp));
+	if (to != NOT_A_SANDBOX)
+		pids_note(child->pid, to);
 }
 
 /* A child starts in its parent's sandbox, unless clone3(CLONE_INTO_CGROUP) put it elsewhere:
@@ -107,18 +122,65 @@ int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
 	struct cgroup *cg;
 	__u64 from, to;
 
-	if (!current_in_root() && !bpf_task_storage_get(&task_sandbox, parent, 0, 0))
+	if (!current_in_root() && !bpf_task_storage_get(&task_sandbox, parent, 0, 0)) {
+		pids_note_child(child);
 		return 0;
+	}
 	cg = BPF_CORE_READ(child, cgroups, dfl_cgrp);
 	from = sandbox_before(parent);
 	to = sandbox_of_cgroup(cg);
+	remember_sandbox(child, to);
 	if (!move_allowed(from, to)) {
 		bpf_send_signal(SIGKILL);
-		kill_task(child);
+		kill_task(child, to);
 		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(cg, kn, id), child->tgid,
 			      true);
 	}
-	remember_sandbox(child, to);
+	return 0;
+}
+
+/* Without bpf_send_signal_task: the process kill_task() marked dies here, in its own context,
+ * on its way back to user space. Runs at every syscall exit on the host (with one load when
+ * nothing is marked), so egretd loads it only on kernels without that kfunc.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(egret_reap, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task;
+	struct task_sandbox *ts;
+	__u32 zero = 0;
+	__u64 *pending;
+
+	pending = bpf_map_lookup_elem(&doomed, &zero);
+	if (!pending || !*pending)
+		return 0;
+	task = bpf_get_current_task_btf();
+	ts = bpf_task_storage_get(&task_sandbox, task->group_leader, 0, 0);
+	if (!ts || !ts->doomed)
+		return 0;
+	bpf_send_signal(SIGKILL);
+	if (__sync_val_compare_and_swap(&ts->doomed, 1, 2) == 1)
+		doomed_add(-1);
+	return 0;
+}
+
+/* A task ends: it leaves sandbox_pids, and a marked process that died before egret_reap saw it
+ * is no longer pending. egretd loads this only on kernels without bpf_task_from_pid or
+ * bpf_send_signal_task.
+ */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(egret_cexit, struct task_struct *task)
+{
+	struct task_sandbox *ts;
+	__u32 pid = task->pid;
+
+	if (!task_from_pid_ok())
+		bpf_map_delete_elem(&sandbox_pids, &pid);
+	if (send_signal_task_ok() || BPF_CORE_READ(task, signal, live.counter) != 0)
+		return 0;
+	ts = bpf_task_storage_get(&task_sandbox, task->group_leader, 0, 0);
+	if (ts && __sync_val_compare_and_swap(&ts->doomed, 1, 2) == 1)
+		doomed_add(-1);
 	return 0;
 }
 
@@ -205,9 +267,27 @@ int egret_setns(struct trace_event_raw_sys_exit *ctx)
 	return 0;
 }
 
+/* sandbox_pids: a thread that execs takes its process's pid (the old leader's entry went when
+ * it exited)
+ */
+static __always_inline void pids_exec(struct task_struct *p, __u32 old_pid)
+{
+	__u32 pid = p->pid;
+	__u64 *sb;
+
+	if (task_from_pid_ok() || pid == old_pid)
+		return;
+	sb = bpf_map_lookup_elem(&sandbox_pids, &old_pid);
+	if (!sb)
+		return;
+	bpf_map_update_elem(&sandbox_pids, &pid, sb, BPF_ANY);
+	bpf_map_delete_elem(&sandbox_pids, &old_pid);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	pids_exec(p, (__u32)old_pid);
 	netns_check();
 	return 0;
 }

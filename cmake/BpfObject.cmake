@@ -18,7 +18,7 @@ function(bpf_object name src)
 			-I${EGRET_VMLINUX_DIR} -I${PROJECT_SOURCE_DIR}/include
 			-I${PROJECT_SOURCE_DIR}/bpf
 			-c ${PROJECT_SOURCE_DIR}/${src} -o ${obj}
-		DEPENDS ${PROJECT_SOURCE_DIR}/${src} ${EGRET_BPF_HEADERS} ${EGRET_VMLINUX_H}
+		DEPENDS ${PROJECT_SOURCE_DIR}/${src} ${EGRET_BPF_HEADERS} ${EGRET_VMLINUX_BUILD_H}
 		COMMENT "BPF ${src}"
 		VERBATIM)
 	add_custom_command(OUTPUT ${skel}

@@ -14,6 +14,7 @@
 #include "cgroup.h"
 #include "collector.h"
 #include "control.h"
+#include "kfeatures.h"
 #include "loader.h"
 #include "lockfile.h"
 #include "log.h"
@@ -294,6 +295,7 @@ struct status {
 	int call;	    /* control__call(): egretd's status (>= 0), or -errno: not answering */
 	char *reply, *errs; /* what egretd said */
 	size_t reply_len, errs_len;
+	struct kernel_features kf; /* what the kernel lacks, as egretd last pinned it */
 };
 
 static int status_code(const struct status *st)
@@ -317,6 +319,7 @@ static void status_gather(struct status *st, bool json)
 	FILE *err = open_memstream(&st->errs, &st->errs_len);
 
 	st->have_root = paths__open_root(&st->p) == 0;
+	kfeatures__read_pinned(&st->p, &st->kf);
 	st->check =
 		st->have_root ? loader__check(&st->p, st->missing, sizeof(st->missing)) : -ENOENT;
 	st->call =
@@ -347,13 +350,14 @@ static void status_text(const struct status *st)
 		printf("enforcement: NOT attached (no cgroup %s)\n", p->cgroup_root);
 	else if (st->check == 0)
 		printf("enforcement: attached to %s (%u programs)\n", p->cgroup_root,
-		       loader__nprogs());
+		       loader__nexpected(p));
 	else if (st->check > 0)
 		printf("enforcement: NOT attached to %s (missing: %s)\n", p->cgroup_root,
 		       st->missing);
 	else
 		printf("enforcement: unknown on %s: %s\n", p->cgroup_root, strerror(-st->check));
 	printf("state dir: %s\n", p->state_dir);
+	kfeatures__print(stdout, &st->kf);
 	if (st->call < 0) {
 		printf("egretd: not running (no answer on %s: %s)\n", p->control,
 		       strerror(-st->call));
@@ -376,7 +380,7 @@ static void status_json_enforcement(const struct status *st)
 	bool first = true;
 
 	printf("\"enforcement\":{\"attached\":%s,\"programs\":%u,",
-	       st->have_root && st->check == 0 ? "true" : "false", loader__nprogs());
+	       st->have_root && st->check == 0 ? "true" : "false", loader__nexpected(&st->p));
 	json_str("error",
 		 st->have_root ? (st->check < 0 ? strerror(-st->check) : "") : "no root cgroup");
 	printf(",\"missing\":[");
@@ -423,6 +427,8 @@ static void status_json(const struct status *st)
 	json_str("state_dir", st->p.state_dir);
 	printf(",");
 	status_json_enforcement(st);
+	printf(",");
+	kfeatures__json(stdout, &st->kf);
 	printf(",\"egretd\":{\"answering\":%s,", st->call >= 0 ? "true" : "false");
 	json_str("control", st->p.control);
 	printf(",");

@@ -28,6 +28,7 @@
 #include "selfwatch.h"
 #include "proc.h"
 #include "redact.h"
+#include "kfeatures.h"
 #include "loader.h"
 #include "lockfile.h"
 #include "log.h"
@@ -36,6 +37,7 @@
 #include "paths.h"
 #include "pbjson.h"
 #include "pkg.h"
+#include "selftest.h"
 #include "sink.h"
 #include "stream.h"
 #include "util.h"
@@ -63,12 +65,14 @@ struct options {
 	struct loader_config loader;
 	unsigned int patterns_given; /* bit per EGRET_PATTERN_* kind given on the command line */
 	struct redactor redact;
+	struct feature_options kernel; /* --accept-kernel-gap, --without-kernel-feature */
 	bool verbose;
 };
 
 struct daemon {
 	struct options opt;
 	struct egret_paths paths;
+	struct kernel_features kf; /* what this kernel offers, probed at start */
 	struct loader loader;
 	struct engine engine;
 	struct resolver *resolver;
@@ -156,6 +160,15 @@ static void usage(FILE *f)
 		"                         egretd crash loses nothing either way, a power cut loses\n"
 		"                         what was not synced)\n"
 		"  --heartbeat SECONDS    a Heartbeat event this often; 0: none (default: 30)\n"
+		"  --accept-kernel-gap NAME\n"
+		"                         enforce although this kernel lacks what protection NAME\n"
+		"                         needs and nothing replaces it (repeatable; README\n"
+		"                         \"Kernels\"); without it egretd refuses to enforce there\n"
+		"  --without-kernel-feature NAME\n"
+		"                         behave as on a kernel without NAME, to try egret's\n"
+		"                         fallbacks (repeatable: task_from_pid, send_signal_task,\n"
+		"                         sys_exit_btf, skb_pid_tgid, skb_uid_gid, skb_comm,\n"
+		"                         fchmodat2)\n"
 		"  -v, --verbose          debug logging, including the BPF verifier's output\n"
 		"  -V, --version          print the version and exit\n"
 		"  -h, --help             print this help and exit\n"
@@ -174,8 +187,10 @@ static int add_pattern(struct options *o, __u8 kind, const char *text)
 		unsigned int out = 0;
 
 		for (unsigned int i = 0; i < l->npatterns; i++) {
-			if (l->patterns[i].kind != kind)
-				l->patterns[out++] = l->patterns[i];
+			if (l->patterns[i].kind == kind)
+				continue;
+			l->patterns[out] = l->patterns[i];
+			memmove(l->pattern_text[out++], l->pattern_text[i], EGRET_PATTERN_LEN);
 		}
 		l->npatterns = out;
 		o->patterns_given |= 1u << kind;
@@ -184,8 +199,14 @@ static int add_pattern(struct options *o, __u8 kind, const char *text)
 		return -E2BIG;
 	if (audit__parse_pattern(text, kind, &l->patterns[l->npatterns]))
 		return -EINVAL;
-	l->npatterns++;
+	str_copy(l->pattern_text[l->npatterns++], EGRET_PATTERN_LEN, text);
 	return 0;
+}
+
+static void default_pattern(struct loader_config *l, const char *text, __u8 kind)
+{
+	audit__parse_pattern(text, kind, &l->patterns[l->npatterns]);
+	str_copy(l->pattern_text[l->npatterns++], EGRET_PATTERN_LEN, text);
 }
 
 /* Writes, creates, deletes anywhere but /dev, /proc and /sys; reads of secrets only. */
@@ -200,13 +221,13 @@ static void default_patterns(struct options *o)
 
 	for (size_t i = 0;
 	     !(o->patterns_given & (1u << EGRET_PATTERN_WRITE)) && i < ARRAY_SIZE(writes); i++)
-		audit__parse_pattern(writes[i], EGRET_PATTERN_WRITE, &l->patterns[l->npatterns++]);
+		default_pattern(l, writes[i], EGRET_PATTERN_WRITE);
 	for (size_t i = 0;
 	     !(o->patterns_given & (1u << EGRET_PATTERN_READ)) && i < ARRAY_SIZE(reads); i++)
-		audit__parse_pattern(reads[i], EGRET_PATTERN_READ, &l->patterns[l->npatterns++]);
+		default_pattern(l, reads[i], EGRET_PATTERN_READ);
 	for (size_t i = 0;
 	     !(o->patterns_given & (1u << EGRET_PATTERN_SKIP)) && i < ARRAY_SIZE(skips); i++)
-		audit__parse_pattern(skips[i], EGRET_PATTERN_SKIP, &l->patterns[l->npatterns++]);
+		default_pattern(l, skips[i], EGRET_PATTERN_SKIP);
 }
 
 static int parse_options(int argc, char **argv, struct options *o)
@@ -235,6 +256,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_SPOOL_MAX,
 		OPT_SPOOL_SYNC,
 		OPT_HEARTBEAT,
+		OPT_ACCEPT_GAP,
+		OPT_WITHOUT,
 	};
 	static const struct option longopts[] = {
 		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
@@ -260,6 +283,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "spool-max", required_argument, NULL, OPT_SPOOL_MAX },
 		{ "spool-sync", required_argument, NULL, OPT_SPOOL_SYNC },
 		{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
+		{ "accept-kernel-gap", required_argument, NULL, OPT_ACCEPT_GAP },
+		{ "without-kernel-feature", required_argument, NULL, OPT_WITHOUT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -403,6 +428,19 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->heartbeat_s = (unsigned int)v;
 			break;
 		}
+		case OPT_ACCEPT_GAP:
+			if (!kfeatures__is_feature(optarg) || o->kernel.naccept == FEATURES_MAX)
+				return log_usage("bad --accept-kernel-gap '%s': one of %s", optarg,
+						 kfeatures__feature_names());
+			o->kernel.accept[o->kernel.naccept++] = optarg;
+			break;
+		case OPT_WITHOUT:
+			if (!kfeatures__is_probe(optarg) ||
+			    o->kernel.nwithout == FEATURES_PROBES_MAX)
+				return log_usage("bad --without-kernel-feature '%s': one of %s",
+						 optarg, kfeatures__probe_names());
+			o->kernel.without[o->kernel.nwithout++] = optarg;
+			break;
 		case 'v':
 			o->verbose = true;
 			break;
@@ -434,12 +472,48 @@ static int parse_options(int argc, char **argv, struct options *o)
 	return 0;
 }
 
+/* What this kernel runs without, for the agent's start and stop events: the features that are
+ * not on, each with the programs they kept from loading (words split in place in progs).
+ */
+static size_t agent_features(struct daemon *d, Egret__V1__KernelFeature *kf,
+			     Egret__V1__KernelFeature **kfp, char progs[][FEATURE_PROGS_LEN],
+			     char *words[][FEATURE_PROGS_LEN / 2])
+{
+	size_t n = 0;
+
+	for (unsigned int i = 0; i < d->kf.n; i++) {
+		const struct feature_status *f = &d->kf.f[i];
+		Egret__V1__KernelFeature *k = &kf[n];
+		char *save;
+
+		if (f->state == FEATURE_ON)
+			continue;
+		egret__v1__kernel_feature__init(k);
+		k->name = (char *)f->name;
+		k->state = (Egret__V1__KernelFeature__State)f->state;
+		k->detail = (char *)f->detail;
+		k->accepted = f->accepted;
+		k->not_loaded = words[n];
+		str_copy(progs[n], FEATURE_PROGS_LEN, f->progs);
+		for (char *w = strtok_r(progs[n], " ", &save); w; w = strtok_r(NULL, " ", &save))
+			words[n][k->n_not_loaded++] = w;
+		kfp[n] = k;
+		n++;
+	}
+	return n;
+}
+
 static void emit_agent(struct daemon *d, Egret__V1__AgentLifecycle__Kind kind)
 {
 	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
 	Egret__V1__AgentLifecycle al = EGRET__V1__AGENT_LIFECYCLE__INIT;
+	Egret__V1__KernelFeature kf[FEATURES_MAX], *kfp[FEATURES_MAX];
+	char progs[FEATURES_MAX][FEATURE_PROGS_LEN], *words[FEATURES_MAX][FEATURE_PROGS_LEN / 2];
 
 	al.kind = kind;
+	al.kernel = d->kf.release;
+	al.n_features = agent_features(d, kf, kfp, progs, words);
+	al.features = kfp;
 	al.cgroup_root = d->paths.cgroup_root;
 	al.state_dir = d->paths.state_dir;
 	al.programs = d->loader.attached;
@@ -907,6 +981,22 @@ static int check_files(const struct daemon *d)
 	return ret;
 }
 
+/* Whether the policy file asks for enforce mode, read before it is applied: a kernel gap
+ * refuses enforce mode before anything changes. A file that does not parse counts as enforce
+ * (engine__start then says what is wrong with it).
+ */
+static bool policy_enforces(const char *path)
+{
+	char err[POLICY_ERR_LEN];
+	struct policy p;
+	bool enforce;
+
+	policy__init(&p);
+	enforce = policy__parse_file(&p, path, false, err, sizeof(err)) || p.mode == POLICY_ENFORCE;
+	policy__free(&p);
+	return enforce;
+}
+
 /* Enforcement first: nothing else matters if it cannot be set up. */
 static int setup_enforcement(struct daemon *d)
 {
@@ -916,18 +1006,30 @@ static int setup_enforcement(struct daemon *d)
 	if (!err)
 		err = tracefs__ensure();
 	if (!err)
+		err = kfeatures__probe(&d->kf, &d->opt.kernel);
+	d->opt.loader.kf = &d->kf;
+	if (!err)
 		err = loader__open(&d->loader, &d->paths, &d->opt.loader);
 	if (!err)
 		err = loader__load(&d->loader);
+	if (!err)
+		err = selftest__path_matcher(loader__prog_fd(&d->loader, "egret_selftest"),
+					     loader__map_fd(&d->loader, "selftest"),
+					     &d->opt.loader);
 	if (!err)
 		err = engine__init(&d->engine, d->opt.policy, d->opt.live_rules,
 				   d->paths.cgroup_root, loader__map_fd(&d->loader, "policy_v1"),
 				   loader__map_fd(&d->loader, "sandboxes"),
 				   loader__map_fd(&d->loader, "sandbox_rules"));
 	d->engine.spool_dir = d->opt.spool;
+	if (!err)
+		err = kfeatures__check_gaps(&d->kf, policy_enforces(d->opt.policy));
+	d->engine.no_enforce = kfeatures__gap(&d->kf); /* nor later by a reload */
 	/* a rule set is in force before any program that reads it */
 	if (!err)
 		err = engine__start(&d->engine);
+	if (!err)
+		err = kfeatures__pin(&d->kf, &d->paths);
 	if (!err)
 		err = loader__attach(&d->loader);
 	if (!err)

@@ -209,6 +209,13 @@ static int commit(struct engine *e, struct policy *p, bool save_live, char *err,
 {
 	int fd, ret;
 
+	if (e->no_enforce && p->mode == POLICY_ENFORCE) {
+		snprintf(err, errsz,
+			 "enforce mode refused: this kernel lacks what protection %s needs (start "
+			 "egretd with --accept-kernel-gap %s to enforce without it)",
+			 e->no_enforce, e->no_enforce);
+		return -EOPNOTSUPP;
+	}
 	policy__renumber(p);
 	ret = policy_map__check(p, err, errsz);
 	if (ret)

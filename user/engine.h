@@ -30,7 +30,8 @@ struct engine {
 	struct sandbox_names reg; /* sandboxes whose rules are installed: cgroup id -> name */
 	struct stream *stream;	  /* NULL until the event pipeline is up */
 	char hash[65];
-	uint64_t changes; /* rule set changes since start */
+	uint64_t changes;	/* rule set changes since start */
+	const char *no_enforce; /* a kernel gap nobody accepted (kfeatures): no enforce mode */
 };
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,

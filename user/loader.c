@@ -8,20 +8,23 @@
  * and pins a new link. Nothing is ever detached on the way, so there is no unprotected moment;
  * removing enforcement is loader__uninstall, called only by `egretctl uninstall`.
  */
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <bpf/libbpf.h>
 
+#include "egret/features.h"
+
 #include "loader.h"
 #include "audit.skel.h"
 #include "confine.skel.h"
 #include "egress.skel.h"
-#include "loader.h"
 #include "log.h"
 #include "util.h"
 
@@ -29,6 +32,7 @@ struct loader_unit {
 	const struct unit_ops *ops;
 	void *skel;
 	struct bpf_object *obj;
+	bool load_failed; /* bpf_object__load() refused it */
 };
 
 struct unit_ops {
@@ -38,31 +42,67 @@ struct unit_ops {
 	void (*destroy)(void *skel);
 };
 
-/* Every object gets the sandbox level and root id (bpf/lib/sandbox.bpf.h); p is NULL when the
+/* Every object gets the sandbox level and root id (bpf/lib/sandbox.bpf.h) and the kernel's
+ * switches (bpf/lib/compat.bpf.h), and loads the programs this kernel wants; p is NULL when the
  * object is only opened to list its programs.
  */
-#define UNIT_OPEN(stem, extra)                                                     \
-	static int stem##_open(struct loader_unit *u, const struct egret_paths *p, \
-			       const struct loader_config *cfg)                    \
-	{                                                                          \
-		struct stem##_bpf *skel = stem##_bpf__open();                      \
-                                                                                   \
-		if (!skel)                                                         \
-			return -errno;                                             \
-		if (p) {                                                           \
-			skel->rodata->sandbox_level = p->root_level + 1;           \
-			skel->rodata->root_cgroup_id = p->root_id;                 \
-		}                                                                  \
-		if (cfg)                                                           \
-			extra;                                                     \
-		u->skel = skel;                                                    \
-		u->obj = skel->obj;                                                \
-		return 0;                                                          \
-	}                                                                          \
-	static void stem##_destroy(void *skel)                                     \
-	{                                                                          \
-		stem##_bpf__destroy(skel);                                         \
+#define UNIT_OPEN(stem, extra)                                                              \
+	static int stem##_open(struct loader_unit *u, const struct egret_paths *p,          \
+			       const struct loader_config *cfg)                             \
+	{                                                                                   \
+		struct stem##_bpf *skel = stem##_bpf__open();                               \
+                                                                                            \
+		if (!skel)                                                                  \
+			return -errno;                                                      \
+		if (p) {                                                                    \
+			skel->rodata->sandbox_level = p->root_level + 1;                    \
+			skel->rodata->root_cgroup_id = p->root_id;                          \
+		}                                                                           \
+		if (cfg)                                                                    \
+			extra;                                                              \
+		if (cfg) {                                                                  \
+			const struct kernel_features *kf = cfg->kf ? cfg->kf : &everything; \
+                                                                                            \
+			skel->rodata->have_task_from_pid = kf->task_from_pid;               \
+			skel->rodata->have_send_signal_task = kf->send_signal_task;         \
+			skel->rodata->skb_task_helpers = kf->skb_task_helpers;              \
+			unit_autoload(skel->obj, kf);                                       \
+		}                                                                           \
+		u->skel = skel;                                                             \
+		u->obj = skel->obj;                                                         \
+		return 0;                                                                   \
+	}                                                                                   \
+	static void stem##_destroy(void *skel)                                              \
+	{                                                                                   \
+		stem##_bpf__destroy(skel);                                                  \
 	}
+
+/* what a kernel without a feature probe would report: everything */
+static const struct kernel_features everything = {
+	.task_from_pid = true,
+	.send_signal_task = true,
+	.sys_exit_btf = true,
+	.fchmodat2 = true,
+	.skb_task_helpers = EGRET_SKB_PID_TGID | EGRET_SKB_UID_GID | EGRET_SKB_COMM,
+};
+
+/* Programs run by egretd itself (BPF_PROG_TEST_RUN), never attached: egret_selftest. */
+static bool is_run_only(const struct bpf_program *prog)
+{
+	return bpf_program__type(prog) == BPF_PROG_TYPE_SYSCALL;
+}
+
+static void unit_autoload(struct bpf_object *obj, const struct kernel_features *kf)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj)
+	{
+		if (!is_run_only(prog))
+			bpf_program__set_autoload(
+				prog, kfeatures__prog_wanted(kf, bpf_program__name(prog)));
+	}
+}
 
 static void audit_config(struct audit_bpf *skel, const struct loader_config *cfg)
 {
@@ -114,6 +154,8 @@ int loader__specs(const struct egret_prog_spec **specs, unsigned int *n)
 		{
 			struct egret_prog_spec *sp = &spec_table[nspecs];
 
+			if (is_run_only(prog))
+				continue;
 			if (nspecs == LOADER_MAX_PROGS || strlen(bpf_program__name(prog)) >= 16) {
 				log_err("program '%s': more than %d programs, or a name the kernel "
 					"would cut",
@@ -177,6 +219,7 @@ int loader__open(struct loader *l, const struct egret_paths *paths, const struct
 		struct loader_unit *u = &unit_storage[i];
 
 		u->ops = &unit_table[i];
+		u->load_failed = false;
 		err = u->ops->open(u, paths, l->cfg);
 		if (err) {
 			log_err("failed to open BPF object '%s': %s", u->ops->name, strerror(-err));
@@ -194,6 +237,17 @@ static struct loader_map *map_entry(struct loader *l, const char *name)
 			return &l->maps[i];
 	}
 	return NULL;
+}
+
+int loader__prog_fd(const struct loader *l, const char *name)
+{
+	for (unsigned int i = 0; i < l->nunits; i++) {
+		struct bpf_program *prog = bpf_object__find_program_by_name(l->units[i]->obj, name);
+
+		if (prog && bpf_program__fd(prog) >= 0)
+			return bpf_program__fd(prog);
+	}
+	return -ENOENT;
 }
 
 int loader__map_fd(const struct loader *l, const char *name)
@@ -250,6 +304,205 @@ static int prepare_map(struct loader *l, struct bpf_map *map, enum map_origin *o
 	return err;
 }
 
+/* ---- why a program does not load ------------------------------------------------------ */
+
+#define LOAD_LOG_SIZE  (4u << 20) /* a level-1 verifier log holds the failing path only */
+#define LOAD_MSGS_SIZE 16384	  /* libbpf's own messages about one load */
+
+static char *load_log, *load_msgs;
+
+/* the kernel release that brought a helper or kfunc egret's programs use, when it matters */
+static const struct {
+	const char *sym, *since;
+} sym_since[] = {
+	{ "bpf_task_from_pid", "6.3" },		{ "bpf_task_release", "6.3" },
+	{ "bpf_send_signal_task", "6.13" },	{ "bpf_loop", "5.17" },
+	{ "bpf_get_current_task_btf", "5.11" }, { "bpf_task_storage_get", "5.11" },
+};
+
+static const char *since_of(const char *sym)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(sym_since); i++) {
+		if (!strcmp(sym_since[i].sym, sym))
+			return sym_since[i].since;
+	}
+	return NULL;
+}
+
+/* the identifier after key in text, into word; NULL when key is not there */
+static const char *word_after(const char *text, const char *key, char *word, size_t size)
+{
+	const char *p = text ? strstr(text, key) : NULL;
+	size_t n = 0;
+
+	if (!p)
+		return NULL;
+	p += strlen(key);
+	while (p[n] && (isalnum((unsigned char)p[n]) || p[n] == '_') && n + 1 < size)
+		n++;
+	memcpy(word, p, n);
+	word[n] = '\0';
+	return word;
+}
+
+/* the rest of the line after key in text, into out; NULL when key is not there */
+static const char *line_after(const char *text, const char *key, char *out, size_t size)
+{
+	const char *p = text ? strstr(text, key) : NULL;
+	size_t n;
+
+	if (!p)
+		return NULL;
+	p += strlen(key);
+	n = strcspn(p, "\n");
+	snprintf(out, size, "%.*s", (int)n, p);
+	return out;
+}
+
+/* The verifier's last word: its last line but the statistics. */
+static void last_line(const char *log, char *out, size_t size)
+{
+	const char *best = NULL, *p = log;
+	size_t best_len = 0;
+
+	while (p && *p) {
+		size_t n = strcspn(p, "\n");
+
+		if (n && strncmp(p, "processed ", 10) && strncmp(p, "verification time", 17) &&
+		    strncmp(p, "stack depth", 11) && strncmp(p, "-- ", 3)) {
+			best = p;
+			best_len = n;
+		}
+		p += n + (p[n] == '\n');
+	}
+	snprintf(out, size, "%.*s", best ? (int)best_len : 0, best ? best : "");
+}
+
+static void explain_sym(char *out, size_t size, const char *what, const char *sym, const char *tail)
+{
+	const char *since = since_of(sym);
+
+	snprintf(out, size, "%s %s %s%s%s%s", what, sym, tail, since ? " (Linux " : "",
+		 since ? since : "", since ? " has it)" : "");
+}
+
+/* One line saying why a program did not load, from the verifier's log and libbpf's messages. */
+void loader__explain(const char *vlog, const char *msgs, char *out, size_t size)
+{
+	char w[128], line[256];
+
+	if (word_after(vlog, "unknown func ", w, sizeof(w)) ||
+	    word_after(vlog, "cannot use helper ", w, sizeof(w)) ||
+	    word_after(vlog, "program of this type cannot use helper ", w, sizeof(w)))
+		explain_sym(out, size, "helper", w, "is not available to this program type here");
+	else if (word_after(msgs, "extern (func ksym) '", w, sizeof(w)))
+		explain_sym(out, size, "kfunc", w, "is missing from this kernel");
+	else if (vlog && strstr(vlog, "BPF program is too large"))
+		snprintf(out, size,
+			 "too large for this kernel's verifier (1,000,000 instructions)");
+	else if (line_after(vlog, "Unreleased reference", line, sizeof(line)))
+		snprintf(out, size, "the verifier found a reference not released%s", line);
+	else if (line_after(vlog, "failed to resolve CO-RE relocation ", line, sizeof(line)) ||
+		 line_after(msgs, "failed to resolve CO-RE relocation ", line, sizeof(line)))
+		snprintf(out, size, "a kernel type differs here: %s", line);
+	else if (word_after(msgs, "failed to find kernel BTF type ID of '", w, sizeof(w)))
+		snprintf(out, size, "this kernel has no tracepoint or function %s", w);
+	else if (last_line(vlog, line, sizeof(line)), line[0])
+		snprintf(out, size, "the verifier says: %s", line);
+	else if (line_after(msgs, "BPF program load failed: ", line, sizeof(line)))
+		snprintf(out, size, "the kernel refused it: %s", line);
+	else if (last_line(msgs, line, sizeof(line)), line[0])
+		snprintf(out, size, "%s", line);
+	else
+		snprintf(out, size, "no reason given");
+}
+
+static void set_log_bufs(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj)
+	{
+		load_log[0] = '\0';
+		bpf_program__set_log_buf(prog, load_log, LOAD_LOG_SIZE);
+	}
+}
+
+/* Load one program of the unit alone, in a fresh copy of its object: 0, or -errno with the
+ * verifier's log in load_log and libbpf's messages in load_msgs.
+ */
+static int load_alone(struct loader *l, const struct loader_unit *u, const char *name)
+{
+	struct loader_unit t = { .ops = u->ops };
+	struct bpf_program *prog;
+	int err = u->ops->open(&t, l->paths, l->cfg);
+
+	if (err)
+		return err;
+	bpf_object__for_each_program(prog, t.obj)
+		bpf_program__set_autoload(prog, !strcmp(bpf_program__name(prog), name));
+	set_log_bufs(t.obj);
+	log_libbpf_capture(load_msgs, LOAD_MSGS_SIZE);
+	err = bpf_object__load(t.obj);
+	log_libbpf_capture(NULL, 0);
+	u->ops->destroy(t.skel);
+	return err;
+}
+
+/* After a failed load: which of the unit's programs cannot load, and why, one line each (the
+ * full verifier log with --verbose). Returns how many.
+ */
+static unsigned int diagnose_unit(struct loader *l, const struct loader_unit *u)
+{
+	const struct kernel_features *kf = l->cfg->kf;
+	struct bpf_program *prog;
+	unsigned int bad = 0;
+
+	bpf_object__for_each_program(prog, u->obj)
+	{
+		const char *name = bpf_program__name(prog);
+		char why[512];
+
+		if (!bpf_program__autoload(prog) || !load_alone(l, u, name))
+			continue;
+		loader__explain(load_log, load_msgs, why, sizeof(why));
+		log_err("program '%s' (%s, object '%s') cannot load on Linux %s: %s", name,
+			bpf_program__section_name(prog), u->ops->name, kf ? kf->release : "here",
+			why);
+		if (log_enabled(LOG_LVL_DEBUG))
+			fprintf(stderr, "%s%s-- end of the log of '%s' --\n", load_msgs, load_log,
+				name);
+		bad++;
+	}
+	return bad;
+}
+
+/* Every program of this unit and the ones after it that cannot load; err is the unit's. */
+static void diagnose(struct loader *l, unsigned int from, int err)
+{
+	unsigned int bad = 0;
+
+	for (unsigned int i = from; i < l->nunits; i++)
+		bad += diagnose_unit(l, l->units[i]);
+	if (!bad) {
+		log_err("failed to load BPF object '%s': %s (each of its programs loads alone)",
+			l->units[from]->ops->name, strerror(-err));
+		return;
+	}
+	log_err("%u program%s cannot load on this kernel; nothing new was attached%s", bad,
+		bad == 1 ? "" : "s",
+		log_enabled(LOG_LVL_DEBUG) ? "" : " (run with --verbose for the verifier logs)");
+}
+
+static int load_buffers(void)
+{
+	if (!load_log)
+		load_log = malloc(LOAD_LOG_SIZE);
+	if (!load_msgs)
+		load_msgs = malloc(LOAD_MSGS_SIZE);
+	return load_log && load_msgs ? 0 : -ENOMEM;
+}
+
 static int load_unit(struct loader *l, struct loader_unit *u)
 {
 	enum map_origin origins[LOADER_MAX_MAPS];
@@ -260,7 +513,7 @@ static int load_unit(struct loader *l, struct loader_unit *u)
 
 	bpf_object__for_each_program(prog, u->obj)
 	{
-		if (!prog_spec(bpf_program__name(prog))) {
+		if (!is_run_only(prog) && !prog_spec(bpf_program__name(prog))) {
 			log_err("program '%s' in object '%s' is missing from loader_progs",
 				bpf_program__name(prog), u->ops->name);
 			return -EINVAL;
@@ -276,11 +529,12 @@ static int load_unit(struct loader *l, struct loader_unit *u)
 			return err;
 		}
 	}
+	set_log_bufs(u->obj);
+	log_libbpf_capture(load_msgs, LOAD_MSGS_SIZE);
 	err = bpf_object__load(u->obj);
+	log_libbpf_capture(NULL, 0);
 	if (err) {
-		log_err("failed to load BPF object '%s': %s (run with --verbose for the verifier "
-			"log)",
-			u->ops->name, strerror(-err));
+		u->load_failed = true;
 		return err;
 	}
 	i = 0;
@@ -306,13 +560,17 @@ static int load_unit(struct loader *l, struct loader_unit *u)
 
 int loader__load(struct loader *l)
 {
-	for (unsigned int i = 0; i < l->nunits; i++) {
-		int err = load_unit(l, l->units[i]);
+	int err = load_buffers();
 
-		if (err)
-			return err;
+	for (unsigned int i = 0; !err && i < l->nunits; i++) {
+		err = load_unit(l, l->units[i]);
+		if (err && l->units[i]->load_failed)
+			diagnose(l, i, err);
 	}
-	return 0;
+	free(load_log);
+	free(load_msgs);
+	load_log = load_msgs = NULL;
+	return err;
 }
 
 enum link_state {
@@ -420,8 +678,12 @@ static int attach_new(struct loader *l, struct bpf_program *prog,
 		link = bpf_program__attach(prog);
 	if (!link) {
 		err = -errno;
-		log_err("failed to attach '%s' to %s: %s", spec->name,
-			spec->cgroup ? l->paths->cgroup_root : "its tracepoint", strerror(-err));
+		if (spec->cgroup)
+			log_err("failed to attach '%s' to %s: %s", spec->name,
+				l->paths->cgroup_root, strerror(-err));
+		else
+			log_err("failed to attach '%s' to its tracepoint (%s): %s", spec->name,
+				bpf_program__section_name(prog), strerror(-err));
 		return err;
 	}
 	err = bpf_link__pin(link, pin);
@@ -486,10 +748,13 @@ static bool is_current_map(const struct loader *l, const char *name)
 	return map_entry((struct loader *)l, name) != NULL;
 }
 
+/* a program this egretd attached (not one this kernel does without) */
 static bool is_current_prog(const struct loader *l, const char *name)
 {
 	for (unsigned int i = 0; i < l->nunits; i++) {
-		if (bpf_object__find_program_by_name(l->units[i]->obj, name))
+		struct bpf_program *prog = bpf_object__find_program_by_name(l->units[i]->obj, name);
+
+		if (prog && bpf_program__autoload(prog))
 			return true;
 	}
 	return false;
@@ -528,7 +793,8 @@ static void drop_stale_pins(struct loader *l)
 	if (paths__state(l->paths, dir, sizeof(dir), "maps", NULL) || !(d = opendir(dir)))
 		return;
 	while ((de = readdir(d))) {
-		if (de->d_name[0] == '.' || is_current_map(l, de->d_name))
+		if (de->d_name[0] == '.' || is_current_map(l, de->d_name) ||
+		    !strcmp(de->d_name, FEATURES_MAP))
 			continue;
 		snprintf(pin, sizeof(pin), "%s/%s", dir, de->d_name);
 		unlink(pin);
@@ -545,6 +811,8 @@ int loader__attach(struct loader *l)
 	for (unsigned int i = 0; i < l->nunits; i++) {
 		bpf_object__for_each_program(prog, l->units[i]->obj)
 		{
+			if (!bpf_program__autoload(prog) || is_run_only(prog))
+				continue;
 			err = attach_prog(l, prog);
 			if (err)
 				return err;
@@ -634,17 +902,21 @@ int loader__check(const struct egret_paths *paths, char *missing, size_t size)
 	if (fd < 0)
 		return -errno;
 	const struct egret_prog_spec *specs;
+	struct kernel_features kf;
 	unsigned int nsp;
+	bool have_kf;
 
 	if (loader__specs(&specs, &nsp)) {
 		close(fd);
 		return -EINVAL;
 	}
+	have_kf = kfeatures__read_pinned(paths, &kf) == 0;
 	for (unsigned int i = 0; i < nsp; i++) {
 		const struct egret_prog_spec *spec = &specs[i];
 		bool ok = spec->cgroup ? cgroup_has_prog(fd, spec) : pin_has_prog(paths, spec);
 
-		if (ok)
+		/* a program egretd did not load on this kernel, on purpose, is not missing */
+		if (ok || (have_kf && kfeatures__prog_skipped(&kf, spec->name)))
 			continue;
 		n++;
 		used += snprintf(missing + used, used < size ? size - used : 0, "%s%s",
@@ -652,6 +924,19 @@ int loader__check(const struct egret_paths *paths, char *missing, size_t size)
 	}
 	close(fd);
 	return n;
+}
+
+/* The programs egretd attaches on this kernel: all but those its pinned kernel_features
+ * record says it did without.
+ */
+unsigned int loader__nexpected(const struct egret_paths *paths)
+{
+	struct kernel_features kf;
+	unsigned int n = loader__nprogs(), skipped = 0;
+
+	if (kfeatures__read_pinned(paths, &kf) == 0)
+		skipped = kfeatures__nskipped(&kf);
+	return skipped < n ? n - skipped : 0;
 }
 
 /* Detach every pinned link (BPF_LINK_DETACH takes effect even while egretd still holds the

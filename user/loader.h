@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <bpf/bpf.h>
 
+#include "kfeatures.h"
 #include "paths.h"
 
 #include <linux/types.h>
@@ -26,11 +27,13 @@ struct egret_prog_spec {
 	bool cgroup; /* attached to the root cgroup (else: a tracepoint) */
 };
 
-/* Load-time configuration of the objects (their .rodata). */
+/* Load-time configuration of the objects (their .rodata), and which optional programs load. */
 struct loader_config {
 	bool audit_host; /* --audit-scope host */
 	unsigned int npatterns;
 	struct egret_pattern patterns[EGRET_PATTERNS_MAX];
+	char pattern_text[EGRET_PATTERNS_MAX][EGRET_PATTERN_LEN]; /* as given, for the self-test */
+	const struct kernel_features *kf; /* NULL: as on a kernel that has everything */
 };
 
 int loader__specs(const struct egret_prog_spec **specs, unsigned int *n);
@@ -70,10 +73,14 @@ int loader__open(struct loader *l, const struct egret_paths *paths,
 int loader__load(struct loader *l);
 int loader__attach(struct loader *l);
 int loader__map_fd(const struct loader *l, const char *name);
+int loader__prog_fd(const struct loader *l, const char *name);
 void loader__close(struct loader *l);
+/* why a program did not load, in one line, from its verifier log and libbpf's messages */
+void loader__explain(const char *vlog, const char *msgs, char *out, size_t size);
 
 /* egretctl */
 int loader__check(const struct egret_paths *paths, char *missing, size_t size);
+unsigned int loader__nexpected(const struct egret_paths *paths);
 int loader__uninstall(const struct egret_paths *paths);
 int loader__pinned_map(const struct egret_paths *paths, const char *name);
 

@@ -12,14 +12,42 @@
 static const char *log_prog = "egret";
 static enum log_level log_level = LOG_LVL_INFO;
 
+/* while set, libbpf's output goes here (and to stderr only with --verbose) */
+static char *capture_buf;
+static size_t capture_size, capture_len;
+
 __attribute__((format(printf, 2, 0))) static int libbpf_print(enum libbpf_print_level level,
 							      const char *fmt, va_list ap)
 {
+	if (capture_buf && level != LIBBPF_DEBUG) {
+		va_list copy;
+		int n;
+
+		va_copy(copy, ap);
+		n = vsnprintf(capture_buf + capture_len, capture_size - capture_len, fmt, copy);
+		va_end(copy);
+		if (n > 0)
+			capture_len += (size_t)n < capture_size - capture_len
+					       ? (size_t)n
+					       : capture_size - capture_len - 1;
+		return log_level < LOG_LVL_DEBUG ? 0 : vfprintf(stderr, fmt, ap);
+	}
+	if (capture_buf && log_level < LOG_LVL_DEBUG)
+		return 0;
 	if (level == LIBBPF_DEBUG && log_level < LOG_LVL_DEBUG)
 		return 0;
 	if (level == LIBBPF_INFO && log_level < LOG_LVL_INFO)
 		return 0;
 	return vfprintf(stderr, fmt, ap);
+}
+
+void log_libbpf_capture(char *buf, size_t size)
+{
+	capture_buf = size ? buf : NULL;
+	capture_size = size;
+	capture_len = 0;
+	if (capture_buf)
+		capture_buf[0] = '\0';
 }
 
 void log_init(const char *prog, enum log_level level)

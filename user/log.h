@@ -19,6 +19,10 @@ bool log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 int log_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* libbpf's messages into buf (NUL-terminated, cut at size) instead of stderr, until called with
+ * size 0; with --verbose they still go to stderr too
+ */
+void log_libbpf_capture(char *buf, size_t size);
 
 #define log_err(...)   log_msg(LOG_LVL_ERR, __VA_ARGS__)
 #define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)

@@ -13,9 +13,6 @@
 #define AT_REMOVEDIR_ 0x200
 #define EAGAIN_	      11
 
-extern struct task_struct *bpf_task_from_pid(s32 pid) __ksym;
-extern void bpf_task_release(struct task_struct *p) __ksym;
-
 /* set by egretd before load */
 const volatile bool audit_host = false; /* --audit-scope host */
 const volatile struct egret_pattern patterns[EGRET_PATTERNS_MAX] = {};
@@ -61,76 +58,105 @@ static __always_inline __u64 exec_id_of(struct task_struct *task)
 	return ti ? ti->exec_id : 0;
 }
 
-#define HASH_WINDOW 256 /* the first bytes of a path are hashed for pattern matching */
+#define HASH_WINDOW EGRET_SELFTEST_PATH /* the first bytes of a path are hashed for matching */
 
-struct path_comps {
-	__u64 hash[EGRET_PATTERN_DEPTH];
-	__u32 n;
+/* The first HASH_WINDOW bytes of a path, as global functions take them (a sized type). */
+struct path_window {
+	char c[HASH_WINDOW];
 };
 
-struct hash_walk {
-	const char *path;
-	struct path_comps *pc;
-	__u64 h;
-	__u32 len;
-	__u32 k;
-	bool in;
+/* The hashing walk's state, in a per-CPU map and not on the stack: 6.1's verifier checks a
+ * bpf_loop() callback once, with the values of the first iteration, and drops the code that
+ * looks dead then (no component was ever stored: no read pattern matched, no skip pattern
+ * applied). Of a map value it knows nothing, on any kernel.
+ */
+struct match_state {
+	__u64 hash[EGRET_PATTERN_DEPTH]; /* FNV-1a of each of the first components */
+	__u64 h;			 /* of the component being read */
+	__u32 n;			 /* components hashed */
+	__u32 len;			 /* bytes of the path looked at */
+	__u32 in;			 /* inside a component */
+	__u32 pad;
 };
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct match_state);
+} match_state SEC(".maps");
 
 /* One character: a bpf_loop() step, so the verifier checks it once, not once per character. */
-static long hash_step(__u32 j, void *arg)
+static long hash_step(__u32 j, void *ctx)
 {
-	struct hash_walk *w = arg;
-	char c = j < w->len ? w->path[j & (HASH_WINDOW - 1)] : '/';
+	const struct path_window *p = *(const struct path_window **)ctx;
+	struct match_state *m;
+	__u32 zero = 0;
+	char c;
 
+	m = bpf_map_lookup_elem(&match_state, &zero);
+	if (!m || !p)
+		return 1;
+	c = j < m->len ? p->c[j & (HASH_WINDOW - 1)] : '/';
 	if (c != '/') {
-		w->in = true;
-		w->h = (w->h ^ (__u8)c) * EGRET_FNV64_PRIME;
+		m->in = 1;
+		m->h = (m->h ^ (__u8)c) * EGRET_FNV64_PRIME;
 		return 0;
 	}
-	if (w->in && w->k < EGRET_PATTERN_DEPTH)
-		w->pc->hash[w->k++ & (EGRET_PATTERN_DEPTH - 1)] = w->h;
-	w->in = false;
-	w->h = EGRET_FNV64_OFFSET;
-	return j >= w->len ? 1 : 0;
+	if (m->in && m->n < EGRET_PATTERN_DEPTH)
+		m->hash[m->n++ & (EGRET_PATTERN_DEPTH - 1)] = m->h;
+	m->in = 0;
+	m->h = EGRET_FNV64_OFFSET;
+	return j >= m->len ? 1 : 0;
 }
 
-/* FNV-1a of each of the path's first EGRET_PATTERN_DEPTH components. */
-static __always_inline void path_hash(const char *path, __u32 len, struct path_comps *pc)
-{
-	struct hash_walk w = { .path = path,
-			       .pc = pc,
-			       .h = EGRET_FNV64_OFFSET,
-			       .len = len > HASH_WINDOW - 1 ? HASH_WINDOW - 1 : len };
-
-	bpf_loop(HASH_WINDOW, hash_step, &w, 0);
-	pc->n = w.k;
-}
-
-static __always_inline bool pattern_match(const struct path_comps *pc, __u32 idx)
+static __always_inline bool pattern_match(const struct match_state *m, __u32 idx)
 {
 	__u32 n = patterns[idx].ncomp;
 
-	if (n > EGRET_PATTERN_DEPTH || pc->n < n)
+	if (n > EGRET_PATTERN_DEPTH || m->n < n)
 		return false;
 	for (__u32 c = 0; c < EGRET_PATTERN_DEPTH; c++) {
 		if (c >= n)
 			break;
-		if (!(patterns[idx].wild & (1u << c)) && patterns[idx].hash[c] != pc->hash[c])
+		if (!(patterns[idx].wild & (1u << c)) && patterns[idx].hash[c] != m->hash[c])
 			return false;
 	}
 	return true;
 }
 
-static __always_inline bool patterns_match(const struct path_comps *pc, __u8 kind)
+static __always_inline bool patterns_match(const struct match_state *m, __u8 kind)
 {
 	for (__u32 k = 0; k < EGRET_PATTERNS_MAX; k++) {
 		if (k >= npatterns)
 			break;
-		if (patterns[k].kind == kind && pattern_match(pc, k))
+		if (patterns[k].kind == kind && pattern_match(m, k))
 			return true;
 	}
 	return false;
+}
+
+/* Whether a file event at path (len bytes) is reported by the patterns: a read when a read
+ * pattern names it; anything else when a write pattern does and no skip pattern does. A global
+ * function: the verifier checks it once, alike in every program, so egretd's start-up self-test
+ * (egret_selftest, user/features.c) runs the very code the file programs run.
+ */
+__noinline int path_wanted(const struct path_window *path, __u32 len, __u32 kind)
+{
+	struct match_state *m;
+	__u32 zero = 0;
+
+	m = bpf_map_lookup_elem(&match_state, &zero);
+	if (!m || !path)
+		return 0;
+	m->h = EGRET_FNV64_OFFSET;
+	m->n = 0;
+	m->in = 0;
+	m->len = len > HASH_WINDOW - 1 ? HASH_WINDOW - 1 : len;
+	bpf_loop(HASH_WINDOW, hash_step, &path, 0);
+	if (kind == EGRET_PATTERN_WRITE && patterns_match(m, EGRET_PATTERN_SKIP))
+		return 0;
+	return patterns_match(m, kind);
 }
 
 #endif /* EGRET_AUDIT_BPF_H */

@@ -15,6 +15,8 @@
 #include "egret/dns.h"
 #include "egret/audit.h"
 
+#include "lib/compat.bpf.h"
+
 #define AF_UNIX	       1
 #define AF_INET	       2
 #define AF_INET6       10
@@ -32,11 +34,7 @@
 #define SIGKILL	       9
 #define SIGSYS	       31
 
-#ifndef bpf_ksym_exists /* libbpf < 1.2 */
-#define bpf_ksym_exists(sym) (!!(sym))
-#endif
-
-#define SK_PASS 1 /* cgroup programs: let it through */
-#define SK_DROP 0 /* cgroup programs: refuse (EPERM for socket calls) */
+#define SK_PASS	       1 /* cgroup programs: let it through */
+#define SK_DROP	       0 /* cgroup programs: refuse (EPERM for socket calls) */
 
 #endif /* EGRET_COMMON_BPF_H */

@@ -13,6 +13,8 @@
  */
 struct task_sandbox {
 	__u64 sandbox_id;
+	__u32 doomed; /* a group leader's: kill_task() marked its process (1), egret_reap killed it (2) */
+	__u32 pad;
 };
 
 struct {
@@ -22,8 +24,35 @@ struct {
 	__type(value, struct task_sandbox);
 } task_sandbox SEC(".maps");
 
-extern int bpf_send_signal_task(struct task_struct *task, int sig, enum pid_type type,
-				__u64 value) __ksym __weak;
+/* Without bpf_task_from_pid (before 6.3): the sandbox of every sandboxed task by its pid, kept
+ * by the fork, exec, exit and cgroup-move programs, so that ptrace's target can be placed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EGRET_PIDS_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} sandbox_pids SEC(".maps");
+
+/* How many processes kill_task() marked have not yet passed a syscall exit (egret_reap); a
+ * pinned map, so a restarted egretd's programs see the marks of the previous one's.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} doomed SEC(".maps");
+
+static __always_inline void doomed_add(__s64 n)
+{
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&doomed, &zero);
+
+	if (v)
+		__sync_fetch_and_add(v, n);
+}
 
 /* cgroup v2 is hierarchy 0, the "0::" line of /proc/PID/cgroup */
 static __always_inline bool cgroup_is_v2(struct cgroup *cg)
@@ -65,10 +94,22 @@ static __always_inline __u64 sandbox_before(struct task_struct *task)
 								       : NOT_A_SANDBOX;
 }
 
+/* sandbox_pids: where the task with this pid is now (NOT_A_SANDBOX: in no sandbox) */
+static __always_inline void pids_note(__u32 pid, __u64 sandbox_id)
+{
+	if (task_from_pid_ok())
+		return;
+	if (sandbox_id == NOT_A_SANDBOX)
+		bpf_map_delete_elem(&sandbox_pids, &pid);
+	else
+		bpf_map_update_elem(&sandbox_pids, &pid, &sandbox_id, BPF_ANY);
+}
+
 static __always_inline void remember_sandbox(struct task_struct *task, __u64 sandbox_id)
 {
 	struct task_sandbox *ts;
 
+	pids_note(task->pid, sandbox_id);
 	if (sandbox_id == NOT_A_SANDBOX) {
 		bpf_task_storage_delete(&task_sandbox, task);
 		return;
@@ -86,10 +127,39 @@ static __always_inline bool move_allowed(__u64 from, __u64 to)
 	return from == NOT_A_SANDBOX || to == from || (from == 0 && to != NOT_A_SANDBOX);
 }
 
-static __always_inline void kill_task(struct task_struct *task)
+/* Kill the process of a task other than the current one, which is now in sandbox `where`:
+ * with bpf_send_signal_task (6.13), or else by marking its group leader, and egret_reap kills
+ * it from its own context on its way back from the syscall it is in (a child of clone3, on its
+ * way out of clone3, before its first instruction).
+ */
+static __always_inline void kill_task(struct task_struct *task, __u64 where)
 {
-	if (bpf_ksym_exists(bpf_send_signal_task))
+	struct task_struct *leader = task->group_leader;
+	struct task_sandbox *ts;
+
+	if (send_signal_task_ok()) {
 		bpf_send_signal_task(task, SIGKILL, PIDTYPE_TGID, 0);
+		return;
+	}
+	ts = bpf_task_storage_get(&task_sandbox, leader, 0, 0);
+	if (!ts) {
+		ts = bpf_task_storage_get(&task_sandbox, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!ts)
+			return;
+		ts->sandbox_id = where;
+	}
+	if (__sync_val_compare_and_swap(&ts->doomed, 0, 1) == 0)
+		doomed_add(1);
+}
+
+/* Kill the current process, which moved another one out of its sandbox: whether the signal
+ * is on its way. Where bpf_send_signal_task (6.13) killed the moved one, a tracepoint holding
+ * css_set_lock cannot queue a second signal (EBUSY): the mover stays, in its own sandbox, and
+ * the report says so.
+ */
+static __always_inline bool kill_current(void)
+{
+	return bpf_send_signal(SIGKILL) == 0;
 }
 
 static __always_inline void tamper_report(__u32 kind, __u64 target, __u32 other_pid, bool killed)
@@ -133,9 +203,12 @@ static __always_inline void register_if_plain(__u64 id, const __u8 *name)
 		bpf_map_update_elem(&sandboxes, &id, &v, BPF_NOEXIST);
 }
 
+/* The record is reserved after the map calls: 6.1's verifier refuses a reservation held across
+ * them ("Unreleased reference").
+ */
 static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 {
-	struct egret_cgroup_event *e = event_reserve(sizeof(*e));
+	struct egret_cgroup_event *e;
 	__u8 name[EGRET_CGROUP_NAME_LEN];
 
 	cgroup_name_of(cg, name);
@@ -143,6 +216,7 @@ static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 		register_if_plain(id, name);
 	else if (op == EGRET_CG_DESTROYED)
 		bpf_map_delete_elem(&sandboxes, &id);
+	e = event_reserve(sizeof(*e));
 	if (!e)
 		return;
 	event_fill_hdr(&e->hdr, EGRET_EV_CGROUP, id);

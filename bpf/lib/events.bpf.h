@@ -53,4 +53,29 @@ static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
+/* The same in a cgroup_skb program, with only the current-task helpers this kernel lets it call
+ * (6.1 has none of them there, 6.12 no bpf_get_current_uid_gid); what it may not ask stays 0.
+ */
+static __always_inline void event_fill_hdr_skb(struct egret_event_hdr *h, __u32 type,
+					       __u64 sandbox_id)
+{
+	__u64 pid_tgid = 0, uid_gid = 0;
+
+	if (skb_task_helpers & EGRET_SKB_PID_TGID)
+		pid_tgid = bpf_get_current_pid_tgid();
+	if (skb_task_helpers & EGRET_SKB_UID_GID)
+		uid_gid = bpf_get_current_uid_gid();
+	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->sandbox_id = sandbox_id;
+	h->type = type;
+	h->pid = pid_tgid >> 32;
+	h->tid = (__u32)pid_tgid;
+	h->uid = (__u32)uid_gid;
+	h->gid = uid_gid >> 32;
+	h->pad = 0;
+	__builtin_memset(h->comm, 0, sizeof(h->comm));
+	if (skb_task_helpers & EGRET_SKB_COMM)
+		bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
 #endif /* EGRET_EVENTS_BPF_H */

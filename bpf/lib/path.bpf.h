@@ -11,11 +11,21 @@
 #define PATH_SCRATCH 4096 /* power of two: offsets are masked with PATH_SCRATCH - 1 */
 #define NAME_MAX_    255
 
-/* room past PATH_SCRATCH so the verifier can see that masked offsets plus a bounded length
- * stay inside
+/* Room past PATH_SCRATCH, so the verifier can see that masked offsets plus a bounded length
+ * stay inside; and the walk's state. The state is kept here and not on the stack: a bpf_loop()
+ * callback's stack state made 6.12's verifier walk 400,000 instructions for one exec program
+ * (it follows each iteration's known values), and 6.1's check it with the first iteration's
+ * values only; of a map value's contents neither knows anything.
  */
 struct path_scratch {
 	char buf[PATH_SCRATCH + EGRET_PATH_MAX];
+	__u64 dentry;	   /* struct dentry *, the walk's position */
+	__u64 vfsmnt;	   /* struct vfsmount * it is on */
+	__u64 mnt;	   /* the struct mount around vfsmnt */
+	__u64 root_dentry; /* the task's root, where the walk stops */
+	__u64 root_mnt;
+	__u32 pos; /* where the next name ends in buf: the path is written backwards */
+	__u32 pad;
 };
 
 struct {
@@ -25,30 +35,25 @@ struct {
 	__type(value, struct path_scratch);
 } path_scratch SEC(".maps");
 
-struct path_walk {
-	struct dentry *dentry;
-	struct vfsmount *vfsmnt;
-	struct mount *mnt;
-	struct dentry *root_dentry;
-	struct vfsmount *root_mnt;
-	__u32 pos;
-};
-
 /* One step up: a name written before the previous ones, or a hop from a mount's root to its
  * mount point. bpf_loop() runs it, so the verifier checks it once, not once per level.
  */
-static long path_step(__u32 i, void *arg)
+static long path_step(__u32 i, void *unused)
 {
-	struct path_walk *w = arg;
-	/* locals, not w->...: CO-RE relocates kernel types only */
-	struct dentry *dentry = w->dentry, *parent, *mnt_root;
-	struct vfsmount *vfsmnt = w->vfsmnt;
-	struct mount *mnt = w->mnt;
+	struct dentry *dentry, *parent, *mnt_root;
+	struct vfsmount *vfsmnt;
+	struct mount *mnt;
 	const unsigned char *name;
 	struct path_scratch *s;
-	__u32 zero = 0, nlen;
+	__u32 zero = 0, nlen, pos;
 
-	if (dentry == w->root_dentry && vfsmnt == w->root_mnt)
+	s = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!s)
+		return 1;
+	dentry = (struct dentry *)s->dentry;
+	vfsmnt = (struct vfsmount *)s->vfsmnt;
+	mnt = (struct mount *)s->mnt;
+	if (s->dentry == s->root_dentry && s->vfsmnt == s->root_mnt)
 		return 1;
 	mnt_root = BPF_CORE_READ(vfsmnt, mnt_root);
 	if (dentry == mnt_root) {
@@ -56,9 +61,9 @@ static long path_step(__u32 i, void *arg)
 
 		if (up == mnt)
 			return 1; /* the global root */
-		w->dentry = BPF_CORE_READ(mnt, mnt_mountpoint);
-		w->mnt = up;
-		w->vfsmnt = &up->mnt;
+		s->dentry = (__u64)BPF_CORE_READ(mnt, mnt_mountpoint);
+		s->mnt = (__u64)up;
+		s->vfsmnt = (__u64)&up->mnt;
 		return 0;
 	}
 	parent = BPF_CORE_READ(dentry, d_parent);
@@ -66,14 +71,15 @@ static long path_step(__u32 i, void *arg)
 		return 1;
 	name = BPF_CORE_READ(dentry, d_name.name);
 	nlen = BPF_CORE_READ(dentry, d_name.len) & NAME_MAX_;
-	s = bpf_map_lookup_elem(&path_scratch, &zero);
-	if (!s || w->pos < nlen + 2)
+	pos = s->pos;
+	if (pos > PATH_SCRATCH || pos < nlen + 2)
 		return 1;
-	w->pos -= nlen;
-	bpf_probe_read_kernel(&s->buf[w->pos & (PATH_SCRATCH - 1)], nlen, name);
-	w->pos -= 1;
-	s->buf[w->pos & (PATH_SCRATCH - 1)] = '/';
-	w->dentry = parent;
+	pos -= nlen;
+	bpf_probe_read_kernel(&s->buf[pos & (PATH_SCRATCH - 1)], nlen, name);
+	pos -= 1;
+	s->buf[pos & (PATH_SCRATCH - 1)] = '/';
+	s->pos = pos;
+	s->dentry = (__u64)parent;
 	return 0;
 }
 
@@ -84,36 +90,35 @@ static __always_inline __u32 path_resolve(struct dentry *dentry, struct vfsmount
 					  bool *cut)
 {
 	struct task_struct *task = bpf_get_current_task_btf();
-	struct path_walk w = {
-		.dentry = dentry,
-		.vfsmnt = vfsmnt,
-		.mnt = container_of(vfsmnt, struct mount, mnt),
-		.root_dentry = BPF_CORE_READ(task, fs, root.dentry),
-		.root_mnt = BPF_CORE_READ(task, fs, root.mnt),
-		.pos = PATH_SCRATCH,
-	};
 	struct path_scratch *s;
-	__u32 zero = 0, len;
+	__u32 zero = 0, len, pos;
 	long steps;
 
 	*cut = false;
-	steps = bpf_loop(EGRET_PATH_DEPTH, path_step, &w, 0);
+	s = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!s)
+		return 0;
+	s->dentry = (__u64)dentry;
+	s->vfsmnt = (__u64)vfsmnt;
+	s->mnt = (__u64)container_of(vfsmnt, struct mount, mnt);
+	s->root_dentry = (__u64)BPF_CORE_READ(task, fs, root.dentry);
+	s->root_mnt = (__u64)BPF_CORE_READ(task, fs, root.mnt);
+	s->pos = PATH_SCRATCH;
+	steps = bpf_loop(EGRET_PATH_DEPTH, path_step, NULL, 0);
 	if (steps >= EGRET_PATH_DEPTH)
 		*cut = true;
-	if (w.pos >= PATH_SCRATCH) {
+	pos = s->pos;
+	if (pos >= PATH_SCRATCH) {
 		out[0] = '/';
 		return 1;
 	}
-	len = PATH_SCRATCH - w.pos;
+	len = PATH_SCRATCH - pos;
 	if (len > EGRET_PATH_MAX) {
 		*cut = true;
 		len = EGRET_PATH_MAX;
 	}
-	s = bpf_map_lookup_elem(&path_scratch, &zero);
-	if (!s)
-		return 0;
 	bpf_probe_read_kernel(out, len & (EGRET_PATH_MAX * 2 - 1),
-			      &s->buf[w.pos & (PATH_SCRATCH - 1)]);
+			      &s->buf[pos & (PATH_SCRATCH - 1)]);
 	return len;
 }
 

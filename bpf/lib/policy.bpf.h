@@ -46,24 +46,30 @@ static __always_inline bool policy_audit_mode(void)
 	return g && (g->flags & EGRET_POL_AUDIT);
 }
 
-static __always_inline bool port_rule_matches(const struct egret_port_rule *r, const struct flow *f)
+static __always_inline bool port_rule_matches(const struct egret_port_rule *r, __u8 protocol,
+					      __u16 port)
 {
-	if (r->proto && r->proto != f->protocol &&
-	    !(r->proto == IPPROTO_ICMP && f->protocol == IPPROTO_ICMPV6))
+	if (r->proto && r->proto != protocol &&
+	    !(r->proto == IPPROTO_ICMP && protocol == IPPROTO_ICMPV6))
 		return false;
-	return f->port >= r->port_lo && f->port <= r->port_hi;
+	return port >= r->port_lo && port <= r->port_hi;
 }
 
-/* The first rule of v with this action that matches f; 0 when none. */
-static __always_inline __u32 match_rules(const struct egret_policy_val *v, const struct flow *f,
-					 __u8 action)
+/* The first rule of v with this action that matches the protocol and port; 0 when none. A
+ * global function, which the verifier checks once, on its own: inlined into the four calls of a
+ * decision, the rule loop took the skb backstop past 800,000 verified instructions on 6.18 and
+ * past the 1,000,000 limit on 6.1.
+ */
+__noinline __u32 match_rules(const struct egret_policy_val *v, __u32 protocol, __u32 port,
+			     __u32 action)
 {
 	if (!v)
 		return 0;
 	for (int i = 0; i < EGRET_PORT_RULES; i++) {
 		if (i >= v->nrules)
 			break;
-		if (v->rules[i].action == action && port_rule_matches(&v->rules[i], f))
+		if (v->rules[i].action == action &&
+		    port_rule_matches(&v->rules[i], (__u8)protocol, (__u16)port))
 			return v->rules[i].rule_id ? v->rules[i].rule_id : 1;
 	}
 	return 0;
@@ -106,12 +112,13 @@ static __always_inline void policy_match(void *trie, const struct flow *f, __u64
 		if (sb->flags & EGRET_SB_RULES)
 			s = policy_lookup(trie, sandbox_id, f->addr);
 	}
-	if ((id = match_rules(g, f, EGRET_ACT_DENY)) || (id = match_rules(s, f, EGRET_ACT_DENY))) {
+	if ((id = match_rules(g, f->protocol, f->port, EGRET_ACT_DENY)) ||
+	    (id = match_rules(s, f->protocol, f->port, EGRET_ACT_DENY))) {
 		decide(d, d->verdict, EGRET_REASON_DENY_RULE, id);
 		return;
 	}
-	if ((id = match_rules(s, f, EGRET_ACT_ALLOW)) ||
-	    (id = match_rules(g, f, EGRET_ACT_ALLOW))) {
+	if ((id = match_rules(s, f->protocol, f->port, EGRET_ACT_ALLOW)) ||
+	    (id = match_rules(g, f->protocol, f->port, EGRET_ACT_ALLOW))) {
 		decide(d, EGRET_VERDICT_ALLOW, EGRET_REASON_ALLOW_RULE, id);
 		return;
 	}

@@ -13,7 +13,10 @@ static __always_inline void egress_report(const struct flow *f, __u64 sandbox_id
 	e = event_reserve(sizeof(*e));
 	if (!e)
 		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox_id);
+	if (hook == EGRET_HOOK_SKB_EGRESS)
+		event_fill_hdr_skb(&e->hdr, EGRET_EV_CONNECT, sandbox_id);
+	else
+		event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox_id);
 	__builtin_memcpy(e->daddr, f->addr, sizeof(e->daddr));
 	e->rule_id = d->rule_id;
 	e->dport = f->port;

@@ -32,6 +32,8 @@ enum egret_audit_event_type {
 struct egret_task_info {
 	__u64 exec_id;	/* unique per boot: (per-CPU counter << 8) | cpu */
 	__u64 start_ns; /* when the process started (boot time) */
+	__u32 exited;	/* the group leader's: the process's exit was reported */
+	__u32 pad;
 };
 
 /* EGRET_EV_EXEC. exe and cwd follow args in data[]: args_len + exe_len + cwd_len bytes. */
@@ -157,6 +159,17 @@ struct egret_pattern {
 	__u8 wild;  /* bit c set: component c is '*' */
 	__u8 pad[5];
 	__u64 hash[EGRET_PATTERN_DEPTH];
+};
+
+/* `selftest` map value: a path egretd asks the kernel's pattern matcher about at start, by
+ * running egret_selftest with BPF_PROG_TEST_RUN (its return value: reported or not); user/features.c
+ */
+#define EGRET_SELFTEST_PATH 256 /* also the bytes of a path the matcher looks at */
+
+struct egret_selftest {
+	__u32 len;  /* bytes of path */
+	__u32 kind; /* EGRET_PATTERN_WRITE or EGRET_PATTERN_READ */
+	char path[EGRET_SELFTEST_PATH];
 };
 
 #endif /* EGRET_AUDIT_H */

@@ -24,6 +24,9 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <glob.h>
+#include <sys/utsname.h>
 
 #include "cgroup.h"
 #include "control.h"
@@ -44,15 +47,141 @@ void harness_require_root(void)
 			"and network namespaces); run them with sudo, as CI does");
 }
 
+/* The running kernel's major and minor version, from uname. */
+int harness_kernel_version(int *major, int *minor)
+{
+	struct utsname u;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", major, minor) != 2)
+		return -EINVAL;
+	return 0;
+}
+
+void harness_require_kernel(int major, int minor, const char *why)
+{
+	struct utsname u;
+	int have_major, have_minor;
+
+	if (harness_kernel_version(&have_major, &have_minor))
+		cr_assert_fail("cannot read the kernel version from uname");
+	if (have_major > major || (have_major == major && have_minor >= minor))
+		return;
+	uname(&u);
+	/* Criterion skips by exiting the test process: the instance goes first (see atexit) */
+	cr_skip_test("needs Linux %d.%d, this is %s: %s", major, minor, u.release, why);
+}
+
+/* The test process's instances are removed when it exits without its .fini (cr_skip_test
+ * exits at once); never from a child that calls exit().
+ */
+static pid_t cleanup_owner;
+static struct egret_instance *live[16];
+
+static void cleanup_at_exit(void)
+{
+	if (getpid() != cleanup_owner)
+		return;
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
+		if (live[i])
+			harness_cleanup(live[i]);
+	}
+}
+
+static void remember_instance(struct egret_instance *e)
+{
+	if (cleanup_owner != getpid()) {
+		cleanup_owner = getpid();
+		memset(live, 0, sizeof(live));
+		atexit(cleanup_at_exit);
+	}
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
+		if (!live[i] || live[i] == e) {
+			live[i] = e;
+			return;
+		}
+	}
+}
+
+static void forget_instance(struct egret_instance *e)
+{
+	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
+		if (live[i] == e)
+			live[i] = NULL;
+	}
+}
+
+/* EGRET_TEST_KEEP_LOGS=DIR: egretd's log of each test goes to DIR/<suite>.<test>.log (a second
+ * instance of the same test: <suite>.<test>.<n>.log), and the runner deletes the logs of tests
+ * that did not fail, so DIR holds the logs of failed tests only (also of those that crashed or
+ * timed out before their .fini).
+ */
+static const char *keep_logs_dir(void)
+{
+	const char *dir = getenv("EGRET_TEST_KEEP_LOGS");
+
+	return dir && dir[0] ? dir : NULL;
+}
+
+static void keep_log_path(struct egret_instance *e, unsigned int seq)
+{
+	const char *dir = keep_logs_dir();
+	char cmd[PATH_MAX + 32];
+	int fd;
+
+	if (!dir || !criterion_current_test || !criterion_current_suite)
+		return;
+	if (access(dir, W_OK)) {
+		snprintf(cmd, sizeof(cmd), "mkdir -p '%s'", dir);
+		if (system(cmd))
+			return;
+	}
+	if (seq == 0)
+		snprintf(e->log_path, sizeof(e->log_path), "%s/%s.%s.log", dir,
+			 criterion_current_suite->name, criterion_current_test->name);
+	else
+		snprintf(e->log_path, sizeof(e->log_path), "%s/%s.%s.%u.log", dir,
+			 criterion_current_suite->name, criterion_current_test->name, seq);
+	fd = open(e->log_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		dprintf(fd, "--- egretd log of %s (%s::%s) ---\n", e->name,
+			criterion_current_suite->name, criterion_current_test->name);
+		close(fd);
+	}
+}
+
+/* In the runner, after each test's .fini: keep the logs of failed tests only. */
+ReportHook(POST_FINI)(struct criterion_test_stats *stats)
+{
+	const char *dir = keep_logs_dir();
+	char pattern[PATH_MAX];
+	glob_t g;
+
+	if (!dir || stats->test_status == CR_STATUS_FAILED)
+		return;
+	snprintf(pattern, sizeof(pattern), "%s/%s.%s.log", dir, stats->test->category,
+		 stats->test->name);
+	unlink(pattern);
+	snprintf(pattern, sizeof(pattern), "%s/%s.%s.*.log", dir, stats->test->category,
+		 stats->test->name);
+	if (glob(pattern, 0, NULL, &g) == 0) {
+		for (size_t i = 0; i < g.gl_pathc; i++)
+			unlink(g.gl_pathv[i]);
+		globfree(&g);
+	}
+}
+
 int harness_init(struct egret_instance *e)
 {
 	int err;
+
+	unsigned int seq = instance_seq++;
 
 	memset(e, 0, sizeof(*e));
 	err = cgroup__find_v2_mount(e->cgroup_mount, sizeof(e->cgroup_mount));
 	if (err)
 		return err;
-	snprintf(e->name, sizeof(e->name), HARNESS_PREFIX "%d-%u", (int)getpid(), instance_seq++);
+	remember_instance(e);
+	snprintf(e->name, sizeof(e->name), HARNESS_PREFIX "%d-%u", (int)getpid(), seq);
 	snprintf(e->cgroup_root, sizeof(e->cgroup_root), "%s/%s", e->cgroup_mount, e->name);
 	snprintf(e->state_dir, sizeof(e->state_dir), "%s/%s", EGRET_BPFFS, e->name);
 	snprintf(e->tmpdir, sizeof(e->tmpdir), HARNESS_DIR "/%s", e->name);
@@ -67,6 +196,7 @@ int harness_init(struct egret_instance *e)
 		return err;
 	if (mkdir(e->tmpdir, 0700) && errno != EEXIST)
 		return -errno;
+	keep_log_path(e, seq);
 	return harness_policy(e, "mode enforce\n");
 }
 
@@ -274,6 +404,8 @@ static void remove_tree(const char *path)
 		fprintf(stderr, "harness: could not remove %s\n", path);
 }
 
+static void remove_v1_limits(const char *name);
+
 static void cleanup_named(const char *mount, const char *name)
 {
 	struct egret_paths p;
@@ -289,69 +421,144 @@ static void cleanup_named(const char *mount, const char *name)
 	remove_tree(path);
 	snprintf(path, sizeof(path), "/tmp/%s", name);
 	remove_tree(path);
+	remove_v1_limits(name);
 }
 
-/* The mount point of a v1 controller's hierarchy ("memory", "pids"), from mountinfo. */
+/* The mount point of a v1 controller's hierarchy ("memory", "pids"), from mountinfo: a cgroup
+ * (v1) mount whose super options name the controller.
+ */
 static int v1_mount(const char *controller, char *out, size_t size)
 {
-	char line[4096], opt[64];
+	char line[4096];
 	FILE *f = fopen("/proc/self/mountinfo", "re");
+	int err = -ENOENT;
 
-	snprintf(opt, sizeof(opt), ",%s", controller);
-	while (f && fgets(line, sizeof(line), f)) {
-		char *sep = strstr(line, " - cgroup "), *tok, *save = NULL;
+	while (f && err && fgets(line, sizeof(line), f)) {
+		char *sep = strstr(line, " - cgroup "), *tok, *save = NULL, *opts;
 		int field = 0;
 
-		if (!sep || (!strstr(sep, opt) && !strstr(sep, controller)))
+		if (!sep)
 			continue;
-		if (!strstr(sep + 10, controller))
+		/* " - cgroup SOURCE OPTIONS": the options are the third word after the dash */
+		opts = strchr(sep + 10, ' ');
+		if (!opts)
 			continue;
+		opts++;
+		opts[strcspn(opts, "\n")] = '\0';
+		for (tok = strtok_r(opts, ",", &save); tok && strcmp(tok, controller);
+		     tok = strtok_r(NULL, ",", &save))
+			;
+		if (!tok)
+			continue;
+		save = NULL;
 		for (tok = strtok_r(line, " ", &save); tok && ++field < 5;
 		     tok = strtok_r(NULL, " ", &save))
 			;
 		if (tok) {
 			snprintf(out, size, "%s", tok);
-			fclose(f);
-			return 0;
+			err = 0;
 		}
 	}
 	if (f)
 		fclose(f);
-	return -ENOENT;
+	return err;
 }
 
-/* A cgroup of the given controller for this instance with file set to value (a memory or pids
- * limit): in the controller's v1 hierarchy on a hybrid host, else in egret's v2 root with the
- * controller enabled. A process joins it with cgroup__join(out) beside its sandbox.
- */
-int harness_limit_cgroup(struct egret_instance *e, const char *controller, const char *file,
-			 const char *value, char *out, size_t size)
+/* The v1 name of a cgroup v2 limit file, or NULL when v1 has none. */
+static const char *v1_file(const char *file)
 {
-	char mnt[PATH_MAX], path[PATH_MAX * 2], ctl[64];
+	if (!strcmp(file, "memory.max"))
+		return "memory.limit_in_bytes";
+	if (!strcmp(file, "pids.max"))
+		return "pids.max";
+	return NULL;
+}
+
+/* Enable a controller from the v2 mount down to egret's root, so its sandboxes have it. */
+static int v2_enable(struct egret_instance *e, const char *controller)
+{
+	char path[PATH_MAX * 2], ctl[64];
+	int err;
+
+	snprintf(ctl, sizeof(ctl), "+%s", controller);
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", e->cgroup_mount);
+	write_file(path, ctl); /* systemd has usually done it */
+	if (mkdir(e->cgroup_root, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", e->cgroup_root);
+	err = write_file(path, ctl);
+	if (err)
+		fprintf(stderr, "harness: cannot enable the %s controller in %s: %s\n", controller,
+			path, strerror(-err));
+	return err;
+}
+
+static int v1_limit(struct egret_instance *e, const char *mnt, const char *sandbox,
+		    const char *file, const char *value, char *out, size_t size)
+{
+	char path[PATH_MAX * 2];
 	int slot = -1;
 
 	for (int i = 0; i < 4 && slot < 0; i++)
 		slot = e->limit_dirs[i][0] ? -1 : i;
 	if (slot < 0)
 		return -E2BIG;
-	if (v1_mount(controller, mnt, sizeof(mnt)) == 0) {
-		snprintf(out, size, "%s/%s", mnt, e->name);
-		if (mkdir(out, 0755) && errno != EEXIST)
-			return -errno;
-		snprintf(e->limit_dirs[slot], sizeof(e->limit_dirs[slot]), "%s", out);
-	} else {
-		/* pure v2: enable the controller down to a child of egret's root */
-		snprintf(ctl, sizeof(ctl), "+%s", controller);
-		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", e->cgroup_mount);
-		write_file(path, ctl);
-		snprintf(path, sizeof(path), "%s/cgroup.subtree_control", e->cgroup_root);
-		if (write_file(path, ctl))
-			return -EOPNOTSUPP;
-		snprintf(out, size, "%s/limited", e->cgroup_root);
-		mkdir(out, 0755);
-	}
+	snprintf(path, sizeof(path), "%s/%s", mnt, e->name);
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(out, size, "%s/%s/%s", mnt, e->name, sandbox);
+	if (mkdir(out, 0755) && errno != EEXIST)
+		return -errno;
+	snprintf(e->limit_dirs[slot], sizeof(e->limit_dirs[slot]), "%s", out);
+	snprintf(e->limit_sandbox[slot], sizeof(e->limit_sandbox[slot]), "%s", sandbox);
 	snprintf(path, sizeof(path), "%s/%s", out, file);
 	return write_file(path, value);
+}
+
+int harness_sandbox_limit(struct egret_instance *e, const char *sandbox, const char *file,
+			  const char *value, char *out, size_t size)
+{
+	char controller[32], mnt[PATH_MAX], path[PATH_MAX * 2];
+	const char *old = v1_file(file);
+	int err;
+
+	snprintf(controller, sizeof(controller), "%.*s", (int)strcspn(file, "."), file);
+	if (old && v1_mount(controller, mnt, sizeof(mnt)) == 0)
+		return v1_limit(e, mnt, sandbox, old, value, out, size);
+	/* pure v2 (or a hybrid host with the controller on v2): the sandbox cgroup itself */
+	err = v2_enable(e, controller);
+	if (err)
+		return err;
+	if (sandbox_path(e, sandbox, out, size) || (mkdir(out, 0755) && errno != EEXIST))
+		return -errno ? -errno : -ENAMETOOLONG;
+	snprintf(path, sizeof(path), "%s/%s", out, file);
+	return write_file(path, value);
+}
+
+/* A process entering a sandbox joins the v1 limit cgroups made for it. */
+static int join_limits(struct egret_instance *e, const char *sandbox)
+{
+	for (int i = 0; i < 4; i++) {
+		if (e->limit_dirs[i][0] && !strcmp(e->limit_sandbox[i], sandbox) &&
+		    cgroup__join(e->limit_dirs[i], getpid()))
+			return -1;
+	}
+	return 0;
+}
+
+/* The v1 cgroups of an instance: <controller mount>/<name> and what is under it. */
+static void remove_v1_limits(const char *name)
+{
+	static const char *const controllers[] = { "memory", "pids" };
+	char mnt[PATH_MAX], path[PATH_MAX * 2];
+
+	for (size_t i = 0; i < sizeof(controllers) / sizeof(controllers[0]); i++) {
+		if (v1_mount(controllers[i], mnt, sizeof(mnt)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", mnt, name);
+		if (access(path, F_OK) == 0)
+			remove_cgroup_tree(path);
+	}
 }
 
 void harness_cleanup(struct egret_instance *e)
@@ -360,13 +567,11 @@ void harness_cleanup(struct egret_instance *e)
 		return;
 	if (e->egretd)
 		harness_stop(e, SIGKILL);
-	for (int i = 0; i < 4; i++) {
-		if (e->limit_dirs[i][0])
-			remove_cgroup_tree(e->limit_dirs[i]);
-	}
 	if (getenv("EGRET_TEST_VERBOSE"))
 		fprintf(stderr, "--- egretd log of %s ---\n%s\n", e->name, harness_log(e));
+	/* the v2 tree first: its cgroup.kill ends the processes the v1 cgroups hold too */
 	cleanup_named(e->cgroup_mount, e->name);
+	forget_instance(e);
 	e->name[0] = '\0';
 }
 
@@ -404,6 +609,12 @@ void harness_sweep_stale(void)
 	sweep_dir(EGRET_BPFFS, mount);
 	sweep_dir(HARNESS_DIR, mount);
 	sweep_dir("/tmp", mount);
+	for (int i = 0; i < 2; i++) {
+		char v1[PATH_MAX];
+
+		if (v1_mount(i ? "pids" : "memory", v1, sizeof(v1)) == 0)
+			sweep_dir(v1, mount);
+	}
 }
 
 /* Run argv with stdout and stderr captured into out; returns the exit status, or 128 + signal. */
@@ -496,7 +707,9 @@ static int enter(struct egret_instance *e, const char *sandbox)
 		control__call(e->control, 2, req, null, null, 10);
 	if (null)
 		fclose(null);
-	return cgroup__join(dir, getpid());
+	if (cgroup__join(dir, getpid()))
+		return -1;
+	return join_limits(e, sandbox);
 }
 
 /* fn in a child in the sandbox; the child's raw wait status, or -1. */

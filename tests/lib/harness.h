@@ -4,6 +4,8 @@
  * timeouts, and reading the event stream. Everything a test creates is removed by
  * harness_cleanup, which the suites call from .fini so it runs when an assertion fails too;
  * leftovers of a crashed test are swept by harness_sweep_stale before the next run.
+ * EGRET_TEST_VERBOSE=1 prints each instance's egretd log at cleanup; EGRET_TEST_KEEP_LOGS=DIR
+ * keeps the egretd log of each failed test in DIR/<suite>.<test>.log (tests/kernels uses it).
  */
 #ifndef EGRET_TEST_HARNESS_H
 #define EGRET_TEST_HARNESS_H
@@ -35,14 +37,25 @@ struct egret_instance {
 	char policy_path[PATH_MAX];
 	char live_path[PATH_MAX];
 	char spool_dir[PATH_MAX];
-	pid_t egretd;		      /* running egretd, 0 when none */
-	char limit_dirs[4][PATH_MAX]; /* v1 controller cgroups made by harness_limit_cgroup */
+	pid_t egretd; /* running egretd, 0 when none */
+	/* v1 controller cgroups made by harness_sandbox_limit (hybrid hosts), which a process
+	 * entering limit_sandbox[i] joins beside it
+	 */
+	char limit_dirs[4][PATH_MAX];
+	char limit_sandbox[4][64];
 };
 
 /* the instance of the current test (one per test process) */
 extern struct egret_instance *T;
 
 void harness_require_root(void);
+/* Skip the calling test (SKIP with why, as the report shows it) on a kernel older than
+ * major.minor, for a test of a feature that cannot exist there:
+ * harness_require_kernel(6, 6, "fchmodat2 arrived in 6.6"). Call it first in the test body;
+ * the test's instances are removed before it skips (Criterion skips without .fini).
+ */
+void harness_require_kernel(int major, int minor, const char *why);
+int harness_kernel_version(int *major, int *minor);
 int harness_init(struct egret_instance *e);
 int harness_base_dir(void);
 int harness_policy(struct egret_instance *e, const char *text);
@@ -52,8 +65,16 @@ int harness_wait_ready(struct egret_instance *e, int nfd, int timeout_ms);
 int harness_stop(struct egret_instance *e, int sig);
 void harness_cleanup(struct egret_instance *e);
 void harness_sweep_stale(void);
-int harness_limit_cgroup(struct egret_instance *e, const char *controller, const char *file,
-			 const char *value, char *out, size_t size);
+/* A resource limit on a sandbox, by its cgroup v2 name (memory.max, pids.max): where the
+ * controller is on cgroup2 (pure v2 hosts) written in the sandbox cgroup itself, the controller
+ * enabled down to it; where v1 holds it (hybrid hosts) in a v1 cgroup
+ * <controller mount>/<instance>/<sandbox> that every process entering the sandbox through
+ * in_sandbox/sandbox_cmd joins as well. Either way the process starts inside its sandbox and
+ * never crosses into another one. out gets the cgroup holding the limit; its last component is
+ * the sandbox's name.
+ */
+int harness_sandbox_limit(struct egret_instance *e, const char *sandbox, const char *file,
+			  const char *value, char *out, size_t size);
 const char *harness_log(struct egret_instance *e);
 
 /* commands */
