@@ -606,9 +606,10 @@ static pid_t denied_connect(void)
 	return pid;
 }
 
+/* 30 s: after a flood egretd first drains a full ring, slowly on a loaded machine */
 static const Egret__V1__Event *wait_gap(struct events *evs, const char *words)
 {
-	cr_assert_eq(events_wait(T->sink_path, is_gap, words, 10000, evs), 0,
+	cr_assert_eq(events_wait(T->sink_path, is_gap, words, 30000, evs), 0,
 		     "no gap event%s%s:\n%s", words ? " saying " : "", words ? words : "",
 		     harness_log(T));
 	return events_find(evs, is_gap, words, NULL);
