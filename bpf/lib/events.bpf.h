@@ -37,11 +37,10 @@ static __always_inline void event_output(void *e, __u64 size)
 		counter_inc(EGRET_CNT_RINGBUF_DROPS);
 }
 
-static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type, __u64 sandbox_id)
+/* The header every record starts with, from the current task's ids as the caller got them. */
+static __always_inline void event_set_hdr(struct egret_event_hdr *h, __u32 type, __u64 sandbox_id,
+					  __u64 pid_tgid, __u64 uid_gid)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u64 uid_gid = bpf_get_current_uid_gid();
-
 	h->ts_ns = bpf_ktime_get_boot_ns();
 	h->sandbox_id = sandbox_id;
 	h->type = type;
@@ -50,6 +49,11 @@ static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type
 	h->uid = (__u32)uid_gid;
 	h->gid = uid_gid >> 32;
 	h->pad = 0;
+}
+
+static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type, __u64 sandbox_id)
+{
+	event_set_hdr(h, type, sandbox_id, bpf_get_current_pid_tgid(), bpf_get_current_uid_gid());
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
@@ -65,14 +69,7 @@ static __always_inline void event_fill_hdr_skb(struct egret_event_hdr *h, __u32 
 		pid_tgid = bpf_get_current_pid_tgid();
 	if (skb_task_helpers & EGRET_SKB_UID_GID)
 		uid_gid = bpf_get_current_uid_gid();
-	h->ts_ns = bpf_ktime_get_boot_ns();
-	h->sandbox_id = sandbox_id;
-	h->type = type;
-	h->pid = pid_tgid >> 32;
-	h->tid = (__u32)pid_tgid;
-	h->uid = (__u32)uid_gid;
-	h->gid = uid_gid >> 32;
-	h->pad = 0;
+	event_set_hdr(h, type, sandbox_id, pid_tgid, uid_gid);
 	__builtin_memset(h->comm, 0, sizeof(h->comm));
 	if (skb_task_helpers & EGRET_SKB_COMM)
 		bpf_get_current_comm(h->comm, sizeof(h->comm));
