@@ -1181,10 +1181,22 @@ static void setup_selfwatch(struct daemon *d)
 				      g.cause);
 }
 
+/* Stopped, frozen or starved since the last look: say how long, and what the ring lost
+ * meanwhile. Looked at after each wait and again right before the ring's drops are counted, so
+ * a stop that lands anywhere in a turn is a gap, never a plain ring loss.
+ */
+static void check_gap(struct daemon *d)
+{
+	struct selfwatch_gap gap;
+
+	if (selfwatch__turn(&d->self, &gap))
+		collector__report_gap(&d->collector, gap.start_unix_ns, gap.duration_ns, false,
+				      gap.cause);
+}
+
 static void run(struct daemon *d)
 {
 	uint64_t next_tick = 0, next_flush = 0, ticks = 0;
-	struct selfwatch_gap gap;
 
 	d->next_heartbeat_ns = now_ns(CLOCK_MONOTONIC) + d->opt.heartbeat_s * 1000000000ull;
 
@@ -1192,16 +1204,14 @@ static void run(struct daemon *d)
 		uint64_t now;
 
 		loop__run_once(&d->loop, DRAIN_MS);
-		/* stopped, frozen or starved since the last turn: say how long, and what was lost */
-		if (selfwatch__turn(&d->self, &gap))
-			collector__report_gap(&d->collector, gap.start_unix_ns, gap.duration_ns,
-					      false, gap.cause);
+		check_gap(d);
 		collector__poll(&d->collector);
 		resolver__tick(d->resolver);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next_tick) {
 			if (++ticks % RESCAN_TICKS == 0)
 				engine__rescan(&d->engine);
+			check_gap(d);
 			collector__check_drops(&d->collector);
 			control__expire(&d->control);
 			stream__sync_clock(&d->stream);
