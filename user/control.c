@@ -17,7 +17,8 @@
 #include "log.h"
 #include "util.h"
 
-#define CONN_IDLE_NS (5ull * 1000000000ull)
+#define CONN_IDLE_NS	     (5ull * 1000000000ull)
+#define CONTROL_REJECT_DRAIN 256 /* messages of a refused peer read before closing */
 
 struct control_conn {
 	struct watch w;
@@ -273,8 +274,12 @@ static void reject(int fd, const char *why, int32_t status)
 	       send(fd, msg, mlen, MSG_DONTWAIT | MSG_NOSIGNAL) >= 0)
 		;
 	free(r.reply);
-	/* read what the peer sent: closing over unread data resets the peer before its reply */
-	while (recv(fd, msg, 1, MSG_DONTWAIT | MSG_TRUNC) >= 0)
+	/* read what the peer sent: closing over unread data resets the peer before its reply.
+	 * Until the queue is empty (-1) or the peer has shut down (0, which recv returns for ever
+	 * after), and at most a queue's worth, so a peer that keeps sending cannot hold egretd here.
+	 */
+	for (int i = 0; i < CONTROL_REJECT_DRAIN && recv(fd, msg, 1, MSG_DONTWAIT | MSG_TRUNC) > 0;
+	     i++)
 		;
 	close(fd);
 }
