@@ -316,15 +316,17 @@ const char *pbjson__event_name(const Egret__V1__Event *ev)
 void pbjson__rfc3339(uint64_t unix_nano, char *buf, size_t size)
 {
 	time_t secs = (time_t)(unix_nano / 1000000000ull);
+	char text[96]; /* room for any int in each field, so the format cannot be cut */
 	struct tm tm;
 
 	if (!gmtime_r(&secs, &tm)) {
 		snprintf(buf, size, "1970-01-01T00:00:00.000000000Z");
 		return;
 	}
-	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ", tm.tm_year + 1900, tm.tm_mon + 1,
-		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+	snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
 		 (unsigned int)(unix_nano % 1000000000ull));
+	snprintf(buf, size, "%s", text);
 }
 
 /* ---- making strings valid ------------------------------------------------------------------ */
