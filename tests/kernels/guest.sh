@@ -56,8 +56,22 @@ fi
 mount -t bpf -o mode=0700 bpf /sys/fs/bpf
 mount -t tracefs tracefs /sys/kernel/tracing
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+# a tree under /tmp or /run (a CI clone in /tmp) stays where it is through the tmpfs put there
+held=""
+for d in "$EGRET_TOP" "$EGRET_BUILD"; do
+	case $d in
+	/tmp/* | /run/*)
+		h=/mnt/egret-held/$(echo "$d" | tr / _)
+		mkdir -p "$h" && mount --bind "$d" "$h" && held="$held $h:$d" ||
+			console "cannot keep $d visible over the tmpfs of /tmp and /run"
+		;;
+	esac
+done
 mount -t tmpfs -o mode=755 tmpfs /run
 mount -t tmpfs -o mode=1777 tmpfs /tmp
+for h in $held; do
+	mkdir -p "${h#*:}" && mount --bind "${h%%:*}" "${h#*:}" || console "cannot mount ${h#*:} again"
+done
 mkdir -p /dev/shm /dev/pts /dev/mqueue
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts
