@@ -25,7 +25,7 @@ int egret_socket(struct trace_event_raw_sys_enter *ctx)
 	int family = (int)ctx->args[0];
 	bool audit;
 
-	if (family_hooked(family) || !current_in_root())
+	if (family_hooked(family) || !confined())
 		return 0;
 	audit = policy_audit_mode();
 	if (!audit)
@@ -52,7 +52,7 @@ int egret_uring(struct trace_event_raw_sys_enter *ctx)
 {
 	bool audit;
 
-	if (!current_in_root())
+	if (!confined())
 		return 0;
 	audit = policy_audit_mode();
 	if (!audit)
@@ -64,7 +64,7 @@ int egret_uring(struct trace_event_raw_sys_enter *ctx)
 SEC("tp/syscalls/sys_enter_bpf")
 int egret_bpf(struct trace_event_raw_sys_enter *ctx)
 {
-	if (!current_in_root())
+	if (!confined())
 		return 0;
 	bpf_send_signal(SIGKILL);
 	tamper_report(EGRET_TAMPER_BPF, ctx->args[0], 0, true);

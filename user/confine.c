@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <bpf/bpf.h>
+
 #include "collector.h"
 #include "confine.h"
 #include "control.h"
@@ -206,5 +208,26 @@ int confine__cmd_seccomp(struct collector *c, struct control_req *r)
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
 	collector__emit(c, &e.ev);
+	return 0;
+}
+
+int confine__protect(int map_fd, const __u32 *tgids, size_t n)
+{
+	__u32 key, next, one = 1;
+	bool more;
+
+	if (map_fd < 0 || n > EGRET_PROTECTED_MAX)
+		return map_fd < 0 ? map_fd : -E2BIG;
+	/* a previous egretd's tgid could be anyone's now */
+	more = bpf_map_get_next_key(map_fd, NULL, &key) == 0;
+	while (more) {
+		more = bpf_map_get_next_key(map_fd, &key, &next) == 0;
+		bpf_map_delete_elem(map_fd, &key);
+		key = next;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (bpf_map_update_elem(map_fd, &tgids[i], &one, BPF_ANY))
+			return -errno;
+	}
 	return 0;
 }

@@ -17,5 +17,9 @@ void confine__on_tamper(struct collector *c, const void *rec, size_t size);
  * refused, reported by egretctl, into a Tamper event
  */
 int confine__cmd_seccomp(struct collector *c, struct control_req *r);
+/* Make the protected_tgids map (map_fd) hold exactly the n tgids given: no egret program kills
+ * them, and a sandbox that signals, traces or reads them is killed instead. 0 or -errno.
+ */
+int confine__protect(int map_fd, const __u32 *tgids, size_t n);
 
 #endif /* EGRET_USER_CONFINE_H */

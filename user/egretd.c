@@ -997,6 +997,17 @@ static bool policy_enforces(const char *path)
 	return enforce;
 }
 
+/* egretd is never killed by its own programs, even if a sandbox pulled it into its cgroup */
+static int protect_self(struct daemon *d)
+{
+	__u32 self = (__u32)getpid();
+	int err = confine__protect(loader__map_fd(&d->loader, "protected_tgids"), &self, 1);
+
+	if (err)
+		log_err("failed to write egretd's pid into protected_tgids: %s", strerror(-err));
+	return err;
+}
+
 /* Enforcement first: nothing else matters if it cannot be set up. */
 static int setup_enforcement(struct daemon *d)
 {
@@ -1022,6 +1033,8 @@ static int setup_enforcement(struct daemon *d)
 				   loader__map_fd(&d->loader, "sandboxes"),
 				   loader__map_fd(&d->loader, "sandbox_rules"));
 	d->engine.spool_dir = d->opt.spool;
+	if (!err)
+		err = protect_self(d);
 	if (!err)
 		err = kfeatures__check_gaps(&d->kf, policy_enforces(d->opt.policy));
 	d->engine.no_enforce = kfeatures__gap(&d->kf); /* nor later by a reload */

@@ -14,8 +14,14 @@
 struct task_sandbox {
 	__u64 sandbox_id;
 	__u32 doomed; /* a group leader's: kill_task() marked its process (1), egret_reap killed it (2) */
-	__u32 pad;
+	__u32 flags; /* a group leader's: TASK_FOREIGN */
 };
+
+/* task_sandbox.flags: the process was moved into its sandbox from outside by someone else (a
+ * pull): it is in the sandbox's cgroup, so its egress follows the sandbox's rules, but it is not
+ * the sandbox's code, and egret never kills it for what it does.
+ */
+#define TASK_FOREIGN 1u
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -35,6 +41,19 @@ struct {
 	__type(value, __u64);
 } sandbox_pids SEC(".maps");
 
+/* egretd and its own helpers (EGRET_PROTECTED_MAX), keyed by tgid; written by egretd at start */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_PROTECTED_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} protected_tgids SEC(".maps");
+
+static __always_inline bool tgid_protected(__u32 tgid)
+{
+	return bpf_map_lookup_elem(&protected_tgids, &tgid) != NULL;
+}
+
 /* How many processes kill_task() marked have not yet passed a syscall exit (egret_reap); a
  * pinned map, so a restarted egretd's programs see the marks of the previous one's.
  */
@@ -52,6 +71,23 @@ static __always_inline void doomed_add(__s64 n)
 
 	if (v)
 		__sync_fetch_and_add(v, n);
+}
+
+/* Is the current task the sandbox's own code, which egret judges and may kill? In egret's root,
+ * not protected, and not a process pulled in from outside.
+ */
+static __always_inline bool confined(void)
+{
+	struct task_struct *t;
+	struct task_sandbox *ts;
+
+	if (!current_in_root())
+		return false;
+	t = bpf_get_current_task_btf();
+	if (tgid_protected((__u32)t->tgid))
+		return false;
+	ts = bpf_task_storage_get(&task_sandbox, t->group_leader, 0, 0);
+	return !ts || !(ts->flags & TASK_FOREIGN);
 }
 
 /* cgroup v2 is hierarchy 0, the "0::" line of /proc/PID/cgroup */

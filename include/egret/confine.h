@@ -33,7 +33,19 @@ enum egret_tamper_kind {
 	EGRET_TAMPER_MOUNT =
 		6, /* mount(2) and kin; target: 1 mount, 2 move_mount, 3 fsmount, 4 umount */
 	EGRET_TAMPER_BPFFS = 7, /* a write under the bpf file system (from a file event) */
+	EGRET_TAMPER_COMPAT_SYSCALL =
+		8,		       /* a 32-bit (ia32) or x32 system call; target: its number */
+	EGRET_TAMPER_CGROUP_PULL = 9,  /* a task moved into a sandbox from outside it; other_pid */
+	EGRET_TAMPER_SIGNAL_OUT = 10,  /* a signal to a process outside; target: the signal */
+	EGRET_TAMPER_PROC_ACCESS = 11, /* ptrace, pidfd_getfd, process_vm_*, /proc/PID/mem */
+	EGRET_TAMPER_PRIVILEGED = 12,  /* capabilities over the host; target: the mask */
+	EGRET_TAMPER_PIN_REMOVED = 13, /* a pin of egret's removed; egretd put it back */
 };
+
+/* Tasks no egret program ever kills, whatever cgroup they are in (egretd itself, written at
+ * start); a sandbox that signals, traces or reads them is killed instead.
+ */
+#define EGRET_PROTECTED_MAX 16
 
 /* EGRET_EV_TAMPER */
 struct egret_tamper_event {

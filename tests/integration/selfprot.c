@@ -920,3 +920,38 @@ Test(selfprot, changes_to_egretds_limits_are_reported)
 		     0);
 	events_free(&evs);
 }
+
+/* egretd's v2 cgroup directory, from /proc/PID/cgroup */
+static void cgroup_of(pid_t pid, char *out, size_t size)
+{
+	char path[64], buf[4096], *line;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	cr_assert(read_file(path, buf, sizeof(buf)) > 0);
+	line = strstr(buf, "0::");
+	cr_assert(line, "%s", buf);
+	line[strcspn(line, "\n")] = '\0';
+	snprintf(out, size, "%s%s", T->cgroup_mount, line + 3);
+}
+
+/* A host root moving egretd into a sandbox's cgroup: egret's own bpf(2) tracepoint would have
+ * killed it at its next map update (protected_tgids). egretd keeps serving requests there.
+ */
+Test(selfprot, egretd_moved_into_a_sandbox_is_not_killed_by_its_own_programs)
+{
+	char home[PATH_MAX], box[PATH_MAX], out[4096];
+
+	start_ok(NULL);
+	cgroup_of(T->egretd, home, sizeof(home));
+	cr_assert_eq(sandbox_path(T, "box", box, sizeof(box)), 0);
+	cr_assert(mkdir(box, 0755) == 0 || errno == EEXIST);
+	cr_assert_eq(cgroup__join(box, T->egretd), 0);
+	/* each request updates the rule map with bpf(2), from inside the sandbox now */
+	for (int i = 0; i < 3; i++)
+		cr_expect_eq(egretctl(T, out, sizeof(out), "allow", DENIED, "tcp/80", NULL), 0,
+			     "request %d: %s\n%s", i, out, harness_log(T));
+	cr_expect_eq(kill(T->egretd, 0), 0, "egretd died in the sandbox:\n%s", harness_log(T));
+	cr_expect_eq(egretctl(T, out, sizeof(out), "list", NULL), 0, "%s", out);
+	cr_expect(strstr(out, DENIED), "%s", out);
+	cgroup__join(home, T->egretd);
+}
