@@ -16,6 +16,7 @@
 #include "confine.h"
 #include "control.h"
 #include "seccomp.h"
+#include "caps.h"
 #include "util.h"
 
 _Static_assert(sizeof(struct egret_cgroup_event) == 136, "egret_cgroup_event layout");
@@ -91,6 +92,20 @@ static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, 
 	case EGRET_TAMPER_IO_URING:
 		snprintf(buf, size, "io_uring_setup(2) from inside a sandbox");
 		break;
+	case EGRET_TAMPER_CGROUP_PULL:
+		snprintf(buf, size,
+			 "moved pid %u from outside into sandbox cgroup %llu; that process is "
+			 "flagged foreign and never killed by egret",
+			 r->other_pid, (unsigned long long)r->target);
+		break;
+	case EGRET_TAMPER_PRIVILEGED: {
+		char names[96];
+
+		caps__names(r->target, names, sizeof(names));
+		snprintf(buf, size, "a sandboxed process holding %s over the host%s", names,
+			 r->other_pid ? " entered the sandbox" : " exec'ed");
+		break;
+	}
 	default:
 		snprintf(buf, size, "tamper kind %u", r->kind);
 	}
@@ -101,7 +116,7 @@ void confine__on_tamper(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_tamper_event *r = rec;
 	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
-	char detail[160];
+	char detail[256];
 	struct envelope e;
 
 	collector__envelope(c, &r->hdr, &e);
