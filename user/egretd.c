@@ -40,6 +40,7 @@
 #include "cgroup.h"
 #include "selfcg.h"
 #include "selftest.h"
+#include "taskseed.h"
 #include "sink.h"
 #include "stream.h"
 #include "util.h"
@@ -1114,6 +1115,8 @@ static int setup_enforcement(struct daemon *d)
 		err = loader__attach(&d->loader);
 	if (!err)
 		engine__rescan(&d->engine);
+	if (!err)
+		taskseed__run(loader__map_fd(&d->loader, "task_sandbox"), d->paths.cgroup_root);
 	if (err) {
 		log_err("enforcement is not set up; exiting (whatever a previous egretd pinned under "
 			"%s stays in force)",

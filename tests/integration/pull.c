@@ -346,3 +346,33 @@ Test(pull, trusted_mover_narrows_the_host_writers)
 	status = reap(victim);
 	cr_expect(WIFEXITED(status), "the untrusted-moved process: %#x", status);
 }
+
+/* A process in the sandbox since before egretd's programs existed is the sandbox's (egretd
+ * records it at start): a peer moving it within the sandbox is no pull and survives.
+ */
+Test(pull, a_process_older_than_egretd_moved_by_a_peer_is_not_a_pull)
+{
+	char box[PATH_MAX], nested[PATH_MAX + 8];
+	struct events evs;
+	int go, status;
+	pid_t old;
+
+	cr_assert(mkdir(T->cgroup_root, 0755) == 0 || errno == EEXIST);
+	box_dir("s1", box, sizeof(box));
+	snprintf(nested, sizeof(nested), "%s/nested", box);
+	cr_assert(mkdir(nested, 0755) == 0 || errno == EEXIST);
+	old = spawn_waiting(&go, exit_now);
+	cr_assert_eq(cgroup__join(box, old), 0);
+	start_ok(NULL);
+	status = writer_in(nested, old);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "the peer moving an old process within its sandbox: status %#x", status);
+	cr_assert_eq(write(go, "g", 1), 1);
+	close(go);
+	reap(old);
+	cr_assert_eq(marker("s1", "old-done"), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_exec_of, "old-done", 5000, &evs), 0);
+	cr_expect_null(events_find(&evs, is_pull_of, (void *)(long)old, NULL),
+		       "a move within the sandbox was reported as a pull");
+	events_free(&evs);
+}

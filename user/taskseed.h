@@ -1,0 +1,10 @@
+/* task_sandbox for the processes already in sandboxes when egretd starts. */
+#ifndef EGRET_TASKSEED_H
+#define EGRET_TASKSEED_H
+
+/* every process under root gets its sandbox's id (0 in root itself) unless the kernel's
+ * programs already recorded one; how many were recorded, or -errno
+ */
+int taskseed__run(int map_fd, const char *root);
+
+#endif /* EGRET_TASKSEED_H */
