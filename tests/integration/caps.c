@@ -285,3 +285,67 @@ Test(caps, egretctl_run_has_no_capabilities_over_the_host)
 	cr_expect_eq(p->effective, 0);
 	events_free(&evs);
 }
+
+/* A sandboxed writer moving a privileged peer (both placed by the host): the peer dies at the
+ * move, with bpf_send_signal_task and with its fallback (killed at its next syscall exit).
+ */
+Test(caps, require_unprivileged_kills_a_privileged_process_a_peer_moves)
+{
+	static const char *const fallback[] = { "--require-unprivileged",
+						"--without-kernel-feature", "send_signal_task",
+						NULL };
+	const char *const *const flags[] = { require, fallback };
+	char box[PATH_MAX], nested[PATH_MAX + 8], val[32];
+
+	for (int i = 0; i < 2; i++) {
+		struct events evs;
+		int p[2], w[2], status;
+		pid_t peer, writer;
+
+		start_ok(flags[i]);
+		box_dir(box, sizeof(box));
+		snprintf(nested, sizeof(nested), "%s/nested", box);
+		cr_assert(mkdir(nested, 0755) == 0 || errno == EEXIST);
+		cr_assert_eq(pipe(p), 0);
+		peer = fork();
+		cr_assert(peer >= 0);
+		if (peer == 0) {
+			close(p[1]);
+			child_exec(AS_ROOT, p[0], "caps-peer");
+		}
+		close(p[0]);
+		cr_assert_eq(cgroup__join(box, peer), 0);
+		cr_assert_eq(pipe(w), 0);
+		writer = fork();
+		cr_assert(writer >= 0);
+		if (writer == 0) {
+			char c, procs[PATH_MAX + 32];
+
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			close(w[1]);
+			if (read(w[0], &c, 1) != 1)
+				_exit(98);
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs", nested);
+			snprintf(val, sizeof(val), "%d", (int)peer);
+			_exit(write_file(procs, val) ? 100 : 0);
+		}
+		close(w[0]);
+		cr_assert_eq(cgroup__join(box, writer), 0);
+		cr_assert_eq(write(w[1], "g", 1), 1);
+		close(w[1]);
+		cr_assert_eq(waitpid(writer, &status, 0), writer);
+		cr_expect(exited_0(status), "run %d: the writer: %#x", i, status);
+		/* where bpf_send_signal_task killed it at once, nobody reads this any more */
+		signal(SIGPIPE, SIG_IGN);
+		(void)!write(p[1], "g", 1);
+		close(p[1]);
+		cr_assert_eq(waitpid(peer, &status, 0), peer);
+		cr_expect(killed(status), "run %d: the moved privileged peer survived: %#x", i,
+			  status);
+		cr_expect_eq(events_wait(T->sink_path, is_privileged_of, (void *)(long)writer, 5000,
+					 &evs),
+			     0, "run %d: no PRIVILEGED tamper:\n%s", i, harness_log(T));
+		events_free(&evs);
+		cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	}
+}
