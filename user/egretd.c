@@ -1395,6 +1395,11 @@ int main(int argc, char **argv)
 	}
 	emit_agent(&d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
 	engine__announce(&d.engine);
+	/* what execs and moves will never show: privileged processes already in sandboxes */
+	if (d.opt.loader.require_unpriv)
+		confine__scan_privileged(&d.collector, d.paths.cgroup_root,
+					 loader__map_fd(&d.loader, "task_sandbox"),
+					 d.engine.pol.mode == POLICY_ENFORCE);
 	setup_selfwatch(&d);
 	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%d\nSTATUS=enforcing on %s", getpid(),
 		 d.paths.cgroup_root);

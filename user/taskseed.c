@@ -29,40 +29,36 @@ struct seed_value {
 	__u32 flags;
 };
 
-static int seed_procs(int map_fd, const char *dir, __u64 sandbox_id)
+struct walk {
+	void (*fn)(void *ctx, int pid, __u64 sandbox_id);
+	void *ctx;
+};
+
+static void walk_procs(const struct walk *w, const char *dir, __u64 sandbox_id)
 {
-	struct seed_value v = { .sandbox_id = sandbox_id };
 	char path[PATH_MAX + 16];
-	int n = 0, pid;
+	int pid;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
 	f = fopen(path, "re");
 	if (!f)
-		return 0; /* gone meanwhile */
-	while (fscanf(f, "%d", &pid) == 1) {
-		int fd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-		if (fd < 0)
-			continue;
-		if (bpf_map_update_elem(map_fd, &fd, &v, BPF_NOEXIST) == 0)
-			n++;
-		close(fd);
-	}
+		return; /* gone meanwhile */
+	while (fscanf(f, "%d", &pid) == 1)
+		w->fn(w->ctx, pid, sandbox_id);
 	fclose(f);
-	return n;
 }
 
-static int seed_tree(int map_fd, const char *dir, __u64 sandbox_id, int depth)
+static void walk_tree(const struct walk *w, const char *dir, __u64 sandbox_id, int depth)
 {
 	char sub[PATH_MAX];
 	struct dirent *de;
 	struct stat st;
-	int n = seed_procs(map_fd, dir, sandbox_id);
 	DIR *d;
 
+	walk_procs(w, dir, sandbox_id);
 	if (depth > SEED_DEPTH || !(d = opendir(dir)))
-		return n;
+		return;
 	while ((de = readdir(d))) {
 		if (de->d_type != DT_DIR || de->d_name[0] == '.')
 			continue;
@@ -70,20 +66,44 @@ static int seed_tree(int map_fd, const char *dir, __u64 sandbox_id, int depth)
 		    stat(sub, &st))
 			continue;
 		/* below the root, the sandbox is the first level's cgroup (its inode) */
-		n += seed_tree(map_fd, sub, depth == 0 ? (__u64)st.st_ino : sandbox_id, depth + 1);
+		walk_tree(w, sub, depth == 0 ? (__u64)st.st_ino : sandbox_id, depth + 1);
 	}
 	closedir(d);
-	return n;
+}
+
+void taskseed__each(const char *root, void (*fn)(void *ctx, int pid, __u64 sandbox_id), void *ctx)
+{
+	struct walk w = { fn, ctx };
+
+	walk_tree(&w, root, 0, 0);
+}
+
+struct seed {
+	int map_fd;
+	int n;
+};
+
+static void seed_one(void *ctx, int pid, __u64 sandbox_id)
+{
+	struct seed_value v = { .sandbox_id = sandbox_id };
+	struct seed *s = ctx;
+	int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd < 0)
+		return;
+	if (bpf_map_update_elem(s->map_fd, &fd, &v, BPF_NOEXIST) == 0)
+		s->n++;
+	close(fd);
 }
 
 int taskseed__run(int map_fd, const char *root)
 {
-	int n;
+	struct seed s = { map_fd, 0 };
 
 	if (map_fd < 0)
 		return map_fd;
-	n = seed_tree(map_fd, root, 0, 0);
-	if (n > 0)
-		log_info("%d processes already in sandboxes recorded as theirs", n);
-	return n;
+	taskseed__each(root, seed_one, &s);
+	if (s.n > 0)
+		log_info("%d processes already in sandboxes recorded as theirs", s.n);
+	return s.n;
 }

@@ -349,3 +349,62 @@ Test(caps, require_unprivileged_kills_a_privileged_process_a_peer_moves)
 		cr_assert_eq(harness_stop(T, SIGTERM), 0);
 	}
 }
+
+static bool is_privileged_pid(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_TAMPER &&
+	       ev->tamper->kind == EGRET__V1__TAMPER__KIND__KIND_PRIVILEGED &&
+	       ev->tamper->other_pid == (uint32_t)(long)arg;
+}
+
+/* A privileged process already in a sandbox when egretd starts never execs or moves where the
+ * kernel sees it: egretd's start scan kills it; one without those capabilities stays.
+ */
+Test(caps, require_unprivileged_kills_privileged_processes_found_at_start)
+{
+	char box[PATH_MAX];
+	const Egret__V1__Event *ev;
+	struct events evs;
+	int p[2], q[2], status;
+	pid_t root_pid, nobody;
+
+	cr_assert(mkdir(T->cgroup_root, 0755) == 0 || errno == EEXIST);
+	box_dir(box, sizeof(box));
+	cr_assert_eq(pipe(p), 0);
+	cr_assert_eq(pipe(q), 0);
+	root_pid = fork();
+	cr_assert(root_pid >= 0);
+	if (root_pid == 0) {
+		close(p[1]);
+		child_exec(AS_ROOT, p[0], "caps-old-root");
+	}
+	nobody = fork();
+	cr_assert(nobody >= 0);
+	if (nobody == 0) {
+		close(p[1]);
+		close(q[1]);
+		child_exec(DROP_UID, q[0], "caps-old-nobody");
+	}
+	close(p[0]);
+	close(q[0]);
+	cr_assert_eq(cgroup__join(box, root_pid), 0);
+	cr_assert_eq(cgroup__join(box, nobody), 0);
+	start_ok(require);
+	/* the scan is over before egretd is ready: a survivor reads EOF and exits 98 */
+	close(p[1]);
+	cr_assert_eq(waitpid(root_pid, &status, 0), root_pid);
+	cr_expect(killed(status), "the privileged process survived egretd's start: %#x", status);
+	cr_assert_eq(
+		events_wait(T->sink_path, is_privileged_pid, (void *)(long)root_pid, 5000, &evs), 0,
+		"no PRIVILEGED tamper:\n%s", harness_log(T));
+	ev = events_find(&evs, is_privileged_pid, (void *)(long)root_pid, NULL);
+	cr_expect(ev->tamper->killed);
+	cr_expect_str_eq(ev->sandbox->name, "s1");
+	cr_expect_null(events_find(&evs, is_privileged_pid, (void *)(long)nobody, NULL));
+	events_free(&evs);
+	cr_expect_eq(kill(nobody, 0), 0, "the unprivileged process was killed");
+	cr_assert_eq(write(q[1], "g", 1), 1);
+	close(q[1]);
+	cr_assert_eq(waitpid(nobody, &status, 0), nobody);
+	cr_expect(exited_0(status), "the unprivileged process: %#x", status);
+}
