@@ -5,6 +5,7 @@
  * dropped its capabilities, and egretctl run (its own user namespace).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -370,8 +371,9 @@ Test(caps, require_unprivileged_kills_privileged_processes_found_at_start)
 
 	cr_assert(mkdir(T->cgroup_root, 0755) == 0 || errno == EEXIST);
 	box_dir(box, sizeof(box));
-	cr_assert_eq(pipe(p), 0);
-	cr_assert_eq(pipe(q), 0);
+	/* close-on-exec: egretd, started below, must not hold the write ends */
+	cr_assert_eq(pipe2(p, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(q, O_CLOEXEC), 0);
 	root_pid = fork();
 	cr_assert(root_pid >= 0);
 	if (root_pid == 0) {
