@@ -81,6 +81,22 @@ const volatile __u64 trusted_mover_id[EGRET_TRUSTED_MOVERS_MAX] = {};
 const volatile __u32 trusted_mover_level[EGRET_TRUSTED_MOVERS_MAX] = {};
 const volatile __u32 ntrusted_movers = 0;
 
+/* --require-unprivileged, or the policy in force says 'require unprivileged' */
+static __always_inline bool unpriv_required(void)
+{
+	struct egret_policy_val *g;
+	__u32 any[4] = {};
+	void *trie;
+
+	if (require_unpriv)
+		return true;
+	trie = policy_trie();
+	if (!trie)
+		return false;
+	g = policy_lookup(trie, 0, any);
+	return g && (g->flags & EGRET_POL_REQUIRE_UNPRIV);
+}
+
 static __always_inline bool task_foreign(struct task_struct *t)
 {
 	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, t->group_leader, 0, 0);
@@ -148,7 +164,7 @@ static __always_inline void privileged_move(struct task_struct *task, bool self,
 	struct task_caps caps;
 	__u64 mask;
 
-	if (!require_unpriv || to == NOT_A_SANDBOX || to == 0 || policy_audit_mode())
+	if (to == NOT_A_SANDBOX || to == 0 || !unpriv_required() || policy_audit_mode())
 		return;
 	if (!self && (from == NOT_A_SANDBOX || from == 0))
 		return;
@@ -428,7 +444,7 @@ static __always_inline void privileged_exec(struct task_struct *p)
 	struct task_caps caps;
 	__u64 mask;
 
-	if (!require_unpriv || policy_audit_mode() || !confined())
+	if (!confined() || !unpriv_required() || policy_audit_mode())
 		return;
 	task_caps_of(p, &caps);
 	mask = task_caps_danger(&caps);

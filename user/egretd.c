@@ -169,7 +169,8 @@ static void usage(FILE *f)
 		"  --require-unprivileged kill a sandboxed process holding CAP_SYS_ADMIN,\n"
 		"                         CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_BPF or\n"
 		"                         CAP_PERFMON over the host, at its exec or when it enters\n"
-		"                         a sandbox itself (enforce mode; audit mode reports it)\n"
+		"                         a sandbox itself (enforce mode; audit mode reports it;\n"
+		"                         the policy's 'require unprivileged' does the same)\n"
 		"  --trusted-mover CGROUP only writers under this cgroup (absolute, or relative to\n"
 		"                         the cgroup v2 mount; repeatable) may move host processes\n"
 		"                         into a sandbox; others' moves are reported (default: any\n"
@@ -1396,7 +1397,7 @@ int main(int argc, char **argv)
 	emit_agent(&d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
 	engine__announce(&d.engine);
 	/* what execs and moves will never show: privileged processes already in sandboxes */
-	if (d.opt.loader.require_unpriv)
+	if (d.opt.loader.require_unpriv || d.engine.pol.require_unpriv)
 		confine__scan_privileged(&d.collector, d.paths.cgroup_root,
 					 loader__map_fd(&d.loader, "task_sandbox"),
 					 d.engine.pol.mode == POLICY_ENFORCE);

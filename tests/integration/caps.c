@@ -410,3 +410,30 @@ Test(caps, require_unprivileged_kills_privileged_processes_found_at_start)
 	cr_assert_eq(waitpid(nobody, &status, 0), nobody);
 	cr_expect(exited_0(status), "the unprivileged process: %#x", status);
 }
+
+/* The policy's `require unprivileged` does what the option does; audit mode only reports. */
+Test(caps, the_policy_can_require_unprivileged)
+{
+	const Egret__V1__ProcessExec__Posture *p;
+	struct events evs;
+	int status;
+	pid_t pid;
+
+	cr_assert_eq(harness_policy(T, "require unprivileged\n"), 0);
+	start_ok(NULL);
+	status = placed_exec(AS_ROOT, "caps-policy", &pid);
+	cr_expect(killed(status), "a privileged exec survived the policy: %#x", status);
+	cr_expect_eq(events_wait(T->sink_path, is_privileged_of, (void *)(long)pid, 5000, &evs), 0,
+		     "no PRIVILEGED tamper:\n%s", harness_log(T));
+	events_free(&evs);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+
+	cr_assert_eq(harness_policy(T, "mode audit\nrequire unprivileged\n"), 0);
+	start_ok(NULL);
+	status = placed_exec(AS_ROOT, "caps-policy-audit", &pid);
+	cr_expect(exited_0(status), "killed in audit mode: %#x", status);
+	p = wait_posture(&evs, "caps-policy-audit");
+	cr_assert(p, "no exec event:\n%s", harness_log(T));
+	cr_expect(p->privileged);
+	events_free(&evs);
+}
