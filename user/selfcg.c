@@ -46,10 +46,14 @@ int selfcg__check(struct selfcg *s)
 		return 0;
 	err = cgroup__join(s->home, getpid());
 	if (err) {
-		log_err("egretd was moved into sandbox cgroup %s and cannot return to %s: %s", now,
-			s->home, strerror(-err));
+		if (!s->stuck)
+			log_err("egretd was moved into sandbox cgroup %s and cannot return to %s: "
+				"%s; its own egress follows that sandbox's rules until it can",
+				now, s->home, strerror(-err));
+		s->stuck = true;
 		return err;
 	}
+	s->stuck = false;
 	s->returns++;
 	log_warn("egretd was moved into sandbox cgroup %s; back in %s", now, s->home);
 	return 1;

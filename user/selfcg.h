@@ -12,6 +12,7 @@ struct selfcg {
 	const char *mount;
 	const char *root; /* egret's root cgroup */
 	unsigned int returns;
+	bool stuck; /* the last return failed (logged once until one works) */
 };
 
 int selfcg__init(struct selfcg *s, const char *mount, const char *root);

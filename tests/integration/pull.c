@@ -194,11 +194,14 @@ static bool back_home(pid_t pid, const char *home, int timeout_ms)
 {
 	char now[PATH_MAX];
 
-	for (int waited = 0; waited < timeout_ms; waited += 50) {
+	for (int waited = 0; waited < timeout_ms; waited += 10) {
 		if (cgroup__of_pid(pid, T->cgroup_mount, now, sizeof(now)) == 0 &&
-		    !strcmp(now, home))
+		    !strcmp(now, home)) {
+			cr_log_info("pid %d back in its cgroup %d ms after its puller died",
+				    (int)pid, waited + 10);
 			return true;
-		usleep(50 * 1000);
+		}
+		usleep(10 * 1000);
 	}
 	return false;
 }
@@ -223,14 +226,14 @@ Test(pull, egretd_pulled_into_a_sandbox_kills_the_writer_and_goes_home)
 	box_dir("s1", box, sizeof(box));
 	status = writer_in(box, T->egretd);
 	cr_expect(killed(status), "the writer was not killed: status %#x", status);
+	cr_expect(back_home(T->egretd, home, 3000), "egretd did not return to %s:\n%s", home,
+		  harness_log(T));
 	cr_assert_eq(events_wait(T->sink_path, is_pull_of, (void *)(long)T->egretd, 5000, &evs), 0,
 		     "no CGROUP_PULL naming egretd:\n%s", harness_log(T));
 	ev = events_find(&evs, is_pull_of, (void *)(long)T->egretd, NULL);
 	cr_expect(ev->tamper->killed);
 	cr_expect_str_eq(ev->sandbox->name, "s1");
 	events_free(&evs);
-	cr_expect(back_home(T->egretd, home, 3000), "egretd did not return to %s:\n%s", home,
-		  harness_log(T));
 	cr_expect_eq(kill(T->egretd, 0), 0, "egretd died:\n%s", harness_log(T));
 	cr_expect_eq(egretctl(T, out, sizeof(out), "list", NULL), 0, "list: %s", out);
 	cr_expect_neq(in_sandbox(T, "s1", connect_denied, NULL), 0, "denied before the rule");
