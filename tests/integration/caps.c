@@ -20,6 +20,7 @@
 
 #include "cgroup.h"
 #include "harness.h"
+#include "pbjson.h"
 #include "util.h"
 
 #define CAP_SYS_ADMIN_BIT (1ull << 21)
@@ -193,6 +194,21 @@ Test(caps, a_root_exec_in_a_sandbox_reports_its_capabilities)
 	cr_expect_eq(p->user_ns_level, 0);
 	cr_expect(p->effective & CAP_SYS_ADMIN_BIT);
 	cr_expect(p->permitted & CAP_SYS_ADMIN_BIT);
+	/* the JSON a SIEM reads (stdout json, egretctl tail, OTLP bodies) carries it */
+	{
+		const Egret__V1__Event *ev = events_find(&evs, is_exec_of, "caps-root", NULL);
+		char *json = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&json, &len);
+
+		cr_assert(f);
+		pbjson__event(f, ev);
+		fclose(f);
+		cr_expect(strstr(json, "\"posture\":{") && strstr(json, "\"privileged\":true") &&
+				  strstr(json, "\"CAP_SYS_ADMIN\""),
+			  "%s", json);
+		free(json);
+	}
 	for (const char *const *n =
 		     (const char *const[]){ "CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_SYS_PTRACE",
 					    "CAP_SYS_MODULE", "CAP_BPF", "CAP_PERFMON", NULL };
