@@ -6,6 +6,7 @@
  * pattern in the kernel, and sent with their exact length.
  */
 #include "lib/audit.bpf.h"
+#include "lib/caps.bpf.h"
 #include "lib/dns.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -26,6 +27,7 @@ int BPF_PROG(egret_aexec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	struct egret_task_info *ti, *pti;
 	struct egret_exec_event *e;
 	unsigned long arg_start, arg_end;
+	struct task_caps caps;
 	__u32 zero = 0, n, off;
 	bool cut;
 
@@ -48,6 +50,12 @@ int BPF_PROG(egret_aexec, struct task_struct *p, pid_t old_pid, struct linux_bin
 	e->egid = BPF_CORE_READ(task, cred, egid.val);
 	e->flags = 0;
 	e->argc = (__u16)bprm->argc;
+	/* the new image's creds: begin_new_exec() committed them before this tracepoint */
+	task_caps_of(task, &caps);
+	e->cap_eff = caps.eff;
+	e->cap_prm = caps.prm;
+	e->userns_level = caps.userns_level;
+	e->pad = 0;
 	arg_start = BPF_CORE_READ(task, mm, arg_start);
 	arg_end = BPF_CORE_READ(task, mm, arg_end);
 	n = arg_end > arg_start ? arg_end - arg_start : 0;

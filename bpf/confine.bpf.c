@@ -6,6 +6,7 @@
  * process dies on its way back to user space, before it can use what the call returned. Also
  * reports the sandbox cgroups coming and going, so egretd installs their rules.
  */
+#include "lib/caps.bpf.h"
 #include "lib/confine.bpf.h"
 #include "lib/dns.bpf.h"
 #include "lib/egress.bpf.h"
@@ -71,33 +72,159 @@ int egret_bpf(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
-/* A sandboxed writer of cgroup.procs may move tasks within its own sandbox, nowhere else.
- * The tracepoint fires after the move, so a task that moved itself is judged by where it was.
+/* set by egretd before load */
+const volatile bool require_unpriv = false; /* --require-unprivileged */
+/* --trusted-mover: the cgroups (v2 id and level) whose writers may move host tasks into a
+ * sandbox; none given: any writer outside every sandbox
+ */
+const volatile __u64 trusted_mover_id[EGRET_TRUSTED_MOVERS_MAX] = {};
+const volatile __u32 trusted_mover_level[EGRET_TRUSTED_MOVERS_MAX] = {};
+const volatile __u32 ntrusted_movers = 0;
+
+/* --require-unprivileged, or the policy in force says 'require unprivileged' */
+static __always_inline bool unpriv_required(void)
+{
+	struct egret_policy_val *g;
+	__u32 any[4] = {};
+	void *trie;
+
+	if (require_unpriv)
+		return true;
+	trie = policy_trie();
+	if (!trie)
+		return false;
+	g = policy_lookup(trie, 0, any);
+	return g && (g->flags & EGRET_POL_REQUIRE_UNPRIV);
+}
+
+static __always_inline bool task_foreign(struct task_struct *t)
+{
+	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, t->group_leader, 0, 0);
+
+	return ts && (ts->flags & TASK_FOREIGN);
+}
+
+/* Is the current task (outside every sandbox) one that may move host tasks into one? */
+static __always_inline bool mover_trusted(void)
+{
+	if (ntrusted_movers == 0)
+		return true;
+	for (int i = 0; i < EGRET_TRUSTED_MOVERS_MAX; i++) {
+		if (i >= ntrusted_movers)
+			break;
+		if (bpf_get_current_ancestor_cgroup_id(trusted_mover_level[i]) ==
+		    trusted_mover_id[i])
+			return true;
+	}
+	return false;
+}
+
+/* The moved task, which was in sandbox prev (NOT_A_SANDBOX: none), now in sandbox to: was it
+ * pulled in from outside? Moves within a sandbox, a task moving itself (egretctl run's child,
+ * a shell's `echo $$`), egretd's own moves and a trusted host writer's (a runtime placing its
+ * container) are not pulls.
+ */
+static __always_inline bool is_pull(struct task_struct *cur, bool self, __u64 from, __u64 prev,
+				    __u64 to)
+{
+	if (to == NOT_A_SANDBOX || to == 0 || prev == to || self)
+		return false;
+	if (tgid_protected((__u32)cur->tgid))
+		return false;
+	return !(from == NOT_A_SANDBOX || from == 0) || !mover_trusted();
+}
+
+/* The pulled process is marked FOREIGN and keeps where it was: egret never kills it and never
+ * counts it as the sandbox's (moving it back out is no escape). A sandboxed writer dies.
+ */
+static __always_inline void cgroup_pull(struct cgroup *dst, struct task_struct *task, __u64 prev)
+{
+	struct task_struct *leader = task->group_leader;
+	struct task_sandbox *ts;
+	bool killed = false;
+
+	ts = bpf_task_storage_get(&task_sandbox, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ts) {
+		if (!(ts->flags & TASK_FOREIGN))
+			ts->sandbox_id = leader == task ? prev : NOT_A_SANDBOX;
+		ts->flags |= TASK_FOREIGN;
+	}
+	if (confined())
+		killed = kill_current();
+	tamper_report(EGRET_TAMPER_CGROUP_PULL, BPF_CORE_READ(dst, kn, id), task->tgid, killed);
+}
+
+/* --require-unprivileged: a privileged process that entered a sandbox itself, or that a
+ * sandboxed writer moved, dies at the move (it need never exec). A runtime's own move of its
+ * init (a host writer) is left to the exec that follows.
+ */
+static __always_inline void privileged_move(struct task_struct *task, bool self, __u64 from,
+					    __u64 to)
+{
+	struct task_caps caps;
+	__u64 mask;
+
+	if (to == NOT_A_SANDBOX || to == 0 || !unpriv_required() || policy_audit_mode())
+		return;
+	if (!self && (from == NOT_A_SANDBOX || from == 0))
+		return;
+	if (tgid_protected((__u32)task->tgid) || task_foreign(task))
+		return;
+	task_caps_of(task, &caps);
+	mask = task_caps_danger(&caps);
+	if (!mask)
+		return;
+	if (self)
+		tamper_report(EGRET_TAMPER_PRIVILEGED, mask, task->tgid, kill_current());
+	else {
+		kill_task(task, to);
+		tamper_report(EGRET_TAMPER_PRIVILEGED, mask, task->tgid, true);
+	}
+}
+
+/* A sandboxed writer of cgroup.procs may move tasks within its own sandbox, nowhere else, and
+ * may not pull a task in from outside. The tracepoint fires after the move, so a task that
+ * moved itself is judged by where it was.
  */
 SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(egret_cg_attach, struct cgroup *dst, const char *path, struct task_struct *task,
 	     bool threadgroup)
 {
 	struct task_struct *cur;
-	__u64 from, to;
+	__u64 from, prev, to;
+	bool self;
 
 	if (!cgroup_is_v2(dst))
 		return 0;
 	cur = bpf_get_current_task_btf();
+	self = cur->tgid == task->tgid;
 	from = sandbox_before(cur);
+	prev = self ? from : sandbox_before(task);
 	to = sandbox_of_cgroup(dst);
+	if (is_pull(cur, self, from, prev, to)) {
+		cgroup_pull(dst, task, prev);
+		return 0;
+	}
+	/* a pulled-in process is no sandbox's: wherever it goes, nobody escaped */
+	if (task_foreign(task) || task_foreign(cur) || tgid_protected((__u32)cur->tgid)) {
+		if (to == NOT_A_SANDBOX || !task_foreign(task))
+			remember_sandbox(task, to);
+		return 0;
+	}
 	remember_sandbox(task, to);
-	if (cur->tgid == task->tgid)
+	if (self)
 		remember_sandbox(cur, to);
 	if (!move_allowed(from, to)) {
 		/* the process moved out first: under css_set_lock this program can queue one
 		 * signal only, and a second one fails (EBUSY)
 		 */
-		if (cur->tgid != task->tgid)
+		if (!self && !tgid_protected((__u32)task->tgid))
 			kill_task(task, to);
 		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid,
 			      kill_current());
+		return 0;
 	}
+	privileged_move(task, self, from, to);
 	return 0;
 }
 
@@ -111,6 +238,27 @@ static __always_inline void pids_note_child(struct task_struct *child)
 	to = sandbox_of_cgroup(BPF_CORE_READ(child, cgroups, dfl_cgrp));
 	if (to != NOT_A_SANDBOX)
 		pids_note(child->pid, to);
+}
+
+/* A pulled-in process's child is as foreign as its parent, and was as much in no sandbox: a
+ * new process gets the mark; a thread shares its leader's.
+ */
+static __always_inline void foreign_child(struct task_struct *parent, struct task_struct *child,
+					  __u64 to)
+{
+	struct task_sandbox *ts;
+
+	if (child->pid != child->tgid)
+		return;
+	if (to == NOT_A_SANDBOX) {
+		pids_note(child->pid, to);
+		return;
+	}
+	ts = bpf_task_storage_get(&task_sandbox, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ts) {
+		ts->sandbox_id = NOT_A_SANDBOX;
+		ts->flags = TASK_FOREIGN;
+	}
 }
 
 /* A child starts in its parent's sandbox, unless clone3(CLONE_INTO_CGROUP) put it elsewhere:
@@ -129,6 +277,10 @@ int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
 	cg = BPF_CORE_READ(child, cgroups, dfl_cgrp);
 	from = sandbox_before(parent);
 	to = sandbox_of_cgroup(cg);
+	if (task_foreign(parent)) {
+		foreign_child(parent, child, to);
+		return 0;
+	}
 	remember_sandbox(child, to);
 	if (!move_allowed(from, to)) {
 		bpf_send_signal(SIGKILL);
@@ -284,10 +436,27 @@ static __always_inline void pids_exec(struct task_struct *p, __u32 old_pid)
 	bpf_map_delete_elem(&sandbox_pids, &old_pid);
 }
 
+/* --require-unprivileged: a sandboxed image that starts with capabilities over the host never
+ * runs its first instruction
+ */
+static __always_inline void privileged_exec(struct task_struct *p)
+{
+	struct task_caps caps;
+	__u64 mask;
+
+	if (!confined() || !unpriv_required() || policy_audit_mode())
+		return;
+	task_caps_of(p, &caps);
+	mask = task_caps_danger(&caps);
+	if (mask)
+		tamper_report(EGRET_TAMPER_PRIVILEGED, mask, 0, bpf_send_signal(SIGKILL) == 0);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
 	pids_exec(p, (__u32)old_pid);
+	privileged_exec(p);
 	netns_check();
 	return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "addr.h"
 #include "audit.h"
+#include "caps.h"
 #include "cgroup.h"
 #include "collector.h"
 #include "egret/confine.h"
@@ -19,7 +20,7 @@
 
 #define MAX_ARGS 1024
 
-_Static_assert(sizeof(struct egret_exec_event) == 56 + 40 + EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX,
+_Static_assert(sizeof(struct egret_exec_event) == 56 + 64 + EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX,
 	       "egret_exec_event layout");
 _Static_assert(sizeof(struct egret_file_event) == 56 + 24 + 2 * EGRET_PATH_MAX,
 	       "egret_file_event layout");
@@ -42,6 +43,21 @@ static char *clean(struct collector *c, const __u8 *p, size_t len, char *out, si
 	return out;
 }
 
+/* What the image holds over the host: the kernel sends 0 masks for a child user namespace */
+static void posture_of(const struct egret_exec_event *r, Egret__V1__ProcessExec__Posture *p,
+		       const char **caps, char (*unnamed)[8])
+{
+	uint64_t eff = r->userns_level ? 0 : r->cap_eff, prm = r->userns_level ? 0 : r->cap_prm;
+
+	p->effective = eff;
+	p->permitted = prm;
+	p->initial_user_ns = r->userns_level == 0;
+	p->user_ns_level = r->userns_level;
+	p->privileged = ((eff | prm) & EGRET_CAPS_DANGER) != 0;
+	p->n_capabilities = caps__list(eff | prm, caps, unnamed);
+	p->capabilities = (char **)caps;
+}
+
 void audit__on_exec(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_exec_event *r = rec;
@@ -50,6 +66,9 @@ void audit__on_exec(struct collector *c, const void *rec, size_t size)
 	char exe[EGRET_PATH_MAX * 2], cwd[EGRET_PATH_MAX * 2];
 	static char *args[MAX_ARGS];
 	size_t alen = r->args_len, elen = r->exe_len, clen = r->cwd_len, nargs = 0;
+	Egret__V1__ProcessExec__Posture pos = EGRET__V1__PROCESS_EXEC__POSTURE__INIT;
+	const char *caps[CAPS_MAX];
+	char unnamed[CAPS_MAX][8];
 	struct proc_info *pi;
 	struct envelope e;
 	bool cut = (r->flags & EGRET_EXEC_ARGS_CUT) != 0;
@@ -90,6 +109,8 @@ void audit__on_exec(struct collector *c, const void *rec, size_t size)
 	ex.args_truncated = cut;
 	ex.cwd = cwd;
 	ex.argc = r->argc;
+	posture_of(r, &pos, caps, unnamed);
+	ex.posture = &pos;
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
 	e.ev.activity_id = 1; /* Launch */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;

@@ -4,11 +4,14 @@
  * control request).
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
 
@@ -16,6 +19,10 @@
 #include "confine.h"
 #include "control.h"
 #include "seccomp.h"
+#include "caps.h"
+#include "egret/audit.h"
+#include "log.h"
+#include "taskseed.h"
 #include "util.h"
 
 _Static_assert(sizeof(struct egret_cgroup_event) == 136, "egret_cgroup_event layout");
@@ -91,6 +98,20 @@ static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, 
 	case EGRET_TAMPER_IO_URING:
 		snprintf(buf, size, "io_uring_setup(2) from inside a sandbox");
 		break;
+	case EGRET_TAMPER_CGROUP_PULL:
+		snprintf(buf, size,
+			 "moved pid %u from outside into sandbox cgroup %llu; that process is "
+			 "flagged foreign and never killed by egret",
+			 r->other_pid, (unsigned long long)r->target);
+		break;
+	case EGRET_TAMPER_PRIVILEGED: {
+		char names[96];
+
+		caps__names(r->target, names, sizeof(names));
+		snprintf(buf, size, "a sandboxed process holding %s over the host%s", names,
+			 r->other_pid ? " entered the sandbox" : " exec'ed");
+		break;
+	}
 	default:
 		snprintf(buf, size, "tamper kind %u", r->kind);
 	}
@@ -101,7 +122,7 @@ void confine__on_tamper(struct collector *c, const void *rec, size_t size)
 {
 	const struct egret_tamper_event *r = rec;
 	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
-	char detail[160];
+	char detail[256];
 	struct envelope e;
 
 	collector__envelope(c, &r->hdr, &e);
@@ -230,4 +251,109 @@ int confine__protect(int map_fd, const __u32 *tgids, size_t n)
 			return -errno;
 	}
 	return 0;
+}
+
+/* ---- --require-unprivileged at start: processes already in sandboxes ------------------ */
+
+struct priv_scan {
+	struct collector *c;
+	int map_fd; /* task_sandbox: a pulled-in (foreign) process is not the sandbox's */
+	bool kill;
+	struct stat host_userns;
+	unsigned int found;
+};
+
+/* CapEff | CapPrm of /proc/PID/status; 0 when it is gone */
+static uint64_t status_caps(int pid)
+{
+	char path[64], buf[4096], *l, *save;
+	unsigned long long v;
+	uint64_t caps = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return 0;
+	for (l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		if (sscanf(l, "CapEff: %llx", &v) == 1 || sscanf(l, "CapPrm: %llx", &v) == 1)
+			caps |= v;
+	}
+	return caps;
+}
+
+static bool in_userns(int pid, const struct stat *ns)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	return stat(path, &st) == 0 && st.st_ino == ns->st_ino && st.st_dev == ns->st_dev;
+}
+
+static bool is_foreign(int map_fd, int pid)
+{
+	struct {
+		__u64 sandbox_id;
+		__u32 doomed;
+		__u32 flags;
+	} v;
+	int fd, err;
+
+	if (map_fd < 0)
+		return false;
+	fd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (fd < 0)
+		return false;
+	err = bpf_map_lookup_elem(map_fd, &fd, &v);
+	close(fd);
+	return err == 0 && (v.flags & 1); /* TASK_FOREIGN */
+}
+
+static void privileged_one(void *ctx, int pid, __u64 sandbox_id)
+{
+	struct priv_scan *s = ctx;
+	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
+	struct egret_event_hdr h = { .type = EGRET_EV_TAMPER };
+	uint64_t mask;
+	char names[96], detail[256];
+	struct envelope e;
+
+	if (pid == getpid() || !in_userns(pid, &s->host_userns))
+		return;
+	mask = status_caps(pid) & EGRET_CAPS_DANGER;
+	if (!mask || is_foreign(s->map_fd, pid))
+		return;
+	h.ts_ns = now_ns(CLOCK_BOOTTIME);
+	h.sandbox_id = sandbox_id;
+	h.pid = h.tid = (uint32_t)pid;
+	thread_status((uint32_t)pid, &h);
+	t.killed = s->kill && kill(pid, SIGKILL) == 0;
+	s->found++;
+	caps__names(mask, names, sizeof(names));
+	snprintf(detail, sizeof(detail),
+		 "a sandboxed process holding %s over the host was in "
+		 "the sandbox when egretd started",
+		 names);
+	collector__envelope(s->c, &h, &e);
+	t.kind = EGRET__V1__TAMPER__KIND__KIND_PRIVILEGED;
+	t.target = mask;
+	t.other_pid = (uint32_t)pid;
+	t.detail = detail;
+	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	e.ev.activity_id = 99; /* Other */
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
+	e.ev.tamper = &t;
+	collector__emit(s->c, &e.ev);
+}
+
+int confine__scan_privileged(struct collector *c, const char *root, int task_map_fd, bool kill)
+{
+	struct priv_scan s = { .c = c, .map_fd = task_map_fd, .kill = kill };
+
+	if (stat("/proc/self/ns/user", &s.host_userns))
+		return -errno;
+	taskseed__each(root, privileged_one, &s);
+	if (s.found)
+		log_warn("%u privileged processes were in sandboxes at start%s", s.found,
+			 kill ? "; killed (--require-unprivileged)" : "");
+	return (int)s.found;
 }

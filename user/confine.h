@@ -3,6 +3,7 @@
 #define EGRET_USER_CONFINE_H
 
 #include <linux/types.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "egret/events.h"
@@ -20,6 +21,11 @@ int confine__cmd_seccomp(struct collector *c, struct control_req *r);
 /* Make the protected_tgids map (map_fd) hold exactly the n tgids given: no egret program kills
  * them, and a sandbox that signals, traces or reads them is killed instead. 0 or -errno.
  */
+/* --require-unprivileged at start: every process under root holding a capability of
+ * EGRET_CAPS_DANGER over the host is reported (Tamper PRIVILEGED) and, with kill, killed;
+ * how many
+ */
+int confine__scan_privileged(struct collector *c, const char *root, int task_map_fd, bool kill);
 int confine__protect(int map_fd, const __u32 *tgids, size_t n);
 
 #endif /* EGRET_USER_CONFINE_H */

@@ -37,7 +37,10 @@
 #include "paths.h"
 #include "pbjson.h"
 #include "pkg.h"
+#include "cgroup.h"
+#include "selfcg.h"
 #include "selftest.h"
+#include "taskseed.h"
 #include "sink.h"
 #include "stream.h"
 #include "util.h"
@@ -66,6 +69,8 @@ struct options {
 	unsigned int patterns_given; /* bit per EGRET_PATTERN_* kind given on the command line */
 	struct redactor redact;
 	struct feature_options kernel; /* --accept-kernel-gap, --without-kernel-feature */
+	const char *trusted_movers[EGRET_TRUSTED_MOVERS_MAX];
+	unsigned int ntrusted_movers;
 	bool verbose;
 };
 
@@ -83,6 +88,7 @@ struct daemon {
 	struct pkg_tracker pkg;
 	struct control control;
 	struct selfwatch self;
+	struct selfcg selfcg; /* egretd's own cgroup, returned to after a pull */
 	struct loop loop;
 	struct watch sigw, rbw;
 	uint64_t started_ns;
@@ -160,6 +166,15 @@ static void usage(FILE *f)
 		"                         egretd crash loses nothing either way, a power cut loses\n"
 		"                         what was not synced)\n"
 		"  --heartbeat SECONDS    a Heartbeat event this often; 0: none (default: 30)\n"
+		"  --require-unprivileged kill a sandboxed process holding CAP_SYS_ADMIN,\n"
+		"                         CAP_NET_ADMIN, CAP_SYS_PTRACE, CAP_SYS_MODULE, CAP_BPF or\n"
+		"                         CAP_PERFMON over the host, at its exec or when it enters\n"
+		"                         a sandbox itself (enforce mode; audit mode reports it;\n"
+		"                         the policy's 'require unprivileged' does the same)\n"
+		"  --trusted-mover CGROUP only writers under this cgroup (absolute, or relative to\n"
+		"                         the cgroup v2 mount; repeatable) may move host processes\n"
+		"                         into a sandbox; others' moves are reported (default: any\n"
+		"                         writer outside every sandbox)\n"
 		"  --accept-kernel-gap NAME\n"
 		"                         enforce although this kernel lacks what protection NAME\n"
 		"                         needs and nothing replaces it (repeatable; README\n"
@@ -258,6 +273,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_HEARTBEAT,
 		OPT_ACCEPT_GAP,
 		OPT_WITHOUT,
+		OPT_REQUIRE_UNPRIV,
+		OPT_TRUSTED_MOVER,
 	};
 	static const struct option longopts[] = {
 		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
@@ -285,6 +302,8 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 		{ "accept-kernel-gap", required_argument, NULL, OPT_ACCEPT_GAP },
 		{ "without-kernel-feature", required_argument, NULL, OPT_WITHOUT },
+		{ "require-unprivileged", no_argument, NULL, OPT_REQUIRE_UNPRIV },
+		{ "trusted-mover", required_argument, NULL, OPT_TRUSTED_MOVER },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -440,6 +459,17 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return log_usage("bad --without-kernel-feature '%s': one of %s",
 						 optarg, kfeatures__probe_names());
 			o->kernel.without[o->kernel.nwithout++] = optarg;
+			break;
+		case OPT_REQUIRE_UNPRIV:
+			o->loader.require_unpriv = true;
+			break;
+		case OPT_TRUSTED_MOVER:
+			if (o->ntrusted_movers == EGRET_TRUSTED_MOVERS_MAX)
+				return log_usage("at most %d --trusted-mover options",
+						 EGRET_TRUSTED_MOVERS_MAX);
+			if (!optarg[0])
+				return log_usage("bad --trusted-mover '': a cgroup path");
+			o->trusted_movers[o->ntrusted_movers++] = optarg;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -1008,12 +1038,51 @@ static int protect_self(struct daemon *d)
 	return err;
 }
 
+/* --trusted-mover paths -> the cgroup ids and levels the kernel compares writers with */
+static int trusted_movers(struct daemon *d)
+{
+	struct loader_config *l = &d->opt.loader;
+
+	for (unsigned int i = 0; i < d->opt.ntrusted_movers; i++) {
+		const char *arg = d->opt.trusted_movers[i];
+		char path[PATH_MAX];
+		unsigned int level;
+		int err;
+
+		if (arg[0] == '/')
+			err = snprintf(path, sizeof(path), "%s", arg) >= (int)sizeof(path);
+		else
+			err = snprintf(path, sizeof(path), "%s/%s", d->paths.cgroup_mount, arg) >=
+			      (int)sizeof(path);
+		if (err)
+			err = -ENAMETOOLONG;
+		if (!err)
+			err = cgroup__check_v2(path);
+		if (!err)
+			err = cgroup__level(d->paths.cgroup_mount, path, &level);
+		if (!err)
+			err = cgroup__id(path, &l->trusted_mover_id[i]);
+		if (err) {
+			log_err("--trusted-mover %s: %s is not a cgroup v2 directory under %s (%s)",
+				arg, path, d->paths.cgroup_mount, strerror(-err));
+			return err;
+		}
+		l->trusted_mover_level[i] = level;
+		l->ntrusted_movers = i + 1;
+	}
+	return 0;
+}
+
 /* Enforcement first: nothing else matters if it cannot be set up. */
 static int setup_enforcement(struct daemon *d)
 {
 	int err;
 
 	err = paths__create_root(&d->paths);
+	if (!err)
+		selfcg__init(&d->selfcg, d->paths.cgroup_mount, d->paths.cgroup_root);
+	if (!err)
+		err = trusted_movers(d);
 	if (!err)
 		err = tracefs__ensure();
 	if (!err)
@@ -1047,6 +1116,8 @@ static int setup_enforcement(struct daemon *d)
 		err = loader__attach(&d->loader);
 	if (!err)
 		engine__rescan(&d->engine);
+	if (!err)
+		taskseed__run(loader__map_fd(&d->loader, "task_sandbox"), d->paths.cgroup_root);
 	if (err) {
 		log_err("enforcement is not set up; exiting (whatever a previous egretd pinned under "
 			"%s stays in force)",
@@ -1094,6 +1165,11 @@ static void on_observe(void *ctx, const Egret__V1__Event *ev)
 	struct daemon *d = ctx;
 
 	pkg__observe(&d->pkg, ev);
+	/* a sandbox pulled egretd into its cgroup: back home at once */
+	if (ev->payload_case == EGRET__V1__EVENT__PAYLOAD_TAMPER &&
+	    ev->tamper->kind == EGRET__V1__TAMPER__KIND__KIND_CGROUP_PULL &&
+	    ev->tamper->other_pid == (uint32_t)getpid())
+		selfcg__check(&d->selfcg);
 }
 
 static int setup_pipeline(struct daemon *d)
@@ -1230,6 +1306,7 @@ static void run(struct daemon *d)
 			stream__sync_clock(&d->stream);
 			stream__tick(&d->stream);
 			selfwatch__tick(&d->self);
+			selfcg__check(&d->selfcg);
 			pkg__tick(&d->pkg);
 			if (d->opt.heartbeat_s && now >= d->next_heartbeat_ns) {
 				emit_heartbeat(d);
@@ -1319,6 +1396,11 @@ int main(int argc, char **argv)
 	}
 	emit_agent(&d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
 	engine__announce(&d.engine);
+	/* what execs and moves will never show: privileged processes already in sandboxes */
+	if (d.opt.loader.require_unpriv || d.engine.pol.require_unpriv)
+		confine__scan_privileged(&d.collector, d.paths.cgroup_root,
+					 loader__map_fd(&d.loader, "task_sandbox"),
+					 d.engine.pol.mode == POLICY_ENFORCE);
 	setup_selfwatch(&d);
 	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%d\nSTATUS=enforcing on %s", getpid(),
 		 d.paths.cgroup_root);

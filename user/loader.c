@@ -116,8 +116,18 @@ static void audit_config(struct audit_bpf *skel, const struct loader_config *cfg
 	}
 }
 
+static void confine_config(struct confine_bpf *skel, const struct loader_config *cfg)
+{
+	skel->rodata->require_unpriv = cfg->require_unpriv;
+	skel->rodata->ntrusted_movers = cfg->ntrusted_movers;
+	for (unsigned int i = 0; i < cfg->ntrusted_movers && i < EGRET_TRUSTED_MOVERS_MAX; i++) {
+		((__u64 *)skel->rodata->trusted_mover_id)[i] = cfg->trusted_mover_id[i];
+		((__u32 *)skel->rodata->trusted_mover_level)[i] = cfg->trusted_mover_level[i];
+	}
+}
+
 UNIT_OPEN(egress, (void)cfg)
-UNIT_OPEN(confine, (void)cfg)
+UNIT_OPEN(confine, confine_config(skel, cfg))
 UNIT_OPEN(audit, audit_config(skel, cfg))
 
 static const struct unit_ops unit_table[] = {

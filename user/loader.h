@@ -15,6 +15,7 @@
 
 #include "egret/events.h"
 #include "egret/audit.h"
+#include "egret/confine.h"
 
 #define LOADER_MAX_UNITS 8
 #define LOADER_MAX_MAPS	 48
@@ -34,6 +35,10 @@ struct loader_config {
 	struct egret_pattern patterns[EGRET_PATTERNS_MAX];
 	char pattern_text[EGRET_PATTERNS_MAX][EGRET_PATTERN_LEN]; /* as given, for the self-test */
 	const struct kernel_features *kf; /* NULL: as on a kernel that has everything */
+	bool require_unpriv;		  /* --require-unprivileged */
+	unsigned int ntrusted_movers;	  /* --trusted-mover: v2 cgroup ids and levels */
+	uint64_t trusted_mover_id[EGRET_TRUSTED_MOVERS_MAX];
+	uint32_t trusted_mover_level[EGRET_TRUSTED_MOVERS_MAX];
 };
 
 int loader__specs(const struct egret_prog_spec **specs, unsigned int *n);

@@ -37,6 +37,7 @@ int policy__copy(struct policy *dst, const struct policy *src)
 {
 	policy__init(dst);
 	dst->mode = src->mode;
+	dst->require_unpriv = src->require_unpriv;
 	if (!src->n)
 		return 0;
 	dst->rules = malloc(src->n * sizeof(*src->rules));
@@ -376,7 +377,7 @@ static int split_words(char *line, char **words, int max)
 struct parse_state {
 	const char *name;
 	unsigned int line;
-	bool in_block, mode_seen;
+	bool in_block, mode_seen, require_seen;
 	unsigned int block_line;
 	char sandbox[SANDBOX_NAME_MAX + 1];
 };
@@ -422,9 +423,22 @@ static int parse_line(struct policy *p, struct parse_state *st, char **w, int n,
 		p->mode = strcmp(w[1], "audit") ? POLICY_ENFORCE : POLICY_AUDIT;
 		return 0;
 	}
+	if (!strcmp(w[0], "require")) {
+		if (st->in_block)
+			return fail(err, errsz,
+				    "require applies to the whole policy: put it outside "
+				    "sandbox blocks");
+		if (n != 2 || strcmp(w[1], "unprivileged"))
+			return fail(err, errsz, "expected 'require unprivileged'");
+		if (st->require_seen)
+			return fail(err, errsz, "require unprivileged is set twice");
+		st->require_seen = true;
+		p->require_unpriv = true;
+		return 0;
+	}
 	if (strcmp(w[0], "allow") && strcmp(w[0], "deny"))
 		return fail(err, errsz,
-			    "unknown directive '%s' (expected mode, allow, deny, "
+			    "unknown directive '%s' (expected mode, require, allow, deny, "
 			    "sandbox or })",
 			    w[0]);
 	count = policy__parse_words(w, n, st->in_block ? st->sandbox : "", rules, MAX_WORDS, err,
@@ -509,6 +523,8 @@ void policy__hash(const struct policy *p, char out[65])
 
 	sha256__init(&s);
 	sha256__update(&s, policy__mode_name(p->mode), strlen(policy__mode_name(p->mode)));
+	if (p->require_unpriv)
+		sha256__update(&s, "|require unprivileged", 21);
 	for (size_t i = 0; lines && i < p->n; i++) {
 		char rule[400];
 

@@ -51,6 +51,7 @@ enum policy_mode {
 
 struct policy {
 	enum policy_mode mode;
+	bool require_unpriv; /* 'require unprivileged' */
 	struct rule *rules;
 	size_t n, cap;
 };

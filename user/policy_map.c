@@ -192,7 +192,8 @@ int policy_map__compile(const struct policy *p, const char *sandbox, struct poli
 		if (ret)
 			return ret;
 		set->v[0].val.nrules = 0;
-		set->v[0].val.flags = p->mode == POLICY_AUDIT ? EGRET_POL_AUDIT : 0;
+		set->v[0].val.flags = (p->mode == POLICY_AUDIT ? EGRET_POL_AUDIT : 0) |
+				      (p->require_unpriv ? EGRET_POL_REQUIRE_UNPRIV : 0);
 	}
 	for (size_t i = 0; i < p->n; i++) {
 		const struct rule *r = &p->rules[i];

@@ -28,6 +28,13 @@ enum egret_audit_event_type {
 #define EGRET_EXEC_EXE_CUT  0x2 /* the executable's path was cut */
 #define EGRET_EXEC_CWD_CUT  0x4
 
+/* Capabilities that give a sandbox power over the host, any of them effective or permitted in
+ * the initial user namespace: SYS_ADMIN 21, NET_ADMIN 12, SYS_PTRACE 19, SYS_MODULE 16,
+ * BPF 39, PERFMON 38
+ */
+#define EGRET_CAPS_DANGER \
+	((1ull << 21) | (1ull << 12) | (1ull << 19) | (1ull << 16) | (1ull << 39) | (1ull << 38))
+
 /* A process image, as task storage keeps it: what every later event of the task links to. */
 struct egret_task_info {
 	__u64 exec_id;	/* unique per boot: (per-CPU counter << 8) | cpu */
@@ -49,6 +56,10 @@ struct egret_exec_event {
 	__u16 exe_len;	/* absolute path of the executable, no NUL */
 	__u16 cwd_len;	/* absolute working directory, no NUL */
 	__u16 argc;
+	__u64 cap_eff;	    /* effective capabilities over the host (0 in a child user ns) */
+	__u64 cap_prm;	    /* permitted, likewise */
+	__u32 userns_level; /* of the new cred's user namespace; 0: the initial one */
+	__u32 pad;
 	__u8 data[EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX];
 };
 

@@ -47,6 +47,9 @@ enum egret_tamper_kind {
  */
 #define EGRET_PROTECTED_MAX 16
 
+/* --trusted-mover cgroups: writers under them may move host tasks into a sandbox */
+#define EGRET_TRUSTED_MOVERS_MAX 8
+
 /* EGRET_EV_TAMPER */
 struct egret_tamper_event {
 	struct egret_event_hdr hdr;

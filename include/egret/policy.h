@@ -23,6 +23,8 @@ enum egret_action {
 
 /* egret_policy_val.flags, carried by the global scope's entries (pushed down from ::/0) */
 #define EGRET_POL_AUDIT 0x1 /* audit mode: would-be denials pass and are reported */
+#define EGRET_POL_REQUIRE_UNPRIV \
+	0x2 /* 'require unprivileged': no sandboxed process may hold host capabilities */
 
 struct egret_policy_key {
 	__u32 prefixlen; /* EGRET_SCOPE_BITS + address prefix bits */

@@ -80,7 +80,14 @@ Test(policy, errors_name_the_line)
 		  "test.policy:1: port range in 'udp/90-80' is reversed" },
 		{ "allow 1.2.3.4 icmp/1\n", "test.policy:1: icmp has no ports: 'icmp/1'" },
 		{ "permit 1.2.3.4\n",
-		  "test.policy:1: unknown directive 'permit' (expected mode, allow, deny, sandbox or })" },
+		  "test.policy:1: unknown directive 'permit' (expected mode, require, allow, deny, "
+		  "sandbox or })" },
+		{ "require root\n", "test.policy:1: expected 'require unprivileged'" },
+		{ "require unprivileged\nrequire unprivileged\n",
+		  "test.policy:2: require unprivileged is set twice" },
+		{ "sandbox a {\nrequire unprivileged\n}\n",
+		  "test.policy:2: require applies to the whole policy: put it outside sandbox "
+		  "blocks" },
 		{ "mode strict\n", "test.policy:1: expected 'mode enforce' or 'mode audit'" },
 		{ "mode audit\nmode audit\n", "test.policy:2: mode is set twice" },
 		{ "sandbox a {\n  sandbox b {\n",
