@@ -662,12 +662,6 @@ int egret_ptrace(struct trace_event_raw_sys_enter *ctx)
 	return 0;
 }
 
-static __always_inline void mount_attempt(__u64 what)
-{
-	if (current_in_root())
-		tamper_report(EGRET_TAMPER_MOUNT, what, 0, false);
-}
-
 SEC("tp/syscalls/sys_enter_mount")
 int egret_mount(struct trace_event_raw_sys_enter *ctx)
 {

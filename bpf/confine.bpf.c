@@ -18,56 +18,73 @@ static __always_inline bool family_hooked(int family)
 	return family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK;
 }
 
-SEC("tp/syscalls/sys_enter_socket")
-int egret_socket(struct trace_event_raw_sys_enter *ctx)
+/* socket(2) of a family without inet hooks: the native tracepoint's check, and the compat
+ * dispatcher's
+ */
+static __always_inline void socket_check(int family, int type, int protocol)
 {
 	struct egret_connect_event *e;
-	int family = (int)ctx->args[0];
 	bool audit;
 
 	if (family_hooked(family) || !confined())
-		return 0;
+		return;
 	audit = policy_audit_mode();
 	if (!audit)
 		bpf_send_signal(SIGKILL);
 	counter_verdict(EGRET_HOOK_SYSCALL, audit ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY);
 	e = event_reserve(sizeof(*e));
 	if (!e)
-		return 0;
+		return;
 	__builtin_memset(e, 0, sizeof(*e));
 	event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox_of_current());
 	e->family = (__u8)family;
-	e->protocol = (__u8)ctx->args[2];
-	e->sock_type = (__u16)(ctx->args[1] & SOCK_TYPE_MASK);
+	e->protocol = (__u8)protocol;
+	e->sock_type = (__u16)(type & SOCK_TYPE_MASK);
 	e->hook = EGRET_HOOK_SYSCALL;
 	e->verdict = audit ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY;
 	e->reason = EGRET_REASON_SOCKET_TYPE;
 	e->killed = !audit;
 	event_submit(e);
+}
+
+SEC("tp/syscalls/sys_enter_socket")
+int egret_socket(struct trace_event_raw_sys_enter *ctx)
+{
+	socket_check((int)ctx->args[0], (int)ctx->args[1], (int)ctx->args[2]);
 	return 0;
+}
+
+static __always_inline void uring_check(__u64 entries)
+{
+	bool audit;
+
+	if (!confined())
+		return;
+	audit = policy_audit_mode();
+	if (!audit)
+		bpf_send_signal(SIGKILL);
+	tamper_report(EGRET_TAMPER_IO_URING, entries, 0, !audit);
 }
 
 SEC("tp/syscalls/sys_enter_io_uring_setup")
 int egret_uring(struct trace_event_raw_sys_enter *ctx)
 {
-	bool audit;
-
-	if (!confined())
-		return 0;
-	audit = policy_audit_mode();
-	if (!audit)
-		bpf_send_signal(SIGKILL);
-	tamper_report(EGRET_TAMPER_IO_URING, ctx->args[0], 0, !audit);
+	uring_check(ctx->args[0]);
 	return 0;
+}
+
+static __always_inline void bpf_check(__u64 cmd)
+{
+	if (!confined())
+		return;
+	bpf_send_signal(SIGKILL);
+	tamper_report(EGRET_TAMPER_BPF, cmd, 0, true);
 }
 
 SEC("tp/syscalls/sys_enter_bpf")
 int egret_bpf(struct trace_event_raw_sys_enter *ctx)
 {
-	if (!confined())
-		return 0;
-	bpf_send_signal(SIGKILL);
-	tamper_report(EGRET_TAMPER_BPF, ctx->args[0], 0, true);
+	bpf_check(ctx->args[0]);
 	return 0;
 }
 
@@ -289,5 +306,134 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 {
 	pids_exec(p, (__u32)old_pid);
 	netns_check();
+	return 0;
+}
+
+/* ---- compat system calls: ia32 (int 0x80, sysenter) and x32 ------------------------------- */
+
+/* The syscalls tracepoints above never see a compat call (the kernel gives them no number
+ * for one); the raw sys_enter tracepoint sees every call, with the ABI's own number. egret_csys
+ * runs on every syscall on the host and returns after two loads for a native one.
+ */
+#define TS_COMPAT   0x0002 /* x86 thread_info.status: an ia32 system call is being made */
+#define SYS_SOCKET_ 1	   /* socketcall's number for socket(2) */
+
+const volatile __u32 compat_mode = EGRET_COMPAT_REFUSE; /* --compat, set by egretd */
+
+/* refuse mode under an audit policy: the processes already reported, once each */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u8);
+} compat_seen SEC(".maps");
+
+static __always_inline __u8 compat_abi(struct task_struct *t, long id)
+{
+	if (t->thread_info.status & TS_COMPAT)
+		return EGRET_ABI_I386;
+	return id > 0 && (id & EGRET_X32_BIT) ? EGRET_ABI_X32 : EGRET_ABI_NATIVE;
+}
+
+/* whether this process's first compat call is the current one (keyed by tgid and start) */
+static __always_inline bool compat_first(struct task_struct *t)
+{
+	__u64 key = ((__u64)t->tgid << 32) ^ BPF_CORE_READ(t, group_leader, start_time);
+	__u8 one = 1;
+
+	return bpf_map_update_elem(&compat_seen, &key, &one, BPF_NOEXIST) == 0;
+}
+
+/* a compat call egret does not judge: killed (reported only under an audit policy) */
+static __always_inline void compat_refuse(__u32 nr, __u8 abi)
+{
+	bool audit = policy_audit_mode();
+
+	if (!audit)
+		bpf_send_signal(SIGKILL);
+	tamper_report_abi(EGRET_TAMPER_COMPAT_SYSCALL, nr, 0, !audit, abi);
+}
+
+/* --compat judge: the same check the native tracepoint of the call makes */
+static __always_inline void compat_judge(struct pt_regs *regs, __u8 abi, __u32 nr)
+{
+	__u32 action = egret_compat_action(abi, nr), words[3];
+	__u64 a0, a1, a2;
+
+	if (action == EGRET_CC_ALLOW || action == EGRET_CC_NETNS)
+		return;
+	if (abi == EGRET_ABI_I386) {
+		a0 = (__u32)regs->bx;
+		a1 = (__u32)regs->cx;
+		a2 = (__u32)regs->dx;
+	} else {
+		a0 = regs->di;
+		a1 = regs->si;
+		a2 = regs->dx;
+	}
+	switch (action) {
+	case EGRET_CC_SOCKETCALL:
+		/* socketcall(SYS_SOCKET, {family, type, protocol}): unreadable args fail the call */
+		if (a0 != SYS_SOCKET_ || bpf_probe_read_user(words, sizeof(words), (void *)a1))
+			return;
+		socket_check((int)words[0], (int)words[1], (int)words[2]);
+		return;
+	case EGRET_CC_SOCKET:
+		socket_check((int)a0, (int)a1, (int)a2);
+		return;
+	case EGRET_CC_URING:
+		uring_check(a0);
+		return;
+	case EGRET_CC_BPF:
+		bpf_check(a0);
+		return;
+	case EGRET_CC_MOUNT:
+	case EGRET_CC_MOVE_MOUNT:
+	case EGRET_CC_FSMOUNT:
+	case EGRET_CC_UMOUNT:
+		mount_attempt(action - EGRET_CC_MOUNT + 1);
+		return;
+	default:
+		compat_refuse(nr, abi);
+	}
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(egret_csys, struct pt_regs *regs, long id)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u8 abi = compat_abi(t, id);
+	__u32 nr;
+
+	if (abi == EGRET_ABI_NATIVE || !confined())
+		return 0;
+	nr = abi == EGRET_ABI_X32 ? (__u32)id & ~EGRET_X32_BIT : (__u32)id;
+	if (compat_mode == EGRET_COMPAT_REFUSE) {
+		if (!policy_audit_mode()) {
+			bpf_send_signal(SIGKILL);
+			tamper_report_abi(EGRET_TAMPER_COMPAT_SYSCALL, nr, 0, true, abi);
+			return 0;
+		}
+		/* audit: what refuse would kill, once per process, then each call judged */
+		if (compat_first(t))
+			tamper_report_abi(EGRET_TAMPER_COMPAT_SYSCALL, nr, 0, false, abi);
+	}
+	compat_judge(regs, abi, nr);
+	return 0;
+}
+
+/* --compat judge: unshare and setns are judged once they are done, like the native ones */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(egret_cxsys, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	long id = (long)(int)regs->orig_ax;
+	__u8 abi = compat_abi(t, id);
+
+	if (abi == EGRET_ABI_NATIVE)
+		return 0;
+	if (egret_compat_action(abi, abi == EGRET_ABI_X32 ? (__u32)id & ~EGRET_X32_BIT
+							  : (__u32)id) == EGRET_CC_NETNS)
+		netns_check();
 	return 0;
 }

@@ -29,6 +29,7 @@
 #include "proc.h"
 #include "redact.h"
 #include "kfeatures.h"
+#include "egret/syscalls32.h"
 #include "loader.h"
 #include "lockfile.h"
 #include "log.h"
@@ -160,6 +161,10 @@ static void usage(FILE *f)
 		"                         egretd crash loses nothing either way, a power cut loses\n"
 		"                         what was not synced)\n"
 		"  --heartbeat SECONDS    a Heartbeat event this often; 0: none (default: 30)\n"
+		"  --compat refuse|judge  a 32-bit (int 0x80, sysenter) or x32 system call from a\n"
+		"                         sandbox: refuse kills the process at its first one\n"
+		"                         (default); judge checks it as its 64-bit twin is\n"
+		"                         checked, and kills the calls it cannot check (README)\n"
 		"  --accept-kernel-gap NAME\n"
 		"                         enforce although this kernel lacks what protection NAME\n"
 		"                         needs and nothing replaces it (repeatable; README\n"
@@ -168,7 +173,7 @@ static void usage(FILE *f)
 		"                         behave as on a kernel without NAME, to try egret's\n"
 		"                         fallbacks (repeatable: task_from_pid, send_signal_task,\n"
 		"                         sys_exit_btf, skb_pid_tgid, skb_uid_gid, skb_comm,\n"
-		"                         fchmodat2)\n"
+		"                         fchmodat2, sys_enter_btf)\n"
 		"  -v, --verbose          debug logging, including the BPF verifier's output\n"
 		"  -V, --version          print the version and exit\n"
 		"  -h, --help             print this help and exit\n"
@@ -258,6 +263,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_HEARTBEAT,
 		OPT_ACCEPT_GAP,
 		OPT_WITHOUT,
+		OPT_COMPAT,
 	};
 	static const struct option longopts[] = {
 		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
@@ -285,6 +291,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 		{ "accept-kernel-gap", required_argument, NULL, OPT_ACCEPT_GAP },
 		{ "without-kernel-feature", required_argument, NULL, OPT_WITHOUT },
+		{ "compat", required_argument, NULL, OPT_COMPAT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -440,6 +447,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return log_usage("bad --without-kernel-feature '%s': one of %s",
 						 optarg, kfeatures__probe_names());
 			o->kernel.without[o->kernel.nwithout++] = optarg;
+			break;
+		case OPT_COMPAT:
+			if (strcmp(optarg, "refuse") && strcmp(optarg, "judge"))
+				return log_usage("bad --compat '%s': refuse or judge", optarg);
+			o->kernel.compat_judge = !strcmp(optarg, "judge");
+			o->loader.compat_mode =
+				o->kernel.compat_judge ? EGRET_COMPAT_JUDGE : EGRET_COMPAT_REFUSE;
 			break;
 		case 'v':
 			o->verbose = true;

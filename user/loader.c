@@ -83,6 +83,8 @@ static const struct kernel_features everything = {
 	.send_signal_task = true,
 	.sys_exit_btf = true,
 	.fchmodat2 = true,
+	.sys_enter_btf = true,
+	.compat_judge = true,
 	.skb_task_helpers = EGRET_SKB_PID_TGID | EGRET_SKB_UID_GID | EGRET_SKB_COMM,
 };
 
@@ -116,8 +118,13 @@ static void audit_config(struct audit_bpf *skel, const struct loader_config *cfg
 	}
 }
 
+static void confine_config(struct confine_bpf *skel, const struct loader_config *cfg)
+{
+	skel->rodata->compat_mode = cfg->compat_mode;
+}
+
 UNIT_OPEN(egress, (void)cfg)
-UNIT_OPEN(confine, (void)cfg)
+UNIT_OPEN(confine, confine_config(skel, cfg))
 UNIT_OPEN(audit, audit_config(skel, cfg))
 
 static const struct unit_ops unit_table[] = {

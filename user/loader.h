@@ -34,6 +34,7 @@ struct loader_config {
 	struct egret_pattern patterns[EGRET_PATTERNS_MAX];
 	char pattern_text[EGRET_PATTERNS_MAX][EGRET_PATTERN_LEN]; /* as given, for the self-test */
 	const struct kernel_features *kf; /* NULL: as on a kernel that has everything */
+	__u32 compat_mode;		  /* --compat: enum egret_compat_mode */
 };
 
 int loader__specs(const struct egret_prog_spec **specs, unsigned int *n);

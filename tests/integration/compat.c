@@ -1,0 +1,360 @@
+/* Compat system calls from a sandbox egret did not start: a process that joined <root>/box by
+ * hand (as a runtime's --cgroup-parent places one, no egretctl run, no seccomp) makes ia32
+ * calls with int $0x80 and x32 calls with bit 30 (tests/tools/int80.c), which no syscalls/
+ * tracepoint sees. --compat refuse kills at the first one; --compat judge gives each the check
+ * of its 64-bit twin. The positive controls: the same calls from the host's cgroup work, and a
+ * native process in the sandbox is not touched.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "util.h"
+
+#define AF_PACKET_ "17"
+#define SOCK_RAW_  "3"
+
+static void setup(void)
+{
+	static struct egret_instance inst;
+
+	harness_require_root();
+	T = &inst;
+	cr_assert_eq(harness_init(T), 0);
+	cr_assert_eq(netns_new(), 0);
+}
+
+static void teardown(void)
+{
+	harness_cleanup(T);
+}
+
+TestSuite(compat, .init = setup, .fini = teardown, .timeout = 90);
+
+static void start_ok(const char *const extra[])
+{
+	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+}
+
+struct run {
+	pid_t pid;
+	int status; /* raw wait status */
+	long ret;   /* what int80 printed */
+	char out[256];
+};
+
+/* int80 with args (NULL-terminated), in <root>/box joined by hand, or where the test runs */
+static void int80_in(const char *box, struct run *r, ...)
+{
+	char *argv[8] = { EGRET_INT80_BIN }, dir[PATH_MAX];
+	int n = 1, pfd[2];
+	ssize_t got = 0, k;
+	va_list ap;
+
+	va_start(ap, r);
+	while (n < 7 && (argv[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	if (box) {
+		cr_assert_eq(sandbox_path(T, box, dir, sizeof(dir)), 0);
+		cr_assert(mkdir(dir, 0755) == 0 || errno == EEXIST, "%s: %s", dir, strerror(errno));
+	}
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	memset(r, 0, sizeof(*r));
+	r->pid = fork();
+	cr_assert(r->pid >= 0);
+	if (r->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (box && cgroup__join(dir, getpid()))
+			_exit(100);
+		dup2(pfd[1], 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while ((size_t)got + 1 < sizeof(r->out) &&
+	       (k = read(pfd[0], r->out + got, sizeof(r->out) - 1 - (size_t)got)) > 0)
+		got += k;
+	close(pfd[0]);
+	cr_assert_eq(waitpid(r->pid, &r->status, 0), r->pid);
+	r->ret = strtol(r->out, NULL, 10);
+}
+
+static bool killed(const struct run *r)
+{
+	return WIFSIGNALED(r->status) && WTERMSIG(r->status) == SIGKILL;
+}
+
+static bool exited(const struct run *r)
+{
+	return WIFEXITED(r->status) && WEXITSTATUS(r->status) == 0 && r->out[0];
+}
+
+/* What the kernel says of ia32 emulation: 1 on, 0 off, -1 unknown (no /proc/config.gz). */
+static int ia32_configured(void)
+{
+	char *zcat[] = { "zcat", "/proc/config.gz", NULL };
+	static char config[1 << 20];
+	char cmd[4096] = "";
+	int on = -1;
+
+	if (run_cmd(zcat, config, sizeof(config)) != 0)
+		return -1;
+	if (strstr(config, "\nCONFIG_IA32_EMULATION=y"))
+		on = strstr(config, "\nCONFIG_IA32_EMULATION_DEFAULT_DISABLED=y") ? 0 : 1;
+	else if (strstr(config, "# CONFIG_IA32_EMULATION is not set"))
+		on = 0;
+	read_file("/proc/cmdline", cmd, sizeof(cmd));
+	if (strstr(cmd, "ia32_emulation=0") || strstr(cmd, "ia32_emulation=false"))
+		on = 0;
+	else if (strstr(cmd, "ia32_emulation=1") || strstr(cmd, "ia32_emulation=true"))
+		on = on < 0 ? -1 : 1;
+	return on;
+}
+
+/* The positive control every test starts with: int $0x80 getpid from the host's cgroup returns
+ * the caller's pid. A kernel without ia32 emulation (-ENOSYS, or SIGSEGV from 6.7 on) skips,
+ * unless its config says ia32 is on: then int $0x80 is broken here, and the test fails.
+ */
+static void require_ia32(void)
+{
+	struct run r;
+	int conf;
+
+	int80_in(NULL, &r, "20", NULL);
+	if (exited(&r) && r.ret == r.pid)
+		return;
+	conf = ia32_configured();
+	cr_assert_neq(conf, 1,
+		      "int $0x80 getpid from the host: status %#x, printed '%s' (pid %d), yet "
+		      "the kernel's config says ia32 emulation is on",
+		      r.status, r.out, r.pid);
+	cr_skip_test("no ia32 emulation on this kernel (int $0x80 getpid: status %#x, '%s')",
+		     r.status, r.out);
+}
+
+struct tamper_want {
+	Egret__V1__Tamper__Kind kind;
+	pid_t pid;
+};
+
+static bool is_tamper_of(const Egret__V1__Event *ev, const void *arg)
+{
+	const struct tamper_want *w = arg;
+
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_TAMPER &&
+	       ev->tamper->kind == w->kind && ev->process && ev->process->pid == (uint32_t)w->pid;
+}
+
+/* the Tamper event of kind for process pid (waits up to 5 s); NULL when there is none */
+static const Egret__V1__Event *wait_tamper(struct events *evs, Egret__V1__Tamper__Kind kind,
+					   pid_t pid)
+{
+	struct tamper_want w = { kind, pid };
+
+	if (events_wait(T->sink_path, is_tamper_of, &w, 5000, evs))
+		return NULL;
+	return events_find(evs, is_tamper_of, &w, NULL);
+}
+
+static size_t count_tamper(Egret__V1__Tamper__Kind kind, pid_t pid)
+{
+	struct tamper_want w = { kind, pid };
+	struct events evs;
+	size_t n = 0;
+
+	if (events_read(T->sink_path, &evs) == 0)
+		events_find(&evs, is_tamper_of, &w, &n);
+	events_free(&evs);
+	return n;
+}
+
+static void expect_compat_tamper(pid_t pid, uint64_t nr, const char *abi, bool was_killed)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+
+	ev = wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_COMPAT_SYSCALL, pid);
+	cr_expect(ev, "no COMPAT_SYSCALL Tamper event for %s call %llu of pid %d", abi,
+		  (unsigned long long)nr, pid);
+	if (ev) {
+		cr_expect_eq(ev->tamper->target, nr);
+		cr_expect_str_eq(ev->tamper->abi, abi);
+		cr_expect_eq(ev->tamper->killed, was_killed);
+		cr_expect_str_eq(ev->sandbox->name, "box");
+	}
+	events_free(&evs);
+}
+
+/* --compat refuse (the default): int $0x80 getpid and an x32 getpid from the sandbox are killed
+ * and reported with their number and ABI; from the host they return; a native process in the
+ * sandbox runs on.
+ */
+Test(compat, refuse_kills_a_sandboxs_first_compat_call)
+{
+	struct run r;
+
+	start_ok(NULL);
+	require_ia32();
+	int80_in("box", &r, "20", NULL);
+	cr_expect(killed(&r), "int $0x80 getpid in the sandbox: status %#x, '%s'", r.status, r.out);
+	expect_compat_tamper(r.pid, 20, "i386", true);
+
+	int80_in("box", &r, "x32", "39", NULL);
+	cr_expect(killed(&r), "x32 getpid in the sandbox: status %#x, '%s'", r.status, r.out);
+	expect_compat_tamper(r.pid, 39, "x32", true);
+
+	/* positive controls: the host's compat calls, and the sandbox's native ones */
+	int80_in(NULL, &r, "x32", "39", NULL);
+	cr_expect(exited(&r), "x32 getpid from the host: status %#x", r.status);
+	cr_expect(r.ret == r.pid || r.ret == -ENOSYS, "x32 getpid from the host: %ld", r.ret);
+	int80_in("box", &r, "native", "39", NULL);
+	cr_expect(exited(&r) && r.ret == r.pid, "native getpid in the sandbox: status %#x, '%s'",
+		  r.status, r.out);
+	cr_expect_eq(count_tamper(EGRET__V1__TAMPER__KIND__KIND_COMPAT_SYSCALL, r.pid), 0);
+}
+
+static bool is_packet_kill_of(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+	       ev->net_connect->hook == EGRET__V1__NET_CONNECT__HOOK__HOOK_SYSCALL &&
+	       ev->net_connect->family == 17 && ev->net_connect->killed && ev->process &&
+	       ev->process->pid == (uint32_t)(uintptr_t)arg;
+}
+
+static void expect_packet_kill(const struct run *r, const char *what)
+{
+	struct events evs;
+
+	cr_expect(killed(r), "%s in the sandbox: status %#x, '%s'", what, r->status, r->out);
+	cr_expect_eq(
+		events_wait(T->sink_path, is_packet_kill_of, (void *)(uintptr_t)r->pid, 5000, &evs),
+		0, "%s: no NetConnect event like a native AF_PACKET socket's", what);
+	events_free(&evs);
+}
+
+/* --compat judge: getpid runs; AF_PACKET through socket(359), socketcall(SYS_SOCKET) and x32's
+ * socket is killed with the event a native one gives; bpf and io_uring_setup likewise; mount
+ * is reported; ptrace (which egret cannot judge in compat) is killed as COMPAT_SYSCALL. From
+ * the host the same AF_PACKET socket is made.
+ */
+Test(compat, judge_checks_compat_calls_like_native_ones)
+{
+	const char *extra[] = { "--compat", "judge", NULL };
+	const Egret__V1__Event *ev;
+	struct events evs;
+	struct run r;
+
+	start_ok(extra);
+	require_ia32();
+	int80_in("box", &r, "20", NULL);
+	cr_expect(exited(&r) && r.ret == r.pid, "int $0x80 getpid in the sandbox: status %#x, '%s'",
+		  r.status, r.out);
+	cr_expect_eq(count_tamper(EGRET__V1__TAMPER__KIND__KIND_COMPAT_SYSCALL, r.pid), 0);
+
+	int80_in("box", &r, "359", AF_PACKET_, SOCK_RAW_, "0", NULL);
+	expect_packet_kill(&r, "int $0x80 socket(AF_PACKET)");
+	int80_in("box", &r, "socketcall", AF_PACKET_, SOCK_RAW_, "0", NULL);
+	expect_packet_kill(&r, "int $0x80 socketcall(SYS_SOCKET, AF_PACKET)");
+	int80_in("box", &r, "x32", "41", AF_PACKET_, SOCK_RAW_, "0", NULL);
+	expect_packet_kill(&r, "x32 socket(AF_PACKET)");
+	int80_in("box", &r, "359", "2", "2", "0", NULL); /* AF_INET, SOCK_DGRAM: hooked */
+	cr_expect(exited(&r) && r.ret >= 0, "int $0x80 socket(AF_INET): status %#x, '%s'", r.status,
+		  r.out);
+
+	int80_in("box", &r, "357", "11", "0", "0", NULL); /* BPF_PROG_GET_NEXT_ID */
+	cr_expect(killed(&r), "int $0x80 bpf: status %#x, '%s'", r.status, r.out);
+	ev = wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_BPF, r.pid);
+	cr_expect(ev && ev->tamper->target == 11 && ev->tamper->killed, "no Tamper BPF");
+	events_free(&evs);
+
+	int80_in("box", &r, "425", "8", "0", NULL); /* io_uring_setup(8, NULL) */
+	cr_expect(killed(&r), "int $0x80 io_uring_setup: status %#x, '%s'", r.status, r.out);
+	cr_expect(wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_IO_URING, r.pid),
+		  "no Tamper IO_URING");
+	events_free(&evs);
+
+	int80_in("box", &r, "21", "0", "0", "0", NULL); /* mount(NULL, ...): EFAULT */
+	cr_expect(exited(&r), "int $0x80 mount: status %#x, '%s'", r.status, r.out);
+	ev = wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_MOUNT, r.pid);
+	cr_expect(ev && ev->tamper->target == 1, "no Tamper MOUNT for int $0x80 mount");
+	events_free(&evs);
+
+	int80_in("box", &r, "26", "16", "2147483647", NULL); /* ptrace(PTRACE_ATTACH, no one) */
+	cr_expect(killed(&r), "int $0x80 ptrace: status %#x, '%s'", r.status, r.out);
+	expect_compat_tamper(r.pid, 26, "i386", true);
+	ev = wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_COMPAT_SYSCALL, r.pid);
+	if (ev)
+		cr_expect_str_eq(ev->tamper->syscall, "ptrace");
+	events_free(&evs);
+
+	/* positive control: the host's int $0x80 AF_PACKET socket */
+	int80_in(NULL, &r, "359", AF_PACKET_, SOCK_RAW_, "0", NULL);
+	cr_expect(exited(&r) && r.ret >= 0, "int $0x80 socket(AF_PACKET) from the host: %#x '%s'",
+		  r.status, r.out);
+}
+
+/* Refuse mode under an audit policy: the sandbox's compat calls run, the process is reported
+ * once, and each call still gets its 64-bit twin's check without the kill (AF_PACKET audited).
+ */
+Test(compat, audit_policy_reports_compat_calls_once_without_killing)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+	struct run r;
+
+	cr_assert_eq(harness_policy(T, "mode audit\n"), 0);
+	start_ok(NULL);
+	require_ia32();
+	int80_in("box", &r, "359", AF_PACKET_, SOCK_RAW_, "0", NULL);
+	cr_expect(exited(&r) && r.ret >= 0, "int $0x80 AF_PACKET under audit: status %#x, '%s'",
+		  r.status, r.out);
+	expect_compat_tamper(r.pid, 359, "i386", false);
+	ev = wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_COMPAT_SYSCALL, r.pid);
+	if (ev)
+		cr_expect_str_eq(ev->tamper->syscall, "socket");
+	events_free(&evs);
+	/* int80 made one compat call and exited through exit_group, a native one: one report */
+	cr_expect_eq(count_tamper(EGRET__V1__TAMPER__KIND__KIND_COMPAT_SYSCALL, r.pid), 1);
+}
+
+/* Without tp_btf/sys_enter (--without-kernel-feature sys_enter_btf) compat calls are a gap:
+ * enforce mode is refused unless --accept-kernel-gap compat, and then int $0x80 runs unseen.
+ */
+Test(compat, without_sys_enter_btf_compat_is_a_named_gap)
+{
+	const char *gap[] = { "--without-kernel-feature", "sys_enter_btf", NULL };
+	const char *accepted[] = { "--without-kernel-feature", "sys_enter_btf",
+				   "--accept-kernel-gap", "compat", NULL };
+	char out[8192];
+	struct run r;
+	int rc;
+
+	rc = harness_start(T, gap);
+	cr_expect_eq(rc, 1, "egretd enforced with the compat gap: %d\n%s", rc, harness_log(T));
+	if (rc == 0)
+		harness_stop(T, SIGTERM);
+	cr_expect(strstr(harness_log(T), "--accept-kernel-gap compat"), "%s", harness_log(T));
+	start_ok(accepted);
+	require_ia32();
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "compat: gap (accepted") && strstr(out, "egret_csys"), "%s", out);
+	int80_in("box", &r, "20", NULL);
+	cr_expect(exited(&r) && r.ret == r.pid, "the gap accepted, int $0x80 getpid: %#x '%s'",
+		  r.status, r.out);
+	cr_expect(!strstr(out, "NOT attached"), "status counts a program not loaded as missing: %s",
+		  out);
+}
