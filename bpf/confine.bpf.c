@@ -9,6 +9,7 @@
 #include "lib/confine.bpf.h"
 #include "lib/dns.bpf.h"
 #include "lib/egress.bpf.h"
+#include "lib/syscalls32.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -315,8 +316,7 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
  * for one); the raw sys_enter tracepoint sees every call, with the ABI's own number. egret_csys
  * runs on every syscall on the host and returns after two loads for a native one.
  */
-#define TS_COMPAT   0x0002 /* x86 thread_info.status: an ia32 system call is being made */
-#define SYS_SOCKET_ 1	   /* socketcall's number for socket(2) */
+#define SYS_SOCKET_ 1 /* socketcall's number for socket(2) */
 
 const volatile __u32 compat_mode = EGRET_COMPAT_REFUSE; /* --compat, set by egretd */
 
@@ -327,13 +327,6 @@ struct {
 	__type(key, __u64);
 	__type(value, __u8);
 } compat_seen SEC(".maps");
-
-static __always_inline __u8 compat_abi(struct task_struct *t, long id)
-{
-	if (t->thread_info.status & TS_COMPAT)
-		return EGRET_ABI_I386;
-	return id > 0 && (id & EGRET_X32_BIT) ? EGRET_ABI_X32 : EGRET_ABI_NATIVE;
-}
 
 /* whether this process's first compat call is the current one (keyed by tgid and start) */
 static __always_inline bool compat_first(struct task_struct *t)
@@ -358,34 +351,27 @@ static __always_inline void compat_refuse(__u32 nr, __u8 abi)
 static __always_inline void compat_judge(struct pt_regs *regs, __u8 abi, __u32 nr)
 {
 	__u32 action = egret_compat_action(abi, nr), words[3];
-	__u64 a0, a1, a2;
+	__u64 a[5];
 
-	if (action == EGRET_CC_ALLOW || action == EGRET_CC_NETNS)
+	/* unshare and setns at their exit (egret_cxsys), file calls in audit.bpf.c */
+	if (action == EGRET_CC_ALLOW || action == EGRET_CC_NETNS || action >= EGRET_CC_FILE_FIRST)
 		return;
-	if (abi == EGRET_ABI_I386) {
-		a0 = (__u32)regs->bx;
-		a1 = (__u32)regs->cx;
-		a2 = (__u32)regs->dx;
-	} else {
-		a0 = regs->di;
-		a1 = regs->si;
-		a2 = regs->dx;
-	}
+	compat_args(regs, abi, a);
 	switch (action) {
 	case EGRET_CC_SOCKETCALL:
 		/* socketcall(SYS_SOCKET, {family, type, protocol}): unreadable args fail the call */
-		if (a0 != SYS_SOCKET_ || bpf_probe_read_user(words, sizeof(words), (void *)a1))
+		if (a[0] != SYS_SOCKET_ || bpf_probe_read_user(words, sizeof(words), (void *)a[1]))
 			return;
 		socket_check((int)words[0], (int)words[1], (int)words[2]);
 		return;
 	case EGRET_CC_SOCKET:
-		socket_check((int)a0, (int)a1, (int)a2);
+		socket_check((int)a[0], (int)a[1], (int)a[2]);
 		return;
 	case EGRET_CC_URING:
-		uring_check(a0);
+		uring_check(a[0]);
 		return;
 	case EGRET_CC_BPF:
-		bpf_check(a0);
+		bpf_check(a[0]);
 		return;
 	case EGRET_CC_MOUNT:
 	case EGRET_CC_MOVE_MOUNT:
@@ -407,7 +393,7 @@ int BPF_PROG(egret_csys, struct pt_regs *regs, long id)
 
 	if (abi == EGRET_ABI_NATIVE || !confined())
 		return 0;
-	nr = abi == EGRET_ABI_X32 ? (__u32)id & ~EGRET_X32_BIT : (__u32)id;
+	nr = compat_nr(abi, id);
 	if (compat_mode == EGRET_COMPAT_REFUSE) {
 		if (!policy_audit_mode()) {
 			bpf_send_signal(SIGKILL);
@@ -432,8 +418,7 @@ int BPF_PROG(egret_cxsys, struct pt_regs *regs, long ret)
 
 	if (abi == EGRET_ABI_NATIVE)
 		return 0;
-	if (egret_compat_action(abi, abi == EGRET_ABI_X32 ? (__u32)id & ~EGRET_X32_BIT
-							  : (__u32)id) == EGRET_CC_NETNS)
+	if (egret_compat_action(abi, compat_nr(abi, id)) == EGRET_CC_NETNS)
 		netns_check();
 	return 0;
 }

@@ -284,6 +284,8 @@ static const struct cond_prog {
 	{ "egret_cexit", "task_from_pid", want_cexit },
 	{ "egret_csys", "compat", want_csys },
 	{ "egret_cxsys", "compat", want_cxsys },
+	{ "egret_acsys", "compat", want_cxsys },
+	{ "egret_acxsys", "compat", want_cxsys },
 };
 
 static struct feature_status *feature_by_name(struct kernel_features *kf, const char *name)

@@ -37,8 +37,24 @@ enum egret_compat_action {
 	EGRET_CC_NETNS,		/* unshare, setns: the DNS listener check, at the call's exit */
 	EGRET_CC_REFUSE_PROC,	/* ptrace, process_vm_*, pidfd_getfd: killed */
 	EGRET_CC_REFUSE_SIGNAL, /* kill and kin: killed */
-	EGRET_CC_REFUSE_FILE,	/* calls file audit watches: killed (not audited in compat) */
+	/* the calls file audit watches: audited by audit.bpf.c's egret_acsys and egret_acxsys,
+	 * with the arguments of their 64-bit twins (path, flags, directory fds)
+	 */
+	EGRET_CC_OPEN,	    /* open(path, flags) */
+	EGRET_CC_CREAT,	    /* creat(path) */
+	EGRET_CC_OPENAT,    /* openat(dfd, path, flags) */
+	EGRET_CC_OPENAT2,   /* openat2(dfd, path, how) */
+	EGRET_CC_UNLINK,    /* unlink(path) */
+	EGRET_CC_UNLINKAT,  /* unlinkat(dfd, path, flags) */
+	EGRET_CC_RENAME,    /* rename(old, new) */
+	EGRET_CC_RENAMEAT,  /* renameat(olddfd, old, newdfd, new) */
+	EGRET_CC_RENAMEAT2, /* renameat2(olddfd, old, newdfd, new, flags) */
+	EGRET_CC_CHMOD,	    /* chmod(path, mode) */
+	EGRET_CC_FCHMOD,    /* fchmod(fd, mode) */
+	EGRET_CC_FCHMODAT,  /* fchmodat(dfd, path, mode); fchmodat2 too */
 };
+
+#define EGRET_CC_FILE_FIRST EGRET_CC_OPEN
 
 /* X(number, action, name): ia32 */
 #define EGRET_IA32_CALLS(X)                        \
@@ -63,19 +79,19 @@ enum egret_compat_action {
 	X(178, REFUSE_SIGNAL, "rt_sigqueueinfo")   \
 	X(335, REFUSE_SIGNAL, "rt_tgsigqueueinfo") \
 	X(424, REFUSE_SIGNAL, "pidfd_send_signal") \
-	X(5, REFUSE_FILE, "open")                  \
-	X(8, REFUSE_FILE, "creat")                 \
-	X(295, REFUSE_FILE, "openat")              \
-	X(437, REFUSE_FILE, "openat2")             \
-	X(10, REFUSE_FILE, "unlink")               \
-	X(301, REFUSE_FILE, "unlinkat")            \
-	X(38, REFUSE_FILE, "rename")               \
-	X(302, REFUSE_FILE, "renameat")            \
-	X(353, REFUSE_FILE, "renameat2")           \
-	X(15, REFUSE_FILE, "chmod")                \
-	X(94, REFUSE_FILE, "fchmod")               \
-	X(306, REFUSE_FILE, "fchmodat")            \
-	X(452, REFUSE_FILE, "fchmodat2")
+	X(5, OPEN, "open")                         \
+	X(8, CREAT, "creat")                       \
+	X(295, OPENAT, "openat")                   \
+	X(437, OPENAT2, "openat2")                 \
+	X(10, UNLINK, "unlink")                    \
+	X(301, UNLINKAT, "unlinkat")               \
+	X(38, RENAME, "rename")                    \
+	X(302, RENAMEAT, "renameat")               \
+	X(353, RENAMEAT2, "renameat2")             \
+	X(15, CHMOD, "chmod")                      \
+	X(94, FCHMOD, "fchmod")                    \
+	X(306, FCHMODAT, "fchmodat")               \
+	X(452, FCHMODAT, "fchmodat2")
 
 /* x32, the number without EGRET_X32_BIT; the 64-bit-only numbers of ptrace, process_vm_* and
  * the siginfo calls (x32 has its own, 512 and up) are listed too, should a kernel accept them
@@ -105,19 +121,19 @@ enum egret_compat_action {
 	X(129, REFUSE_SIGNAL, "rt_sigqueueinfo (64-bit)")   \
 	X(297, REFUSE_SIGNAL, "rt_tgsigqueueinfo (64-bit)") \
 	X(424, REFUSE_SIGNAL, "pidfd_send_signal")          \
-	X(2, REFUSE_FILE, "open")                           \
-	X(85, REFUSE_FILE, "creat")                         \
-	X(257, REFUSE_FILE, "openat")                       \
-	X(437, REFUSE_FILE, "openat2")                      \
-	X(87, REFUSE_FILE, "unlink")                        \
-	X(263, REFUSE_FILE, "unlinkat")                     \
-	X(82, REFUSE_FILE, "rename")                        \
-	X(264, REFUSE_FILE, "renameat")                     \
-	X(316, REFUSE_FILE, "renameat2")                    \
-	X(90, REFUSE_FILE, "chmod")                         \
-	X(91, REFUSE_FILE, "fchmod")                        \
-	X(268, REFUSE_FILE, "fchmodat")                     \
-	X(452, REFUSE_FILE, "fchmodat2")
+	X(2, OPEN, "open")                                  \
+	X(85, CREAT, "creat")                               \
+	X(257, OPENAT, "openat")                            \
+	X(437, OPENAT2, "openat2")                          \
+	X(87, UNLINK, "unlink")                             \
+	X(263, UNLINKAT, "unlinkat")                        \
+	X(82, RENAME, "rename")                             \
+	X(264, RENAMEAT, "renameat")                        \
+	X(316, RENAMEAT2, "renameat2")                      \
+	X(90, CHMOD, "chmod")                               \
+	X(91, FCHMOD, "fchmod")                             \
+	X(268, FCHMODAT, "fchmodat")                        \
+	X(452, FCHMODAT, "fchmodat2")
 
 #define EGRET_CC_CASE_(nr, action, name) \
 	case nr:                         \

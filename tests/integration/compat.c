@@ -358,3 +358,59 @@ Test(compat, without_sys_enter_btf_compat_is_a_named_gap)
 	cr_expect(!strstr(out, "NOT attached"), "status counts a program not loaded as missing: %s",
 		  out);
 }
+
+struct file_want {
+	Egret__V1__FileActivity__Op op;
+	const char *path, *new_path;
+	pid_t pid;
+};
+
+static bool is_file_of(const Egret__V1__Event *ev, const void *arg)
+{
+	const struct file_want *w = arg;
+
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FILE && ev->file->op == w->op &&
+	       !strcmp(ev->file->path, w->path) &&
+	       (!w->new_path || !strcmp(ev->file->new_path, w->new_path)) && ev->process &&
+	       ev->process->pid == (uint32_t)w->pid;
+}
+
+static void expect_file(const struct run *r, Egret__V1__FileActivity__Op op, const char *path,
+			const char *new_path)
+{
+	struct file_want w = { op, path, new_path, r->pid };
+	struct events evs;
+
+	cr_expect(exited(r) && r->ret >= 0, "int $0x80 file call on %s: status %#x, '%s'", path,
+		  r->status, r->out);
+	cr_expect_eq(events_wait(T->sink_path, is_file_of, &w, 5000, &evs), 0,
+		     "no file event (op %d) for %s from pid %d", op, path, r->pid);
+	events_free(&evs);
+}
+
+/* --compat judge: open(O_CREAT), chmod, rename and unlink through int $0x80 in the sandbox are
+ * audited as their 64-bit twins are, with the same paths; the process runs on.
+ */
+Test(compat, judge_audits_compat_file_calls)
+{
+	const char *extra[] = { "--compat", "judge", NULL };
+	char a[PATH_MAX], b[PATH_MAX], sa[PATH_MAX + 2], sb[PATH_MAX + 2];
+	struct run r;
+
+	start_ok(extra);
+	require_ia32();
+	snprintf(a, sizeof(a), "%s/compat-created", T->tmpdir);
+	snprintf(b, sizeof(b), "%s/compat-renamed", T->tmpdir);
+	snprintf(sa, sizeof(sa), "s:%s", a);
+	snprintf(sb, sizeof(sb), "s:%s", b);
+	int80_in("box", &r, "5", sa, "0101", "0600", NULL); /* open(O_CREAT | O_WRONLY) */
+	expect_file(&r, EGRET__V1__FILE_ACTIVITY__OP__OP_CREATE, a, NULL);
+	cr_expect_eq(access(a, F_OK), 0, "%s was not created", a);
+	int80_in("box", &r, "15", sa, "0640", NULL); /* chmod */
+	expect_file(&r, EGRET__V1__FILE_ACTIVITY__OP__OP_CHMOD, a, NULL);
+	int80_in("box", &r, "38", sa, sb, NULL); /* rename */
+	expect_file(&r, EGRET__V1__FILE_ACTIVITY__OP__OP_RENAME, a, b);
+	int80_in("box", &r, "10", sb, NULL); /* unlink */
+	expect_file(&r, EGRET__V1__FILE_ACTIVITY__OP__OP_UNLINK, b, NULL);
+	cr_expect_neq(access(b, F_OK), 0, "%s is still there", b);
+}

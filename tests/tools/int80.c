@@ -8,7 +8,8 @@
  *   int80 native NR [ARG1 [ARG2 [ARG3]]]   a plain 64-bit syscall (the positive control)
  *
  * Prints the call's return value (a negative errno on failure) and exits 0; exit 2 for bad
- * arguments. Numbers are decimal or 0x hex.
+ * arguments. Numbers are decimal, 0x hex or 0 octal; an argument s:TEXT is a pointer to TEXT
+ * (placed below 4 GiB, where an ia32 call can point).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,21 +43,37 @@ static long x32_call(long nr, long a1, long a2, long a3)
 	return ret;
 }
 
+/* memory an ia32 call can point to: below 4 GiB */
+static void *low_page(void)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT,
+		       -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("int80: mmap MAP_32BIT");
+		exit(2);
+	}
+	return p;
+}
+
 static long arg(int argc, char **argv, int i)
 {
-	return i < argc ? strtol(argv[i], NULL, 0) : 0;
+	if (i >= argc)
+		return 0;
+	if (!strncmp(argv[i], "s:", 2)) {
+		char *p = low_page();
+
+		snprintf(p, 4096, "%s", argv[i] + 2);
+		return (long)(unsigned long)p;
+	}
+	return strtol(argv[i], NULL, 0);
 }
 
 /* socketcall's argument block must be addressable with 32 bits */
 static long socketcall_socket(long family, long type, long proto)
 {
-	unsigned int *words = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
-				   MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	unsigned int *words = low_page();
 
-	if (words == MAP_FAILED) {
-		perror("int80: mmap MAP_32BIT");
-		exit(2);
-	}
 	words[0] = (unsigned int)family;
 	words[1] = (unsigned int)type;
 	words[2] = (unsigned int)proto;
