@@ -6,6 +6,7 @@
  * native process in the sandbox is not touched.
  */
 #include <errno.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -13,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <criterion/criterion.h>
 
 #include "cgroup.h"
@@ -413,4 +416,122 @@ Test(compat, judge_audits_compat_file_calls)
 	int80_in("box", &r, "10", sb, NULL); /* unlink */
 	expect_file(&r, EGRET__V1__FILE_ACTIVITY__OP__OP_UNLINK, b, NULL);
 	cr_expect_neq(access(b, F_OK), 0, "%s is still there", b);
+}
+
+/* The network namespace cookie of process pid (0 when it cannot be read). */
+static uint64_t netns_cookie_of(pid_t pid)
+{
+	char path[64];
+	uint64_t cookie = 0;
+	int pfd[2], status;
+	pid_t child;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	cr_assert_eq(pipe(pfd), 0);
+	child = fork();
+	if (child == 0) {
+		socklen_t len = sizeof(cookie);
+		int ns = open(path, O_RDONLY | O_CLOEXEC), fd;
+
+		if (ns < 0 || setns(ns, CLONE_NEWNET))
+			_exit(1);
+		fd = socket(AF_INET, SOCK_DGRAM, 0);
+		if (fd < 0 || getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &len))
+			_exit(2);
+		_exit(write(pfd[1], &cookie, sizeof(cookie)) == sizeof(cookie) ? 0 : 3);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &cookie, sizeof(cookie)) != sizeof(cookie))
+		cookie = 0;
+	close(pfd[0]);
+	waitpid(child, &status, 0);
+	return cookie;
+}
+
+/* whether egretd has a DNS listener in the namespace of cookie, within 5 s */
+static bool listener_appears(uint64_t cookie)
+{
+	char pin[PATH_MAX + 32];
+	uint8_t value[256];
+	int fd;
+	bool found = false;
+
+	snprintf(pin, sizeof(pin), "%s/maps/dns_listeners", T->state_dir);
+	fd = bpf_obj_get(pin);
+	cr_assert(fd >= 0, "%s: %s", pin, strerror(errno));
+	for (int i = 0; i < 50 && !found; i++) {
+		found = bpf_map_lookup_elem(fd, &cookie, value) == 0;
+		if (!found)
+			usleep(100000);
+	}
+	close(fd);
+	return found;
+}
+
+/* int80 hold args...: started in <root>/box, its first line read; *in its stdin (close it) */
+static pid_t int80_held(int *in, long *ret, const char *a1, const char *a2, const char *a3)
+{
+	char *argv[] = { EGRET_INT80_BIN, "hold", (char *)a1, (char *)a2, (char *)a3, NULL };
+	char dir[PATH_MAX], line[64] = "";
+	int ipipe[2], opipe[2];
+	pid_t pid;
+
+	cr_assert_eq(sandbox_path(T, "box", dir, sizeof(dir)), 0);
+	cr_assert(mkdir(dir, 0755) == 0 || errno == EEXIST);
+	cr_assert_eq(pipe2(ipipe, O_CLOEXEC), 0);
+	cr_assert_eq(pipe2(opipe, O_CLOEXEC), 0);
+	pid = fork();
+	cr_assert(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (cgroup__join(dir, getpid()))
+			_exit(100);
+		dup2(ipipe[0], 0);
+		dup2(opipe[1], 1);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(ipipe[0]);
+	close(opipe[1]);
+	cr_expect_gt(read(opipe[0], line, sizeof(line) - 1), 0, "int80 hold %s: no answer", a1);
+	close(opipe[0]);
+	*ret = strtol(line, NULL, 10);
+	*in = ipipe[1];
+	return pid;
+}
+
+static void end_held(pid_t pid, int in)
+{
+	int status;
+
+	close(in);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+}
+
+/* --compat judge: an unshare(CLONE_NEWNET) through int $0x80 in the sandbox gets a DNS
+ * listener in its new namespace, as a native unshare does (the positive control: the same
+ * process natively).
+ */
+Test(compat, judge_gives_a_compat_unshare_its_dns_listener)
+{
+	const char *extra[] = { "--compat", "judge", NULL };
+	char newnet[16];
+	long ret;
+	int in;
+	pid_t pid;
+
+	start_ok(extra);
+	require_ia32();
+	snprintf(newnet, sizeof(newnet), "%d", CLONE_NEWNET);
+	pid = int80_held(&in, &ret, "native", "272", newnet); /* x86-64 unshare */
+	cr_expect_eq(ret, 0, "native unshare(CLONE_NEWNET): %ld", ret);
+	cr_expect(listener_appears(netns_cookie_of(pid)), "no listener after a native unshare");
+	end_held(pid, in);
+
+	pid = int80_held(&in, &ret, "310", newnet, NULL); /* ia32 unshare */
+	cr_expect_eq(ret, 0, "int $0x80 unshare(CLONE_NEWNET): %ld", ret);
+	cr_expect(listener_appears(netns_cookie_of(pid)),
+		  "no listener in the namespace of an int $0x80 unshare");
+	end_held(pid, in);
 }

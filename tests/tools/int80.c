@@ -6,11 +6,13 @@
  *   int80 socketcall FAMILY TYPE PROTO     int $0x80 socketcall(SYS_SOCKET, args below 4 GiB)
  *   int80 x32 NR [ARG1 [ARG2 [ARG3]]]      syscall with NR | 0x40000000 (the x32 bit)
  *   int80 native NR [ARG1 [ARG2 [ARG3]]]   a plain 64-bit syscall (the positive control)
+ *   int80 hold ...                         any of these, then wait until stdin is closed
  *
  * Prints the call's return value (a negative errno on failure) and exits 0; exit 2 for bad
  * arguments. Numbers are decimal, 0x hex or 0 octal; an argument s:TEXT is a pointer to TEXT
  * (placed below 4 GiB, where an ia32 call can point).
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +84,14 @@ static long socketcall_socket(long family, long type, long proto)
 
 int main(int argc, char **argv)
 {
+	bool hold = argc > 1 && !strcmp(argv[1], "hold");
+	char c;
 	long ret;
 
+	if (hold) {
+		argv++;
+		argc--;
+	}
 	if (argc < 2) {
 		fprintf(stderr, "usage: int80 NR [ARGS] | socketcall FAMILY TYPE PROTO | x32 NR "
 				"[ARGS]\n");
@@ -101,5 +109,8 @@ int main(int argc, char **argv)
 		ret = int80(arg(argc, argv, 1), arg(argc, argv, 2), arg(argc, argv, 3),
 			    arg(argc, argv, 4), arg(argc, argv, 5));
 	printf("%ld\n", ret);
+	fflush(stdout);
+	while (hold && read(0, &c, 1) > 0)
+		;
 	return 0;
 }
