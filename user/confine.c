@@ -84,9 +84,9 @@ static void compat_detail(const struct egret_tamper_event *r, char *buf, size_t 
 {
 	const char *name = egret_compat_name(r->abi, (__u32)r->target);
 
-	snprintf(buf, size, "%s system call %llu%s%s%s from inside a sandbox%s", abi_name(r),
-		 (unsigned long long)r->target, name[0] ? " (" : "", name, name[0] ? ")" : "",
-		 r->killed ? ": killed" : "");
+	snprintf(buf, size, "%s system call %llu%s%s%s from inside a sandbox%s",
+		 abi_name(r)[0] ? abi_name(r) : "compat", (unsigned long long)r->target,
+		 name[0] ? " (" : "", name, name[0] ? ")" : "", r->killed ? ": killed" : "");
 }
 
 static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, size_t size)

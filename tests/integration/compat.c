@@ -188,6 +188,7 @@ static size_t count_tamper(Egret__V1__Tamper__Kind kind, pid_t pid)
 static void expect_compat_tamper(pid_t pid, uint64_t nr, const char *abi, bool was_killed)
 {
 	const Egret__V1__Event *ev;
+	char want[64];
 	struct events evs;
 
 	ev = wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_COMPAT_SYSCALL, pid);
@@ -197,6 +198,8 @@ static void expect_compat_tamper(pid_t pid, uint64_t nr, const char *abi, bool w
 		cr_expect_eq(ev->tamper->target, nr);
 		cr_expect_str_eq(ev->tamper->abi, abi);
 		cr_expect_eq(ev->tamper->killed, was_killed);
+		snprintf(want, sizeof(want), "%s system call %llu", abi, (unsigned long long)nr);
+		cr_expect(strstr(ev->tamper->detail, want), "%s", ev->tamper->detail);
 		cr_expect_str_eq(ev->sandbox->name, "box");
 	}
 	events_free(&evs);
