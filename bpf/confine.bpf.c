@@ -316,7 +316,10 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
  * for one); the raw sys_enter tracepoint sees every call, with the ABI's own number. egret_csys
  * runs on every syscall on the host and returns after two loads for a native one.
  */
-#define SYS_SOCKET_ 1 /* socketcall's number for socket(2) */
+#define SYS_SOCKET_	   1 /* socketcall's number for socket(2) */
+#define S_IFMT_		   0170000
+#define S_IFSOCK_	   0140000
+#define SIGNAL_GROUP_EXIT_ 0x4 /* signal_struct.flags: the process is being killed */
 
 const volatile __u32 compat_mode = EGRET_COMPAT_REFUSE; /* --compat, set by egretd */
 
@@ -359,7 +362,10 @@ static __always_inline void compat_judge(struct pt_regs *regs, __u8 abi, __u32 n
 	compat_args(regs, abi, a);
 	switch (action) {
 	case EGRET_CC_SOCKETCALL:
-		/* socketcall(SYS_SOCKET, {family, type, protocol}): unreadable args fail the call */
+		/* socketcall(SYS_SOCKET, {family, type, protocol}); args this cannot read (a page
+		 * not faulted in) or another thread rewrites are judged by egret_cxsys at the exit,
+		 * from the socket made
+		 */
 		if (a[0] != SYS_SOCKET_ || bpf_probe_read_user(words, sizeof(words), (void *)a[1]))
 			return;
 		socket_check((int)words[0], (int)words[1], (int)words[2]);
@@ -408,17 +414,49 @@ int BPF_PROG(egret_csys, struct pt_regs *regs, long id)
 	return 0;
 }
 
-/* --compat judge: unshare and setns are judged once they are done, like the native ones */
+/* socketcall(SYS_SOCKET) at its exit, unless egret_csys's kill is already on its way: the
+ * socket the call made is judged, whatever its argument block says now. A descriptor that is
+ * no socket any more was replaced by another thread meanwhile: killed.
+ */
+static __always_inline void socketcall_end(struct task_struct *t, long fd, __u8 abi)
+{
+	struct file **fds, *f = NULL;
+	struct socket *sock;
+	unsigned int max;
+
+	if (fd < 0 || (BPF_CORE_READ(t, signal, flags) & SIGNAL_GROUP_EXIT_))
+		return;
+	fds = BPF_CORE_READ(t, files, fdt, fd);
+	max = BPF_CORE_READ(t, files, fdt, max_fds);
+	if ((unsigned long)fd < max)
+		bpf_core_read(&f, sizeof(f), &fds[fd]);
+	if (!f || (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT_) != S_IFSOCK_) {
+		if (confined())
+			compat_refuse(102, abi);
+		return;
+	}
+	sock = (struct socket *)BPF_CORE_READ(f, private_data);
+	socket_check(BPF_CORE_READ(sock, sk, __sk_common.skc_family), BPF_CORE_READ(sock, type),
+		     BPF_CORE_READ(sock, sk, sk_protocol));
+}
+
+/* --compat judge: unshare and setns are judged once they are done, like the native ones, and
+ * socketcall(SYS_SOCKET) by the socket it made
+ */
 SEC("tp_btf/sys_exit")
 int BPF_PROG(egret_cxsys, struct pt_regs *regs, long ret)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	long id = (long)(int)regs->orig_ax;
 	__u8 abi = compat_abi(t, id);
+	__u32 action;
 
 	if (abi == EGRET_ABI_NATIVE)
 		return 0;
-	if (egret_compat_action(abi, compat_nr(abi, id)) == EGRET_CC_NETNS)
+	action = egret_compat_action(abi, compat_nr(abi, id));
+	if (action == EGRET_CC_NETNS)
 		netns_check();
+	else if (action == EGRET_CC_SOCKETCALL && (__u32)regs->bx == SYS_SOCKET_)
+		socketcall_end(t, ret, abi);
 	return 0;
 }

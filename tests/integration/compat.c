@@ -241,6 +241,17 @@ static bool is_packet_kill_of(const Egret__V1__Event *ev, const void *arg)
 	       ev->process->pid == (uint32_t)(uintptr_t)arg;
 }
 
+static size_t count_packet_kills(pid_t pid)
+{
+	struct events evs;
+	size_t n = 0;
+
+	if (events_read(T->sink_path, &evs) == 0)
+		events_find(&evs, is_packet_kill_of, (void *)(uintptr_t)pid, &n);
+	events_free(&evs);
+	return n;
+}
+
 static void expect_packet_kill(const struct run *r, const char *what)
 {
 	struct events evs;
@@ -275,6 +286,13 @@ Test(compat, judge_checks_compat_calls_like_native_ones)
 	expect_packet_kill(&r, "int $0x80 socket(AF_PACKET)");
 	int80_in("box", &r, "socketcall", AF_PACKET_, SOCK_RAW_, "0", NULL);
 	expect_packet_kill(&r, "int $0x80 socketcall(SYS_SOCKET, AF_PACKET)");
+	cr_expect_eq(count_packet_kills(r.pid), 1, "one event for one socketcall");
+	/* arguments egret_csys cannot read: judged at the exit, by the socket made */
+	int80_in("box", &r, "socketcall-lazy", AF_PACKET_, SOCK_RAW_, "0", NULL);
+	expect_packet_kill(&r, "int $0x80 socketcall(SYS_SOCKET, AF_PACKET) from a lazy page");
+	int80_in("box", &r, "socketcall-lazy", "2", "2", "0", NULL);
+	cr_expect(exited(&r) && r.ret >= 0, "socketcall(AF_INET) from a lazy page: %#x '%s'",
+		  r.status, r.out);
 	int80_in("box", &r, "x32", "41", AF_PACKET_, SOCK_RAW_, "0", NULL);
 	expect_packet_kill(&r, "x32 socket(AF_PACKET)");
 	int80_in("box", &r, "359", "2", "2", "0", NULL); /* AF_INET, SOCK_DGRAM: hooked */

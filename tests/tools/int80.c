@@ -4,6 +4,8 @@
  *
  *   int80 NR [ARG1 [ARG2 [ARG3 [ARG4]]]]   int $0x80: eax NR, ebx ecx edx esi the args
  *   int80 socketcall FAMILY TYPE PROTO     int $0x80 socketcall(SYS_SOCKET, args below 4 GiB)
+ *   int80 socketcall-lazy FAMILY TYPE PROTO  the same, the args in a page of a file mapping
+ *                                          not touched yet (a BPF program cannot read it)
  *   int80 x32 NR [ARG1 [ARG2 [ARG3]]]      syscall with NR | 0x40000000 (the x32 bit)
  *   int80 native NR [ARG1 [ARG2 [ARG3]]]   a plain 64-bit syscall (the positive control)
  *   int80 hold ...                         any of these, then wait until stdin is closed
@@ -12,6 +14,7 @@
  * arguments. Numbers are decimal, 0x hex or 0 octal; an argument s:TEXT is a pointer to TEXT
  * (placed below 4 GiB, where an ia32 call can point).
  */
+#define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,6 +85,27 @@ static long socketcall_socket(long family, long type, long proto)
 	return int80(SOCKETCALL, SYS_SOCKET, (long)(unsigned long)words, 0, 0);
 }
 
+/* the block in a memfd's page, mapped but never touched: the kernel faults it in, a BPF
+ * program's bpf_probe_read_user() cannot
+ */
+static long socketcall_lazy(long family, long type, long proto)
+{
+	unsigned int words[3] = { (unsigned int)family, (unsigned int)type, (unsigned int)proto };
+	int fd = memfd_create("int80", 0);
+	void *p;
+
+	if (fd < 0 || write(fd, words, sizeof(words)) != sizeof(words)) {
+		perror("int80: memfd");
+		exit(2);
+	}
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED | MAP_32BIT, fd, 0);
+	if (p == MAP_FAILED) {
+		perror("int80: mmap memfd");
+		exit(2);
+	}
+	return int80(SOCKETCALL, SYS_SOCKET, (long)(unsigned long)p, 0, 0);
+}
+
 int main(int argc, char **argv)
 {
 	bool hold = argc > 1 && !strcmp(argv[1], "hold");
@@ -103,6 +127,8 @@ int main(int argc, char **argv)
 	else if (!strcmp(argv[1], "x32") && argc >= 3)
 		ret = x32_call(arg(argc, argv, 2), arg(argc, argv, 3), arg(argc, argv, 4),
 			       arg(argc, argv, 5));
+	else if (!strcmp(argv[1], "socketcall-lazy") && argc == 5)
+		ret = socketcall_lazy(arg(argc, argv, 2), arg(argc, argv, 3), arg(argc, argv, 4));
 	else if (!strcmp(argv[1], "socketcall") && argc == 5)
 		ret = socketcall_socket(arg(argc, argv, 2), arg(argc, argv, 3), arg(argc, argv, 4));
 	else
