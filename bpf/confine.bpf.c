@@ -331,6 +331,14 @@ struct {
 	__type(value, __u8);
 } compat_seen SEC(".maps");
 
+/* socketcall(SYS_SOCKET) between entry and exit: the family egret_csys judged, by thread */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} socketcall_fam SEC(".maps");
+
 /* whether this process's first compat call is the current one (keyed by tgid and start) */
 static __always_inline bool compat_first(struct task_struct *t)
 {
@@ -368,6 +376,11 @@ static __always_inline void compat_judge(struct pt_regs *regs, __u8 abi, __u32 n
 		 */
 		if (a[0] != SYS_SOCKET_ || bpf_probe_read_user(words, sizeof(words), (void *)a[1]))
 			return;
+		if (compat_mode == EGRET_COMPAT_JUDGE) {
+			__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+			bpf_map_update_elem(&socketcall_fam, &tid, &words[0], BPF_ANY);
+		}
 		socket_check((int)words[0], (int)words[1], (int)words[2]);
 		return;
 	case EGRET_CC_SOCKET:
@@ -420,10 +433,15 @@ int BPF_PROG(egret_csys, struct pt_regs *regs, long id)
  */
 static __always_inline void socketcall_end(struct task_struct *t, long fd, __u8 abi)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), *judged, family;
 	struct file **fds, *f = NULL;
 	struct socket *sock;
 	unsigned int max;
 
+	judged = bpf_map_lookup_elem(&socketcall_fam, &tid);
+	family = judged ? *judged : ~0u;
+	if (judged)
+		bpf_map_delete_elem(&socketcall_fam, &tid);
 	if (fd < 0 || (BPF_CORE_READ(t, signal, flags) & SIGNAL_GROUP_EXIT_))
 		return;
 	fds = BPF_CORE_READ(t, files, fdt, fd);
@@ -436,8 +454,10 @@ static __always_inline void socketcall_end(struct task_struct *t, long fd, __u8 
 		return;
 	}
 	sock = (struct socket *)BPF_CORE_READ(f, private_data);
-	socket_check(BPF_CORE_READ(sock, sk, __sk_common.skc_family), BPF_CORE_READ(sock, type),
-		     BPF_CORE_READ(sock, sk, sk_protocol));
+	/* the family egret_csys judged (and reported, under an audit policy) is not judged twice */
+	if (BPF_CORE_READ(sock, sk, __sk_common.skc_family) != family)
+		socket_check(BPF_CORE_READ(sock, sk, __sk_common.skc_family),
+			     BPF_CORE_READ(sock, type), BPF_CORE_READ(sock, sk, sk_protocol));
 }
 
 /* --compat judge: unshare and setns are judged once they are done, like the native ones, and

@@ -556,3 +556,41 @@ Test(compat, judge_gives_a_compat_unshare_its_dns_listener)
 		  "no listener in the namespace of an int $0x80 unshare");
 	end_held(pid, in);
 }
+
+static bool is_packet_audit_of(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+	       ev->net_connect->hook == EGRET__V1__NET_CONNECT__HOOK__HOOK_SYSCALL &&
+	       ev->net_connect->family == 17 && !ev->net_connect->killed && ev->process &&
+	       ev->process->pid == (uint32_t)(uintptr_t)arg;
+}
+
+/* --compat judge under an audit policy: socketcall(AF_PACKET) runs and is reported once,
+ * though both its entry and its exit are judged; from a page egret_csys cannot read, once too
+ */
+Test(compat, judge_under_an_audit_policy_reports_a_socketcall_once)
+{
+	const char *extra[] = { "--compat", "judge", NULL };
+	const char *modes[] = { "socketcall", "socketcall-lazy" };
+	struct events evs;
+	size_t n = 0;
+	struct run r;
+
+	cr_assert_eq(harness_policy(T, "mode audit\n"), 0);
+	start_ok(extra);
+	require_ia32();
+	for (int i = 0; i < 2; i++) {
+		int80_in("box", &r, modes[i], AF_PACKET_, SOCK_RAW_, "0", NULL);
+		cr_expect(exited(&r) && r.ret >= 0, "%s AF_PACKET under audit: %#x '%s'", modes[i],
+			  r.status, r.out);
+		cr_expect_eq(events_wait(T->sink_path, is_packet_audit_of, (void *)(uintptr_t)r.pid,
+					 5000, &evs),
+			     0, "%s: no audited NetConnect", modes[i]);
+		events_free(&evs);
+		usleep(300000); /* both records were in the ring before int80 exited */
+		cr_assert_eq(events_read(T->sink_path, &evs), 0);
+		events_find(&evs, is_packet_audit_of, (void *)(uintptr_t)r.pid, &n);
+		events_free(&evs);
+		cr_expect_eq(n, 1, "%s: %zu events for one call", modes[i], n);
+	}
+}
