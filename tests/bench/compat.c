@@ -1,5 +1,6 @@
 /* egret_bench_compat: what egret_csys (tp_btf/sys_enter, every system call on the host) and, in
- * --compat judge, egret_cxsys (tp_btf/sys_exit) cost a native system call outside every
+ * --compat judge, egret_cxsys, egret_acsys and egret_acxsys (sys_exit, sys_enter, sys_exit)
+ * cost a native system call outside every
  * sandbox, which is what every process on the host pays for the compat check.
  *
  * For each mode (and "none": egretd without egret_csys, its other syscall tracepoints on):
@@ -25,7 +26,8 @@
 
 #define MAX_ROUNDS 32
 
-static const char *const progs[] = { "egret_csys", "egret_cxsys" };
+static const char *const progs[] = { "egret_csys", "egret_cxsys", "egret_acsys", "egret_acxsys" };
+#define NPROGS (sizeof(progs) / sizeof(progs[0]))
 
 struct prog_stats {
 	uint64_t ns, cnt;
@@ -87,7 +89,7 @@ static void measure(const char *mode, long calls, int rounds, double base)
 	const char *none[] = { "--without-kernel-feature", "sys_enter_btf", "--accept-kernel-gap",
 			       "compat", NULL };
 	const char *const *extra = strcmp(mode, "none") ? compat : none;
-	struct prog_stats s0[2], s1[2];
+	struct prog_stats s0[NPROGS], s1[NPROGS];
 	char stats_before[16] = "0";
 	struct egret_instance e;
 	double with;
@@ -101,15 +103,15 @@ static void measure(const char *mode, long calls, int rounds, double base)
 	with = loop_median(calls, rounds);
 	read_file("/proc/sys/kernel/bpf_stats_enabled", stats_before, sizeof(stats_before));
 	write_file("/proc/sys/kernel/bpf_stats_enabled", "1");
-	for (int i = 0; i < 2; i++)
+	for (size_t i = 0; i < NPROGS; i++)
 		prog_stats(&e, progs[i], &s0[i]);
 	loop_ns(calls);
-	for (int i = 0; i < 2; i++)
+	for (size_t i = 0; i < NPROGS; i++)
 		prog_stats(&e, progs[i], &s1[i]);
 	stats_before[1] = '\0';
 	write_file("/proc/sys/kernel/bpf_stats_enabled", stats_before);
 	printf("--compat %-6s getppid %.1f ns (no egretd: %.1f ns)", mode, with, base);
-	for (int i = 0; i < 2; i++) {
+	for (size_t i = 0; i < NPROGS; i++) {
 		uint64_t cnt = s1[i].cnt - s0[i].cnt;
 
 		if (!s0[i].found)
