@@ -1,7 +1,7 @@
 /* egret_bench_compat: what egret_csys (tp_btf/sys_enter, every system call on the host) and, in
  * --compat judge, egret_cxsys, egret_acsys and egret_acxsys (sys_exit, sys_enter, sys_exit)
- * cost a native system call outside every
- * sandbox, which is what every process on the host pays for the compat check.
+ * cost a native system call outside every sandbox, which is what every process on the host
+ * pays for the compat check.
  *
  * For each mode (and "none": egretd without egret_csys, its other syscall tracepoints on):
  * egretd started on a private root, kernel.bpf_stats_enabled set to 1 (restored
