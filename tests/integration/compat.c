@@ -325,6 +325,17 @@ Test(compat, judge_checks_compat_calls_like_native_ones)
 		cr_expect_str_eq(ev->tamper->syscall, "ptrace");
 	events_free(&evs);
 
+	int80_in("box", &r, "37", "0", "0", NULL); /* kill(0, 0): its own group, no signal */
+	cr_expect(killed(&r), "int $0x80 kill: status %#x, '%s'", r.status, r.out);
+	expect_compat_tamper(r.pid, 37, "i386", true);
+	int80_in("box", &r, "x32", "521", "16", "2147483647", NULL); /* x32 ptrace */
+	cr_expect(killed(&r), "x32 ptrace: status %#x, '%s'", r.status, r.out);
+	expect_compat_tamper(r.pid, 521, "x32", true);
+	int80_in("box", &r, "x32", "321", "11", "0", NULL); /* x32 bpf */
+	cr_expect(killed(&r), "x32 bpf: status %#x, '%s'", r.status, r.out);
+	cr_expect(wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_BPF, r.pid), "no Tamper BPF");
+	events_free(&evs);
+
 	/* positive control: the host's int $0x80 AF_PACKET socket */
 	int80_in(NULL, &r, "359", AF_PACKET_, SOCK_RAW_, "0", NULL);
 	cr_expect(exited(&r) && r.ret >= 0, "int $0x80 socket(AF_PACKET) from the host: %#x '%s'",
