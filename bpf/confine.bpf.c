@@ -10,6 +10,7 @@
 #include "lib/confine.bpf.h"
 #include "lib/dns.bpf.h"
 #include "lib/egress.bpf.h"
+#include "lib/syscalls32.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
 
@@ -19,56 +20,73 @@ static __always_inline bool family_hooked(int family)
 	return family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK;
 }
 
-SEC("tp/syscalls/sys_enter_socket")
-int egret_socket(struct trace_event_raw_sys_enter *ctx)
+/* socket(2) of a family without inet hooks: the native tracepoint's check, and the compat
+ * dispatcher's
+ */
+static __always_inline void socket_check(int family, int type, int protocol)
 {
 	struct egret_connect_event *e;
-	int family = (int)ctx->args[0];
 	bool audit;
 
 	if (family_hooked(family) || !confined())
-		return 0;
+		return;
 	audit = policy_audit_mode();
 	if (!audit)
 		bpf_send_signal(SIGKILL);
 	counter_verdict(EGRET_HOOK_SYSCALL, audit ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY);
 	e = event_reserve(sizeof(*e));
 	if (!e)
-		return 0;
+		return;
 	__builtin_memset(e, 0, sizeof(*e));
 	event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox_of_current());
 	e->family = (__u8)family;
-	e->protocol = (__u8)ctx->args[2];
-	e->sock_type = (__u16)(ctx->args[1] & SOCK_TYPE_MASK);
+	e->protocol = (__u8)protocol;
+	e->sock_type = (__u16)(type & SOCK_TYPE_MASK);
 	e->hook = EGRET_HOOK_SYSCALL;
 	e->verdict = audit ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY;
 	e->reason = EGRET_REASON_SOCKET_TYPE;
 	e->killed = !audit;
 	event_submit(e);
+}
+
+SEC("tp/syscalls/sys_enter_socket")
+int egret_socket(struct trace_event_raw_sys_enter *ctx)
+{
+	socket_check((int)ctx->args[0], (int)ctx->args[1], (int)ctx->args[2]);
 	return 0;
+}
+
+static __always_inline void uring_check(__u64 entries)
+{
+	bool audit;
+
+	if (!confined())
+		return;
+	audit = policy_audit_mode();
+	if (!audit)
+		bpf_send_signal(SIGKILL);
+	tamper_report(EGRET_TAMPER_IO_URING, entries, 0, !audit);
 }
 
 SEC("tp/syscalls/sys_enter_io_uring_setup")
 int egret_uring(struct trace_event_raw_sys_enter *ctx)
 {
-	bool audit;
-
-	if (!confined())
-		return 0;
-	audit = policy_audit_mode();
-	if (!audit)
-		bpf_send_signal(SIGKILL);
-	tamper_report(EGRET_TAMPER_IO_URING, ctx->args[0], 0, !audit);
+	uring_check(ctx->args[0]);
 	return 0;
+}
+
+static __always_inline void bpf_check(__u64 cmd)
+{
+	if (!confined())
+		return;
+	bpf_send_signal(SIGKILL);
+	tamper_report(EGRET_TAMPER_BPF, cmd, 0, true);
 }
 
 SEC("tp/syscalls/sys_enter_bpf")
 int egret_bpf(struct trace_event_raw_sys_enter *ctx)
 {
-	if (!confined())
-		return 0;
-	bpf_send_signal(SIGKILL);
-	tamper_report(EGRET_TAMPER_BPF, ctx->args[0], 0, true);
+	bpf_check(ctx->args[0]);
 	return 0;
 }
 
@@ -458,5 +476,176 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	pids_exec(p, (__u32)old_pid);
 	privileged_exec(p);
 	netns_check();
+	return 0;
+}
+
+/* ---- compat system calls: ia32 (int 0x80, sysenter) and x32 ------------------------------- */
+
+/* The syscalls tracepoints above never see a compat call (the kernel gives them no number
+ * for one); the raw sys_enter tracepoint sees every call, with the ABI's own number. egret_csys
+ * runs on every syscall on the host and returns after two loads for a native one.
+ */
+#define SYS_SOCKET_	   1 /* socketcall's number for socket(2) */
+#define S_IFMT_		   0170000
+#define S_IFSOCK_	   0140000
+#define SIGNAL_GROUP_EXIT_ 0x4 /* signal_struct.flags: the process is being killed */
+
+const volatile __u32 compat_mode = EGRET_COMPAT_REFUSE; /* --compat, set by egretd */
+
+/* refuse mode under an audit policy: the processes already reported, once each */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u8);
+} compat_seen SEC(".maps");
+
+/* socketcall(SYS_SOCKET) between entry and exit: the family egret_csys judged, by thread */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} socketcall_fam SEC(".maps");
+
+/* whether this process's first compat call is the current one (keyed by tgid and start) */
+static __always_inline bool compat_first(struct task_struct *t)
+{
+	__u64 key = ((__u64)t->tgid << 32) ^ BPF_CORE_READ(t, group_leader, start_time);
+	__u8 one = 1;
+
+	return bpf_map_update_elem(&compat_seen, &key, &one, BPF_NOEXIST) == 0;
+}
+
+/* a compat call egret does not judge: killed (reported only under an audit policy) */
+static __always_inline void compat_refuse(__u32 nr, __u8 abi)
+{
+	bool audit = policy_audit_mode();
+
+	if (!audit)
+		bpf_send_signal(SIGKILL);
+	tamper_report_abi(EGRET_TAMPER_COMPAT_SYSCALL, nr, 0, !audit, abi);
+}
+
+/* --compat judge: the same check the native tracepoint of the call makes */
+static __always_inline void compat_judge(struct pt_regs *regs, __u8 abi, __u32 nr)
+{
+	__u32 action = egret_compat_action(abi, nr), words[3];
+	__u64 a[5];
+
+	/* unshare and setns at their exit (egret_cxsys), file calls in audit.bpf.c */
+	if (action == EGRET_CC_ALLOW || action == EGRET_CC_NETNS || action >= EGRET_CC_FILE_FIRST)
+		return;
+	compat_args(regs, abi, a);
+	switch (action) {
+	case EGRET_CC_SOCKETCALL:
+		/* socketcall(SYS_SOCKET, {family, type, protocol}); args this cannot read (a page
+		 * not faulted in) or another thread rewrites are judged by egret_cxsys at the exit,
+		 * from the socket made
+		 */
+		if (a[0] != SYS_SOCKET_ || bpf_probe_read_user(words, sizeof(words), (void *)a[1]))
+			return;
+		if (compat_mode == EGRET_COMPAT_JUDGE) {
+			__u32 tid = (__u32)bpf_get_current_pid_tgid();
+
+			bpf_map_update_elem(&socketcall_fam, &tid, &words[0], BPF_ANY);
+		}
+		socket_check((int)words[0], (int)words[1], (int)words[2]);
+		return;
+	case EGRET_CC_SOCKET:
+		socket_check((int)a[0], (int)a[1], (int)a[2]);
+		return;
+	case EGRET_CC_URING:
+		uring_check(a[0]);
+		return;
+	case EGRET_CC_BPF:
+		bpf_check(a[0]);
+		return;
+	case EGRET_CC_MOUNT:
+	case EGRET_CC_MOVE_MOUNT:
+	case EGRET_CC_FSMOUNT:
+	case EGRET_CC_UMOUNT:
+		mount_attempt(action - EGRET_CC_MOUNT + 1);
+		return;
+	default:
+		compat_refuse(nr, abi);
+	}
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(egret_csys, struct pt_regs *regs, long id)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	__u8 abi = compat_abi(t, id);
+	__u32 nr;
+
+	if (abi == EGRET_ABI_NATIVE || !confined())
+		return 0;
+	nr = compat_nr(abi, id);
+	if (compat_mode == EGRET_COMPAT_REFUSE) {
+		if (!policy_audit_mode()) {
+			bpf_send_signal(SIGKILL);
+			tamper_report_abi(EGRET_TAMPER_COMPAT_SYSCALL, nr, 0, true, abi);
+			return 0;
+		}
+		/* audit: what refuse would kill, once per process, then each call judged */
+		if (compat_first(t))
+			tamper_report_abi(EGRET_TAMPER_COMPAT_SYSCALL, nr, 0, false, abi);
+	}
+	compat_judge(regs, abi, nr);
+	return 0;
+}
+
+/* socketcall(SYS_SOCKET) at its exit, unless egret_csys's kill is already on its way: the
+ * socket the call made is judged, whatever its argument block says now. A descriptor that is
+ * no socket any more was replaced by another thread meanwhile: killed.
+ */
+static __always_inline void socketcall_end(struct task_struct *t, long fd, __u8 abi)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid(), *judged, family;
+	struct file **fds, *f = NULL;
+	struct socket *sock;
+	unsigned int max;
+
+	judged = bpf_map_lookup_elem(&socketcall_fam, &tid);
+	family = judged ? *judged : ~0u;
+	if (judged)
+		bpf_map_delete_elem(&socketcall_fam, &tid);
+	if (fd < 0 || (BPF_CORE_READ(t, signal, flags) & SIGNAL_GROUP_EXIT_))
+		return;
+	fds = BPF_CORE_READ(t, files, fdt, fd);
+	max = BPF_CORE_READ(t, files, fdt, max_fds);
+	if ((unsigned long)fd < max)
+		bpf_core_read(&f, sizeof(f), &fds[fd]);
+	if (!f || (BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT_) != S_IFSOCK_) {
+		if (confined())
+			compat_refuse(102, abi);
+		return;
+	}
+	sock = (struct socket *)BPF_CORE_READ(f, private_data);
+	/* the family egret_csys judged (and reported, under an audit policy) is not judged twice */
+	if (BPF_CORE_READ(sock, sk, __sk_common.skc_family) != family)
+		socket_check(BPF_CORE_READ(sock, sk, __sk_common.skc_family),
+			     BPF_CORE_READ(sock, type), BPF_CORE_READ(sock, sk, sk_protocol));
+}
+
+/* --compat judge: unshare and setns are judged once they are done, like the native ones, and
+ * socketcall(SYS_SOCKET) by the socket it made
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(egret_cxsys, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	long id = (long)(int)regs->orig_ax;
+	__u8 abi = compat_abi(t, id);
+	__u32 action;
+
+	if (abi == EGRET_ABI_NATIVE)
+		return 0;
+	action = egret_compat_action(abi, compat_nr(abi, id));
+	if (action == EGRET_CC_NETNS)
+		netns_check();
+	else if (action == EGRET_CC_SOCKETCALL && (__u32)regs->bx == SYS_SOCKET_)
+		socketcall_end(t, ret, abi);
 	return 0;
 }

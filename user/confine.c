@@ -25,6 +25,8 @@
 #include "taskseed.h"
 #include "util.h"
 
+#include "egret/syscalls32.h"
+
 _Static_assert(sizeof(struct egret_cgroup_event) == 136, "egret_cgroup_event layout");
 _Static_assert(sizeof(struct egret_tamper_event) == 80, "egret_tamper_event layout");
 
@@ -80,9 +82,26 @@ void confine__on_cgroup(struct collector *c, const void *rec, size_t size)
 		sandbox_names__del(&c->names, r->cgroup_id);
 }
 
+static const char *abi_name(const struct egret_tamper_event *r)
+{
+	return r->abi == EGRET_ABI_I386 ? "i386" : r->abi == EGRET_ABI_X32 ? "x32" : "";
+}
+
+static void compat_detail(const struct egret_tamper_event *r, char *buf, size_t size)
+{
+	const char *name = egret_compat_name(r->abi, (__u32)r->target);
+
+	snprintf(buf, size, "%s system call %llu%s%s%s from inside a sandbox%s",
+		 abi_name(r)[0] ? abi_name(r) : "compat", (unsigned long long)r->target,
+		 name[0] ? " (" : "", name, name[0] ? ")" : "", r->killed ? ": killed" : "");
+}
+
 static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, size_t size)
 {
 	switch (r->kind) {
+	case EGRET_TAMPER_COMPAT_SYSCALL:
+		compat_detail(r, buf, size);
+		break;
 	case EGRET_TAMPER_BPF:
 		snprintf(buf, size, "bpf(2) command %llu from inside a sandbox",
 			 (unsigned long long)r->target);
@@ -131,6 +150,10 @@ void confine__on_tamper(struct collector *c, const void *rec, size_t size)
 	t.other_pid = r->other_pid;
 	t.killed = r->killed;
 	t.detail = (char *)tamper_detail(r, detail, sizeof(detail));
+	if (r->kind == EGRET_TAMPER_COMPAT_SYSCALL) {
+		t.abi = (char *)abi_name(r);
+		t.syscall = (char *)egret_compat_name(r->abi, (__u32)r->target);
+	}
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
 	e.ev.activity_id = 99; /* Other */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;

@@ -29,6 +29,7 @@
 #include "proc.h"
 #include "redact.h"
 #include "kfeatures.h"
+#include "egret/syscalls32.h"
 #include "loader.h"
 #include "lockfile.h"
 #include "log.h"
@@ -175,6 +176,10 @@ static void usage(FILE *f)
 		"                         the cgroup v2 mount; repeatable) may move host processes\n"
 		"                         into a sandbox; others' moves are reported (default: any\n"
 		"                         writer outside every sandbox)\n"
+		"  --compat refuse|judge  a 32-bit (int 0x80, sysenter) or x32 system call from a\n"
+		"                         sandbox: refuse kills the process at its first one\n"
+		"                         (default); judge checks it as its 64-bit twin is\n"
+		"                         checked, and kills the calls it cannot check (README)\n"
 		"  --accept-kernel-gap NAME\n"
 		"                         enforce although this kernel lacks what protection NAME\n"
 		"                         needs and nothing replaces it (repeatable; README\n"
@@ -183,7 +188,7 @@ static void usage(FILE *f)
 		"                         behave as on a kernel without NAME, to try egret's\n"
 		"                         fallbacks (repeatable: task_from_pid, send_signal_task,\n"
 		"                         sys_exit_btf, skb_pid_tgid, skb_uid_gid, skb_comm,\n"
-		"                         fchmodat2)\n"
+		"                         fchmodat2, sys_enter_btf)\n"
 		"  -v, --verbose          debug logging, including the BPF verifier's output\n"
 		"  -V, --version          print the version and exit\n"
 		"  -h, --help             print this help and exit\n"
@@ -275,6 +280,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_WITHOUT,
 		OPT_REQUIRE_UNPRIV,
 		OPT_TRUSTED_MOVER,
+		OPT_COMPAT,
 	};
 	static const struct option longopts[] = {
 		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
@@ -304,6 +310,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "without-kernel-feature", required_argument, NULL, OPT_WITHOUT },
 		{ "require-unprivileged", no_argument, NULL, OPT_REQUIRE_UNPRIV },
 		{ "trusted-mover", required_argument, NULL, OPT_TRUSTED_MOVER },
+		{ "compat", required_argument, NULL, OPT_COMPAT },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -470,6 +477,13 @@ static int parse_options(int argc, char **argv, struct options *o)
 			if (!optarg[0])
 				return log_usage("bad --trusted-mover '': a cgroup path");
 			o->trusted_movers[o->ntrusted_movers++] = optarg;
+			break;
+		case OPT_COMPAT:
+			if (strcmp(optarg, "refuse") && strcmp(optarg, "judge"))
+				return log_usage("bad --compat '%s': refuse or judge", optarg);
+			o->kernel.compat_judge = !strcmp(optarg, "judge");
+			o->loader.compat_mode =
+				o->kernel.compat_judge ? EGRET_COMPAT_JUDGE : EGRET_COMPAT_REFUSE;
 			break;
 		case 'v':
 			o->verbose = true;

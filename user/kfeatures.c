@@ -30,6 +30,7 @@ enum probe_id {
 	PROBE_SKB_UID_GID,
 	PROBE_SKB_COMM,
 	PROBE_FCHMODAT2,
+	PROBE_SYS_ENTER_BTF,
 	PROBE_COUNT,
 };
 
@@ -37,11 +38,11 @@ static const char *const probe_names[PROBE_COUNT] = {
 	[PROBE_TASK_FROM_PID] = "task_from_pid", [PROBE_SEND_SIGNAL_TASK] = "send_signal_task",
 	[PROBE_SYS_EXIT_BTF] = "sys_exit_btf",	 [PROBE_SKB_PID_TGID] = "skb_pid_tgid",
 	[PROBE_SKB_UID_GID] = "skb_uid_gid",	 [PROBE_SKB_COMM] = "skb_comm",
-	[PROBE_FCHMODAT2] = "fchmodat2",
+	[PROBE_FCHMODAT2] = "fchmodat2",	 [PROBE_SYS_ENTER_BTF] = "sys_enter_btf",
 };
 
 static const char *const feature_names[] = { "task_from_pid", "send_signal_task", "skb_task",
-					     "fchmodat2" };
+					     "fchmodat2", "compat" };
 
 static bool name_in(const char *name, const char *const *list, size_t n)
 {
@@ -65,12 +66,12 @@ bool kfeatures__is_feature(const char *name)
 const char *kfeatures__probe_names(void)
 {
 	return "task_from_pid, send_signal_task, sys_exit_btf, skb_pid_tgid, skb_uid_gid, "
-	       "skb_comm, fchmodat2";
+	       "skb_comm, fchmodat2, sys_enter_btf";
 }
 
 const char *kfeatures__feature_names(void)
 {
-	return "task_from_pid, send_signal_task, skb_task, fchmodat2";
+	return "task_from_pid, send_signal_task, skb_task, fchmodat2, compat";
 }
 
 static bool btf_has(const struct btf *btf, const char *name, __u32 kind)
@@ -128,6 +129,7 @@ static void probe_all(const struct btf *btf, bool found[PROBE_COUNT])
 	found[PROBE_SKB_UID_GID] = skb_helper(BPF_FUNC_get_current_uid_gid);
 	found[PROBE_SKB_COMM] = skb_helper(BPF_FUNC_get_current_comm);
 	found[PROBE_FCHMODAT2] = tracepoint_exists("syscalls", "sys_enter_fchmodat2");
+	found[PROBE_SYS_ENTER_BTF] = btf_has(btf, "btf_trace_sys_enter", BTF_KIND_TYPEDEF);
 }
 
 /* ---- the features, from the probes --------------------------------------------------------- */
@@ -227,6 +229,24 @@ static void fchmodat2_feature(struct kernel_features *kf)
 			    "fchmodat2 syscall (Linux 6.6), so there is nothing to audit");
 }
 
+static void compat_feature(struct kernel_features *kf)
+{
+	if (!kf->sys_enter_btf)
+		feature_add(kf, "compat", FEATURE_GAP,
+			    "no sys_enter tracepoint with BTF: a 32-bit (int 0x80, sysenter) or "
+			    "x32 system call from a sandbox egret did not start is not seen (its "
+			    "socket, io_uring_setup, bpf, mount and file calls go unjudged)");
+	else if (kf->compat_judge)
+		feature_add(
+			kf, "compat", FEATURE_ON,
+			"--compat judge: a sandbox's 32-bit and x32 system calls get the checks "
+			"of their 64-bit twins; those egret cannot check there are killed");
+	else
+		feature_add(
+			kf, "compat", FEATURE_ON,
+			"--compat refuse: a sandbox's first 32-bit or x32 system call kills it");
+}
+
 /* Programs loaded on some kernels only, and the feature whose record names them when not. */
 static bool want_fchmodat2(const struct kernel_features *kf)
 {
@@ -236,6 +256,16 @@ static bool want_fchmodat2(const struct kernel_features *kf)
 static bool want_reap(const struct kernel_features *kf)
 {
 	return !kf->send_signal_task && kf->sys_exit_btf;
+}
+
+static bool want_csys(const struct kernel_features *kf)
+{
+	return kf->sys_enter_btf;
+}
+
+static bool want_cxsys(const struct kernel_features *kf)
+{
+	return kf->sys_enter_btf && kf->sys_exit_btf && kf->compat_judge;
 }
 
 static bool want_cexit(const struct kernel_features *kf)
@@ -252,6 +282,10 @@ static const struct cond_prog {
 	{ "egret_xfchmod2", "fchmodat2", want_fchmodat2 },
 	{ "egret_reap", "send_signal_task", want_reap },
 	{ "egret_cexit", "task_from_pid", want_cexit },
+	{ "egret_csys", "compat", want_csys },
+	{ "egret_cxsys", "compat", want_cxsys },
+	{ "egret_acsys", "compat", want_cxsys },
+	{ "egret_acxsys", "compat", want_cxsys },
 };
 
 static struct feature_status *feature_by_name(struct kernel_features *kf, const char *name)
@@ -307,6 +341,8 @@ int kfeatures__probe(struct kernel_features *kf, const struct feature_options *o
 	kf->send_signal_task = found[PROBE_SEND_SIGNAL_TASK];
 	kf->sys_exit_btf = found[PROBE_SYS_EXIT_BTF];
 	kf->fchmodat2 = found[PROBE_FCHMODAT2];
+	kf->sys_enter_btf = found[PROBE_SYS_ENTER_BTF];
+	kf->compat_judge = o && o->compat_judge;
 	kf->skb_task_helpers = (found[PROBE_SKB_PID_TGID] ? EGRET_SKB_PID_TGID : 0) |
 			       (found[PROBE_SKB_UID_GID] ? EGRET_SKB_UID_GID : 0) |
 			       (found[PROBE_SKB_COMM] ? EGRET_SKB_COMM : 0);
@@ -314,6 +350,7 @@ int kfeatures__probe(struct kernel_features *kf, const struct feature_options *o
 	send_signal_task_feature(kf);
 	skb_task_feature(kf);
 	fchmodat2_feature(kf);
+	compat_feature(kf);
 	note_skipped(kf);
 	for (unsigned int i = 0; o && i < o->naccept; i++) {
 		struct feature_status *f = feature_by_name(kf, o->accept[i]);

@@ -48,6 +48,8 @@ struct kernel_features {
 	bool send_signal_task;		   /* kfunc bpf_send_signal_task */
 	bool sys_exit_btf;		   /* tp_btf/sys_exit can attach */
 	bool fchmodat2;			   /* tracepoint syscalls/sys_enter_fchmodat2 */
+	bool sys_enter_btf;		   /* tp_btf/sys_enter can attach */
+	bool compat_judge;		   /* --compat judge (not a probe: the operator's) */
 	__u32 skb_task_helpers;		   /* EGRET_SKB_* */
 	unsigned int n;
 	struct feature_status f[FEATURES_MAX];
@@ -59,6 +61,7 @@ struct feature_options {
 	unsigned int nwithout;
 	const char *accept[FEATURES_MAX];
 	unsigned int naccept;
+	bool compat_judge; /* --compat judge */
 };
 
 bool kfeatures__is_probe(const char *name);

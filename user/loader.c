@@ -83,6 +83,8 @@ static const struct kernel_features everything = {
 	.send_signal_task = true,
 	.sys_exit_btf = true,
 	.fchmodat2 = true,
+	.sys_enter_btf = true,
+	.compat_judge = true,
 	.skb_task_helpers = EGRET_SKB_PID_TGID | EGRET_SKB_UID_GID | EGRET_SKB_COMM,
 };
 
@@ -124,6 +126,7 @@ static void confine_config(struct confine_bpf *skel, const struct loader_config 
 		((__u64 *)skel->rodata->trusted_mover_id)[i] = cfg->trusted_mover_id[i];
 		((__u32 *)skel->rodata->trusted_mover_level)[i] = cfg->trusted_mover_level[i];
 	}
+	skel->rodata->compat_mode = cfg->compat_mode;
 }
 
 UNIT_OPEN(egress, (void)cfg)

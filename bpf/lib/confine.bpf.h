@@ -5,6 +5,8 @@
 #include "lib/events.bpf.h"
 #include "lib/sandbox.bpf.h"
 
+#include "egret/syscalls32.h"
+
 #define NOT_A_SANDBOX (~0ull) /* the cgroup is not under egret's root */
 #define SYS_SECCOMP   1	      /* si_code of a SIGSYS sent by a seccomp filter */
 
@@ -198,7 +200,8 @@ static __always_inline bool kill_current(void)
 	return bpf_send_signal(SIGKILL) == 0;
 }
 
-static __always_inline void tamper_report(__u32 kind, __u64 target, __u32 other_pid, bool killed)
+static __always_inline void tamper_report_abi(__u32 kind, __u64 target, __u32 other_pid,
+					      bool killed, __u8 abi)
 {
 	struct egret_tamper_event *e;
 
@@ -211,8 +214,21 @@ static __always_inline void tamper_report(__u32 kind, __u64 target, __u32 other_
 	e->kind = kind;
 	e->other_pid = other_pid;
 	e->killed = killed;
+	e->abi = abi;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
 	event_submit(e);
+}
+
+static __always_inline void tamper_report(__u32 kind, __u64 target, __u32 other_pid, bool killed)
+{
+	tamper_report_abi(kind, target, other_pid, killed, EGRET_ABI_NATIVE);
+}
+
+/* mount(2) and kin from a sandbox (reported): 1 mount, 2 move_mount, 3 fsmount, 4 umount */
+static __always_inline void mount_attempt(__u64 what)
+{
+	if (current_in_root())
+		tamper_report(EGRET_TAMPER_MOUNT, what, 0, false);
 }
 
 static __always_inline __u64 name_hash(const __u8 *name)

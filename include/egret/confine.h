@@ -57,7 +57,8 @@ struct egret_tamper_event {
 	__u32 kind;	 /* enum egret_tamper_kind */
 	__u32 other_pid; /* the task moved (cgroup escape), 0 otherwise */
 	__u8 killed;	 /* 1: egret sent SIGKILL */
-	__u8 pad[7];
+	__u8 abi;	 /* enum egret_abi (include/egret/syscalls32.h): COMPAT_SYSCALL's */
+	__u8 pad[6];
 };
 
 #endif /* EGRET_CONFINE_H */
