@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "collector.h"
 #include "confine.h"
 #include "control.h"
@@ -784,17 +786,41 @@ static void hup_sender(const struct signalfd_siginfo *si, struct ucred *cr, char
 	snprintf(actor, size, "SIGHUP from %s", who);
 }
 
-/* Where a signal's sender was. The kernel's record of its cgroup at send time would come
- * first (a later signal_generate tracepoint; none yet: NULL); until then its /proc entry now.
- * A sender that is gone (reaped) cannot be told from a sandboxed one: PEER_UNKNOWN.
+/* The sandbox cgroup the kernel recorded for this signal's sender when it sent it
+ * (signal_senders, written by egret_sigsys for sandboxed senders only) into out; false when
+ * there is no record of this sender. The record is used up.
+ */
+static bool signal_recorded(struct daemon *d, const struct signalfd_siginfo *si, char *out,
+			    size_t size)
+{
+	struct egret_signal_key k = { .tgid = (__u32)getpid(), .sig = si->ssi_signo };
+	int fd = loader__map_fd(&d->loader, "signal_senders");
+	struct egret_signal_sender v;
+	const char *name;
+
+	if (fd < 0 || bpf_map_lookup_elem(fd, &k, &v) || v.tgid != si->ssi_pid)
+		return false;
+	bpf_map_delete_elem(fd, &k);
+	name = sandbox_names__lookup(&d->collector.names, v.sandbox_id);
+	if (name && name[0])
+		return snprintf(out, size, "%s/%s", d->paths.cgroup_root, name) < (int)size;
+	return snprintf(out, size, "%s/(sandbox %llu)", d->paths.cgroup_root,
+			(unsigned long long)v.sandbox_id) < (int)size;
+}
+
+/* Where a signal's sender was: the kernel's record of its sandbox at send time first, else its
+ * /proc entry now. A sender that is gone (reaped) cannot be told from a sandboxed one:
+ * PEER_UNKNOWN.
  */
 static void signal_sender(struct daemon *d, const struct signalfd_siginfo *si, struct peer *p)
 {
 	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
 				    .cgroup_root = d->paths.cgroup_root };
-	const char *recorded = NULL;
+	char recorded[PATH_MAX];
 
-	peer__of_signal((pid_t)si->ssi_pid, si->ssi_uid, recorded, &scope, p);
+	peer__of_signal((pid_t)si->ssi_pid, si->ssi_uid,
+			signal_recorded(d, si, recorded, sizeof(recorded)) ? recorded : NULL,
+			&scope, p);
 }
 
 static void comm_of(pid_t pid, char *out, size_t size)
@@ -811,7 +837,8 @@ static void comm_of(pid_t pid, char *out, size_t size)
 }
 
 /* A signal from a sandbox that egretd refused: a Tamper event naming the sender. */
-static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, const char *actor)
+static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, const char *actor,
+			       const char *outcome)
 {
 	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
 				    .cgroup_root = d->paths.cgroup_root };
@@ -830,8 +857,7 @@ static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, 
 	pr.pid = pr.tid = (uint32_t)p->cred.pid;
 	pr.uid = p->cred.uid;
 	pr.comm = comm;
-	snprintf(detail, sizeof(detail), "%s in sandbox %s: refused, the policy was not reloaded",
-		 actor, name);
+	snprintf(detail, sizeof(detail), "%s in sandbox %s: refused, %s", actor, name, outcome);
 	t.kind = EGRET__V1__TAMPER__KIND__KIND_SIGNAL;
 	t.target = (uint64_t)sig;
 	t.detail = detail;
@@ -860,7 +886,7 @@ static void on_hup(struct daemon *d, const struct signalfd_siginfo *si)
 	if (cr.pid)
 		signal_sender(d, si, &p);
 	if (p.place == PEER_SANDBOX) {
-		emit_signal_tamper(d, &p, SIGHUP, actor);
+		emit_signal_tamper(d, &p, SIGHUP, actor, "the policy was not reloaded");
 		return;
 	}
 	if (p.place == PEER_UNKNOWN) {
@@ -879,6 +905,29 @@ static void on_hup(struct daemon *d, const struct signalfd_siginfo *si)
 		sink__reopen(d->stream.sinks[i]);
 }
 
+/* SIGTERM, SIGINT or SIGQUIT the kernel saw a sandboxed process send (its sender is dead by
+ * now): egretd does not stop, and reports it.
+ */
+static bool stop_from_sandbox(struct daemon *d, const struct signalfd_siginfo *si)
+{
+	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
+				    .cgroup_root = d->paths.cgroup_root };
+	char recorded[PATH_MAX], actor[160], who[128];
+	struct peer p;
+	struct ucred cr = { .pid = (pid_t)si->ssi_pid, .uid = si->ssi_uid };
+
+	if (!signal_recorded(d, si, recorded, sizeof(recorded)))
+		return false;
+	peer__of_signal(cr.pid, cr.uid, recorded, &scope, &p);
+	if (p.place != PEER_SANDBOX)
+		return false;
+	engine__actor_of(&cr, who, sizeof(who));
+	snprintf(actor, sizeof(actor), "%s from %s", sigabbrev_np((int)si->ssi_signo) ?: "signal",
+		 who);
+	emit_signal_tamper(d, &p, (int)si->ssi_signo, actor, "egretd did not stop");
+	return true;
+}
+
 static void on_signal(struct watch *w, uint32_t events)
 {
 	struct daemon *d = w->data;
@@ -889,6 +938,8 @@ static void on_signal(struct watch *w, uint32_t events)
 			on_hup(d, &si);
 			continue;
 		}
+		if (stop_from_sandbox(d, &si))
+			continue;
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "%s",
 			 strsignal((int)si.ssi_signo));
 		d->loop.stop = true;
@@ -1008,6 +1059,21 @@ static int protect_self(struct daemon *d)
 	return err;
 }
 
+/* Without bpf_task_from_pid the programs place a pid through sandbox_pids: the tasks already
+ * in sandboxes go in now, or the programs would take them for host processes.
+ */
+static void seed_pids(struct daemon *d)
+{
+	int n = confine__seed_pids(loader__map_fd(&d->loader, "sandbox_pids"),
+				   d->paths.cgroup_root);
+
+	if (n < 0)
+		log_err("failed to seed sandbox_pids from %s: %s", d->paths.cgroup_root,
+			strerror(-n));
+	else
+		log_info("sandbox_pids: %d tasks already in sandboxes", n);
+}
+
 /* Enforcement first: nothing else matters if it cannot be set up. */
 static int setup_enforcement(struct daemon *d)
 {
@@ -1047,6 +1113,8 @@ static int setup_enforcement(struct daemon *d)
 		err = loader__attach(&d->loader);
 	if (!err)
 		engine__rescan(&d->engine);
+	if (!err && !d->kf.task_from_pid)
+		seed_pids(d);
 	if (err) {
 		log_err("enforcement is not set up; exiting (whatever a previous egretd pinned under "
 			"%s stays in force)",
