@@ -1278,6 +1278,8 @@ static void check_gap(struct daemon *d)
 static void run(struct daemon *d)
 {
 	uint64_t next_tick = 0, next_flush = 0, ticks = 0;
+	/* systemd's WatchdogSec: a stopped (SIGSTOP) or hung egretd is restarted */
+	bool watchdog = getenv("WATCHDOG_USEC") != NULL;
 
 	d->next_heartbeat_ns = now_ns(CLOCK_MONOTONIC) + d->opt.heartbeat_s * 1000000000ull;
 
@@ -1299,6 +1301,8 @@ static void run(struct daemon *d)
 			stream__tick(&d->stream);
 			selfwatch__tick(&d->self);
 			pkg__tick(&d->pkg);
+			if (watchdog)
+				notify__send("WATCHDOG=1");
 			if (d->opt.heartbeat_s && now >= d->next_heartbeat_ns) {
 				emit_heartbeat(d);
 				d->next_heartbeat_ns = now + d->opt.heartbeat_s * 1000000000ull;

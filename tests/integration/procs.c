@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -549,4 +551,49 @@ Test(procs, without_task_from_pid_tasks_older_than_egretd_are_placed)
 	cr_expect_str_eq(buf, UNTOUCHED);
 	victim_stop(&host);
 	victim_stop(&peer);
+}
+
+/* a datagram saying WATCHDOG=1 on fd within ms */
+static bool watchdog_ping(int fd, int ms)
+{
+	char buf[512];
+
+	for (int waited = 0; waited < ms; waited += 50) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t len;
+
+		if (poll(&p, 1, 50) != 1)
+			continue;
+		len = recv(fd, buf, sizeof(buf) - 1, 0);
+		buf[len > 0 ? len : 0] = '\0';
+		if (strstr(buf, "WATCHDOG=1"))
+			return true;
+	}
+	return false;
+}
+
+/* Where no program can continue egretd (before 6.13), systemd's watchdog (WatchdogSec in
+ * egretd.service) restarts a stopped one: egretd pings it from its loop, and a stopped egretd
+ * does not.
+ */
+Test(procs, a_stopped_egretd_stops_its_watchdog_pings)
+{
+	int nfd, mine;
+
+	setenv("WATCHDOG_USEC", "30000000", 1);
+	nfd = harness_spawn(T, NULL, -1);
+	unsetenv("WATCHDOG_USEC");
+	cr_assert(nfd >= 0, "egretd did not start: %d", nfd);
+	mine = dup(nfd);
+	cr_assert_eq(harness_wait_ready(T, nfd, 30000), 0, "egretd did not start:\n%s",
+		     harness_log(T));
+	cr_expect(watchdog_ping(mine, 5000), "no WATCHDOG=1 from a running egretd");
+	cr_assert_eq(kill(T->egretd, SIGSTOP), 0);
+	for (int i = 0; i < 100 && proc_state(T->egretd) != 'T'; i++)
+		usleep(20000);
+	watchdog_ping(mine, 100); /* one sent as it stopped */
+	cr_expect_not(watchdog_ping(mine, 2500), "a stopped egretd pinged the watchdog");
+	cr_assert_eq(kill(T->egretd, SIGCONT), 0);
+	cr_expect(watchdog_ping(mine, 5000), "no WATCHDOG=1 after SIGCONT");
+	close(mine);
 }
