@@ -434,7 +434,7 @@ static __always_inline void access_pid(__u32 kind, __u32 pid)
 {
 	struct target tg;
 
-	if (!confined() || !pids_are_global())
+	if (pid == (__u32)(bpf_get_current_pid_tgid() >> 32) || !confined() || !pids_are_global())
 		return;
 	target_of_pid(pid, &tg);
 	access_judge(kind, &tg, pid);
