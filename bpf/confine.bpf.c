@@ -291,6 +291,8 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 
 #define TRACE_SIGNAL_IGNORED_ 1 /* signal_generate's result: the target ignores it */
 
+const volatile bool kill_cross_signals = false; /* --kill-cross-signals */
+
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, EGRET_SIGNAL_SENDERS_MAX);
@@ -334,8 +336,9 @@ static __always_inline bool signal_answer(int sig, struct task_struct *target)
 }
 
 /* A signal from the sandbox's code to a task in another sandbox or outside every one: reported;
- * to egretd (protected_tgids) also answered. Not judged: signals to the sender's own process
- * and SIGCHLD (a child's exit tells its parent, egretctl run or a runtime, outside).
+ * to egretd (protected_tgids) also answered, to any with --kill-cross-signals (the sender
+ * dies). Not judged: signals to the sender's own process and SIGCHLD (a child's exit tells
+ * its parent, egretctl run or a runtime, outside).
  */
 static __always_inline void signal_out(int sig, struct task_struct *target, int result)
 {
@@ -355,6 +358,8 @@ static __always_inline void signal_out(int sig, struct task_struct *target, int 
 		signal_record(sig, target);
 		if (result != TRACE_SIGNAL_IGNORED_)
 			killed = signal_answer(sig, target);
+	} else if (kill_cross_signals && result != TRACE_SIGNAL_IGNORED_) {
+		killed = kill_current();
 	}
 	tamper_report(EGRET_TAMPER_SIGNAL_OUT, (__u64)sig, (__u32)target->tgid, killed);
 }

@@ -162,6 +162,9 @@ static void usage(FILE *f)
 		"                         egretd crash loses nothing either way, a power cut loses\n"
 		"                         what was not synced)\n"
 		"  --heartbeat SECONDS    a Heartbeat event this often; 0: none (default: 30)\n"
+		"  --kill-cross-signals   kill a sandboxed process that signals any process outside\n"
+		"                         its sandbox (default: only one that signals egretd; others\n"
+		"                         are reported)\n"
 		"  --accept-kernel-gap NAME\n"
 		"                         enforce although this kernel lacks what protection NAME\n"
 		"                         needs and nothing replaces it (repeatable; README\n"
@@ -260,6 +263,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_HEARTBEAT,
 		OPT_ACCEPT_GAP,
 		OPT_WITHOUT,
+		OPT_CROSS_SIGNALS,
 	};
 	static const struct option longopts[] = {
 		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
@@ -287,6 +291,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "heartbeat", required_argument, NULL, OPT_HEARTBEAT },
 		{ "accept-kernel-gap", required_argument, NULL, OPT_ACCEPT_GAP },
 		{ "without-kernel-feature", required_argument, NULL, OPT_WITHOUT },
+		{ "kill-cross-signals", no_argument, NULL, OPT_CROSS_SIGNALS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -442,6 +447,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 				return log_usage("bad --without-kernel-feature '%s': one of %s",
 						 optarg, kfeatures__probe_names());
 			o->kernel.without[o->kernel.nwithout++] = optarg;
+			break;
+		case OPT_CROSS_SIGNALS:
+			o->loader.kill_cross_signals = true;
 			break;
 		case 'v':
 			o->verbose = true;

@@ -116,8 +116,13 @@ static void audit_config(struct audit_bpf *skel, const struct loader_config *cfg
 	}
 }
 
+static void confine_config(struct confine_bpf *skel, const struct loader_config *cfg)
+{
+	skel->rodata->kill_cross_signals = cfg->kill_cross_signals;
+}
+
 UNIT_OPEN(egress, (void)cfg)
-UNIT_OPEN(confine, (void)cfg)
+UNIT_OPEN(confine, confine_config(skel, cfg))
 UNIT_OPEN(audit, audit_config(skel, cfg))
 
 static const struct unit_ops unit_table[] = {

@@ -335,6 +335,38 @@ Test(procs, a_signal_to_a_host_process_is_reported_only)
 	expect_tamper(&w, false);
 }
 
+/* --kill-cross-signals: the sender of a signal to any host process dies too; a signal within
+ * the box still works.
+ */
+Test(procs, with_kill_cross_signals_a_signal_to_a_host_process_kills_the_sender)
+{
+	const char *extra[] = { "--kill-cross-signals", NULL };
+	struct want w = { .kind = EGRET__V1__TAMPER__KIND__KIND_SIGNAL_OUT, .target = SIGTERM };
+	struct victim host, peer;
+	int sig[2], status;
+	pid_t sender;
+
+	start_ok(extra);
+	victim_start(&host, false);
+	victim_start(&peer, true);
+
+	sig[0] = peer.pid;
+	sig[1] = SIGTERM;
+	status = attack(true, send_sig, sig, &sender);
+	cr_expect(exited_ok(status), "the signal to a peer: %d", status);
+	cr_expect_eq(waitpid(peer.pid, &status, 0), peer.pid);
+	peer.pid = 0;
+
+	sig[0] = host.pid;
+	status = attack(true, send_sig, sig, &sender);
+	cr_expect(was_killed(status), "the sender of a signal to a host process lives: %d", status);
+	cr_expect_eq(waitpid(host.pid, &status, 0), host.pid);
+	w.sender = sender;
+	w.other_pid = (uint32_t)host.pid;
+	host.pid = 0;
+	expect_tamper(&w, true);
+}
+
 static int seize(void *arg)
 {
 	pid_t pid = *(pid_t *)arg;
