@@ -580,6 +580,6 @@ static __always_inline void proc_open(long ret)
 		return 0;                              \
 	}
 
-PROC_OPEN_EXIT(open, egret_xopen)
-PROC_OPEN_EXIT(openat, egret_xopenat)
-PROC_OPEN_EXIT(openat2, egret_xopenat2)
+PROC_OPEN_EXIT(open, egret_pmopen)
+PROC_OPEN_EXIT(openat, egret_pmopenat)
+PROC_OPEN_EXIT(openat2, egret_pmopenat2)

@@ -143,6 +143,15 @@ static bool is_cgroup_type(enum bpf_prog_type t)
 	       t == BPF_PROG_TYPE_SOCK_OPS;
 }
 
+static bool prog_spec_named(const char *name)
+{
+	for (unsigned int i = 0; i < nspecs; i++) {
+		if (!strcmp(spec_table[i].name, name))
+			return true;
+	}
+	return false;
+}
+
 /* The programs of every object, in order: opened (not loaded) once to read them. */
 int loader__specs(const struct egret_prog_spec **specs, unsigned int *n)
 {
@@ -168,6 +177,14 @@ int loader__specs(const struct egret_prog_spec **specs, unsigned int *n)
 				unit_table[i].destroy(u.skel);
 				nspecs = 0;
 				return -E2BIG;
+			}
+			if (prog_spec_named(bpf_program__name(prog))) {
+				/* both would be pinned as links/<name> */
+				log_err("program '%s' is in two objects: rename one",
+					bpf_program__name(prog));
+				unit_table[i].destroy(u.skel);
+				nspecs = 0;
+				return -EEXIST;
 			}
 			snprintf(sp->name, sizeof(sp->name), "%s", bpf_program__name(prog));
 			sp->attach_type = bpf_program__expected_attach_type(prog);
