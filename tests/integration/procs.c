@@ -181,9 +181,12 @@ static bool is_tamper(const Egret__V1__Event *ev, const void *arg)
 	       ev->tamper->target == w->target;
 }
 
-/* The Tamper event of w, within 5 s, and whether it says the sender was killed. */
-static void expect_tamper(const struct want *w, bool killed)
+/* The Tamper event of w, within 5 s, whether it says the sender was killed, and its detail
+ * (which names the target's pid after words).
+ */
+static void expect_tamper(const struct want *w, bool killed, const char *words)
 {
+	char want[128];
 	const Egret__V1__Event *ev;
 	struct events evs;
 
@@ -192,6 +195,9 @@ static void expect_tamper(const struct want *w, bool killed)
 		     (unsigned long long)w->target, w->other_pid, (int)w->sender, harness_log(T));
 	ev = events_find(&evs, is_tamper, w, NULL);
 	cr_expect_eq(ev->tamper->killed, killed, "%s", ev->tamper->detail);
+	snprintf(want, sizeof(want), "%s pid %u, outside the sandbox", words, w->other_pid);
+	cr_expect(strstr(ev->tamper->detail, want), "'%s' does not say '%s'", ev->tamper->detail,
+		  want);
 	cr_expect_str_eq(ev->sandbox->name, "box");
 	events_free(&evs);
 }
@@ -266,7 +272,7 @@ Test(procs, signals_to_egretd_from_a_sandbox_kill_the_sender)
 	w.sender = sender;
 	w.other_pid = (uint32_t)T->egretd;
 	w.target = SIGTERM;
-	expect_tamper(&w, true);
+	expect_tamper(&w, true, "signal 15 (TERM) to");
 	cr_expect_eq(
 		events_wait(T->sink_path, is_stop_refused, (void *)(uintptr_t)sender, 5000, &evs),
 		0, "egretd did not report the SIGTERM it refused:\n%s", harness_log(T));
@@ -278,7 +284,7 @@ Test(procs, signals_to_egretd_from_a_sandbox_kill_the_sender)
 	cr_expect(was_killed(status), "the sender of SIGSTOP to egretd lives: %d", status);
 	w.sender = sender;
 	w.target = SIGSTOP;
-	expect_tamper(&w, true);
+	expect_tamper(&w, true, "signal 19 (STOP) to");
 	if (stops_continued()) {
 		usleep(300000);
 		cr_expect_neq(proc_state(T->egretd), 'T', "egretd was left stopped");
@@ -332,7 +338,7 @@ Test(procs, a_signal_to_a_host_process_is_reported_only)
 	w.sender = sender;
 	w.other_pid = (uint32_t)host.pid;
 	host.pid = 0;
-	expect_tamper(&w, false);
+	expect_tamper(&w, false, "signal 15 (TERM) to");
 }
 
 /* --kill-cross-signals: the sender of a signal to any host process dies too; a signal within
@@ -364,7 +370,7 @@ Test(procs, with_kill_cross_signals_a_signal_to_a_host_process_kills_the_sender)
 	w.sender = sender;
 	w.other_pid = (uint32_t)host.pid;
 	host.pid = 0;
-	expect_tamper(&w, true);
+	expect_tamper(&w, true, "signal 15 (TERM) to");
 }
 
 static int seize(void *arg)
@@ -410,7 +416,7 @@ Test(procs, ptrace_seize_of_a_host_process_kills_the_tracer)
 	w.sender = sender;
 	w.other_pid = (uint32_t)host.pid;
 	w.target = (uint64_t)host.pid;
-	expect_tamper(&w, true);
+	expect_tamper(&w, true, "ptrace of");
 	victim_stop(&host);
 	victim_stop(&peer);
 }
@@ -456,7 +462,7 @@ Test(procs, pidfd_getfd_of_a_host_process_kills_the_taker)
 	cr_expect_eq(errno, EAGAIN);
 	w.sender = sender;
 	w.other_pid = (uint32_t)host.pid;
-	expect_tamper(&w, true);
+	expect_tamper(&w, true, "pidfd_getfd(2) of");
 	victim_stop(&host);
 }
 
@@ -496,7 +502,7 @@ Test(procs, process_vm_writev_into_a_host_process_copies_nothing)
 	cr_expect_str_eq(buf, UNTOUCHED, "the host process's buffer was written");
 	w.sender = sender;
 	w.other_pid = (uint32_t)host.pid;
-	expect_tamper(&w, true);
+	expect_tamper(&w, true, "process_vm_writev(2) of");
 	victim_stop(&host);
 	victim_stop(&peer);
 }
@@ -518,13 +524,25 @@ static int mem_write(void *arg)
 		       : 11;
 }
 
+static int read_environ(void *arg)
+{
+	pid_t pid = *(pid_t *)arg;
+	char path[64], buf[256];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY);
+	return fd >= 0 && read(fd, buf, sizeof(buf)) >= 0 ? 0 : 1;
+}
+
 /* /proc/<host pid>/mem opened read-write from the box: killed before the pwrite, the memory
- * unchanged; from the host the same write works.
+ * unchanged; from the host, or into a peer in the box, the same write works. An open of a host
+ * process's environ is reported only.
  */
 Test(procs, proc_pid_mem_of_a_host_process_kills_the_opener)
 {
 	struct want w = { .kind = EGRET__V1__TAMPER__KIND__KIND_PROC_ACCESS, .target = 5 };
-	struct victim host, other;
+	struct victim host, other, peer;
 	char buf[64];
 	pid_t sender;
 	int status;
@@ -532,6 +550,14 @@ Test(procs, proc_pid_mem_of_a_host_process_kills_the_opener)
 	start_ok(NULL);
 	victim_start(&host, false);
 	victim_start(&other, false);
+	victim_start(&peer, true);
+
+	status = attack(true, mem_write, &peer.pid, &sender);
+	cr_expect(exited_ok(status), "a write through a peer's /proc/PID/mem: %d", status);
+	victim_buffer(&peer, buf);
+	cr_expect_str_eq(buf, STOLEN, "the write into the peer did not arrive");
+	cr_expect_eq(tampers_of(sender), 0);
+	victim_stop(&peer);
 
 	status = attack(false, mem_write, &other.pid, &sender);
 	cr_expect(exited_ok(status), "the host's write through /proc/PID/mem: %d", status);
@@ -544,7 +570,13 @@ Test(procs, proc_pid_mem_of_a_host_process_kills_the_opener)
 	cr_expect_str_eq(buf, UNTOUCHED, "the host process's memory was written");
 	w.sender = sender;
 	w.other_pid = (uint32_t)host.pid;
-	expect_tamper(&w, true);
+	expect_tamper(&w, true, "an open of /proc/PID/mem of");
+
+	status = attack(true, read_environ, &host.pid, &sender);
+	cr_expect(exited_ok(status), "the reader of a host process's environ: %d", status);
+	w.sender = sender;
+	w.target = 6;
+	expect_tamper(&w, false, "an open of /proc/PID/environ of");
 	victim_stop(&host);
 	victim_stop(&other);
 }
