@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -419,6 +420,67 @@ Test(procs, ptrace_seize_of_a_host_process_kills_the_tracer)
 	expect_tamper(&w, true, "ptrace of");
 	victim_stop(&host);
 	victim_stop(&peer);
+}
+
+static size_t ptraces_of(uint32_t pid)
+{
+	struct events evs;
+	size_t n = 0;
+
+	if (events_read(T->sink_path, &evs))
+		return 0;
+	for (size_t i = 0; i < evs.n; i++)
+		n += evs.ev[i]->payload_case == EGRET__V1__EVENT__PAYLOAD_TAMPER &&
+		     evs.ev[i]->tamper->kind == EGRET__V1__TAMPER__KIND__KIND_PTRACE &&
+		     evs.ev[i]->tamper->other_pid == pid;
+	events_free(&evs);
+	return n;
+}
+
+/* In a new pid namespace: its init (pid 1) seizes its child, pid 2 there. 0 when that worked,
+ * 30 + the signal that ended the tracer.
+ */
+static int seize_in_pidns(void *arg)
+{
+	int status;
+	pid_t init;
+
+	(void)arg;
+	if (unshare(CLONE_NEWPID))
+		return 20;
+	init = fork();
+	if (init == 0) {
+		pid_t victim = fork();
+		int rc;
+
+		if (victim == 0) {
+			pause();
+			_exit(0);
+		}
+		rc = victim != 2 ? 21 : ptrace(PTRACE_SEIZE, victim, NULL, NULL) ? 22 : 0;
+		kill(victim, SIGKILL);
+		waitpid(victim, NULL, 0);
+		_exit(rc);
+	}
+	if (init < 0 || waitpid(init, &status, 0) != init)
+		return 23;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 30 + WTERMSIG(status);
+}
+
+/* A pid in a child pid namespace is that namespace's: pid 2 there is not the host's pid 2
+ * (kthreadd). Its ptrace is not judged: not killed, not reported.
+ */
+Test(procs, ptrace_in_a_child_pid_namespace_is_judged_by_that_namespace)
+{
+	pid_t sender;
+	int status;
+
+	start_ok(NULL);
+	status = attack(true, seize_in_pidns, NULL, &sender);
+	cr_expect(exited_ok(status), "ptrace within the sandbox's own pid namespace: %d (%d)",
+		  WIFEXITED(status) ? WEXITSTATUS(status) : -1, status);
+	usleep(300000);
+	cr_expect_eq(ptraces_of(2), 0, "ptrace within a pid namespace was reported");
 }
 
 /* pidfd_getfd of the victim's pipe, then a write into it (10: a step failed) */
