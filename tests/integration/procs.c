@@ -308,6 +308,66 @@ Test(procs, signals_to_egretd_from_a_sandbox_kill_the_sender)
 	cr_expect_eq(harness_stop(T, SIGTERM), 0, "the host's SIGTERM did not stop egretd");
 }
 
+static bool traced(pid_t pid);
+
+static int attach(void *arg)
+{
+	pid_t pid = *(pid_t *)arg;
+
+	return ptrace(PTRACE_ATTACH, pid, NULL, NULL) ? 1 : 0;
+}
+
+/* gdb -p egretd from the box: the tracer dies, egretd is not left traced, and where a program
+ * can send SIGCONT (6.13) not left stopped by the attach's SIGSTOP either.
+ */
+Test(procs, ptrace_attach_of_egretd_kills_the_tracer)
+{
+	struct want w = { .kind = EGRET__V1__TAMPER__KIND__KIND_PTRACE };
+	char out[4096];
+	pid_t sender;
+	int status;
+
+	start_ok(NULL);
+	status = attack(true, attach, &T->egretd, &sender);
+	cr_expect(was_killed(status), "the tracer of egretd lives: %d", status);
+	w.sender = sender;
+	w.other_pid = (uint32_t)T->egretd;
+	w.target = (uint64_t)T->egretd;
+	expect_tamper(&w, true, "ptrace of");
+	cr_expect_not(traced(T->egretd), "egretd is still traced");
+	if (stops_continued()) {
+		usleep(300000);
+		cr_expect_neq(proc_state(T->egretd), 'T', "egretd was left stopped");
+		cr_expect_neq(proc_state(T->egretd), 't', "egretd was left in a trace stop");
+		cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	}
+	kill(T->egretd, SIGCONT);
+}
+
+/* Without bpf_send_signal_task (before 6.13) nothing in the kernel can continue egretd: the
+ * sender of SIGSTOP still dies at once, egretd stays stopped (systemd's watchdog restarts it,
+ * see a_stopped_egretd_stops_its_watchdog_pings) and reports the gap when it runs again.
+ */
+Test(procs, without_send_signal_task_a_stop_of_egretd_kills_the_sender)
+{
+	const char *extra[] = { "--without-kernel-feature", "send_signal_task", NULL };
+	struct want w = { .kind = EGRET__V1__TAMPER__KIND__KIND_SIGNAL_OUT, .target = SIGSTOP };
+	int stop[2] = { 0, SIGSTOP }, status;
+	pid_t sender;
+
+	start_ok(extra);
+	stop[0] = T->egretd;
+	status = attack(true, send_sig, stop, &sender);
+	cr_expect(was_killed(status), "the sender of SIGSTOP to egretd lives: %d", status);
+	for (int i = 0; i < 100 && proc_state(T->egretd) != 'T'; i++)
+		usleep(20000);
+	cr_expect_eq(proc_state(T->egretd), 'T', "egretd was continued without the kfunc");
+	cr_assert_eq(kill(T->egretd, SIGCONT), 0);
+	w.sender = sender;
+	w.other_pid = (uint32_t)T->egretd;
+	expect_tamper(&w, true, "signal 19 (STOP) to");
+}
+
 /* A signal from the box to a host process is reported, and the sender lives; one to a peer
  * in the box is not even reported.
  */
