@@ -597,8 +597,17 @@ static int vm_write(void *arg)
 	return process_vm_writev(pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(data) ? 0 : 1;
 }
 
+static int vm_read(void *arg)
+{
+	pid_t pid = *(pid_t *)arg;
+	char data[sizeof(victim_buf)];
+	struct iovec local = { data, sizeof(data) }, remote = { victim_buf, sizeof(data) };
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(data) ? 0 : 1;
+}
+
 /* process_vm_writev into a host helper's buffer from the box: nothing is written, the writer
- * dies; into a peer in the box it works.
+ * dies; into a peer in the box it works. process_vm_readv the same.
  */
 Test(procs, process_vm_writev_into_a_host_process_copies_nothing)
 {
@@ -625,6 +634,15 @@ Test(procs, process_vm_writev_into_a_host_process_copies_nothing)
 	w.sender = sender;
 	w.other_pid = (uint32_t)host.pid;
 	expect_tamper(&w, true, "process_vm_writev(2) of");
+
+	/* and the reader of a host process's memory dies too; from the host it reads */
+	status = attack(false, vm_read, &host.pid, &sender);
+	cr_expect(exited_ok(status), "process_vm_readv from the host: %d", status);
+	status = attack(true, vm_read, &host.pid, &sender);
+	cr_expect(was_killed(status), "the reader of a host process lives: %d", status);
+	w.sender = sender;
+	w.target = 3;
+	expect_tamper(&w, true, "process_vm_readv(2) of");
 	victim_stop(&host);
 	victim_stop(&peer);
 }
