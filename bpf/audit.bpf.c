@@ -735,54 +735,6 @@ FORK_EXIT(vfork, egret_xvfork)
 
 /* ---- tamper attempts (reported) ------------------------------------------------------------- */
 
-#define PTRACE_POKETEXT_ 4
-#define PTRACE_POKEDATA_ 5
-#define PTRACE_ATTACH_	 16
-#define PTRACE_SEIZE_	 0x4206
-
-/* The sandbox of the task with this pid (NOT_A_SANDBOX outside every sandbox): from the task
- * itself, or without bpf_task_from_pid (before 6.3) from sandbox_pids, where confine's programs
- * keep every sandboxed task.
- */
-static __always_inline __u64 sandbox_of_pid(__u32 pid, bool *found)
-{
-	struct task_struct *target;
-	__u64 to, *sb;
-
-	*found = true;
-	if (!task_from_pid_ok()) {
-		sb = bpf_map_lookup_elem(&sandbox_pids, &pid);
-		return sb ? *sb : NOT_A_SANDBOX;
-	}
-	target = bpf_task_from_pid((__s32)pid);
-	if (!target) {
-		*found = false;
-		return NOT_A_SANDBOX;
-	}
-	to = sandbox_of_cgroup(BPF_CORE_READ(target, cgroups, dfl_cgrp));
-	bpf_task_release(target);
-	return to;
-}
-
-/* ptrace of a process outside the caller's sandbox */
-SEC("tp/syscalls/sys_enter_ptrace")
-int egret_ptrace(struct trace_event_raw_sys_enter *ctx)
-{
-	long req = (long)ctx->args[0];
-	bool found;
-	__u64 to;
-
-	if (req != PTRACE_ATTACH_ && req != PTRACE_SEIZE_ && req != PTRACE_POKETEXT_ &&
-	    req != PTRACE_POKEDATA_)
-		return 0;
-	if (!current_in_root())
-		return 0;
-	to = sandbox_of_pid((__u32)ctx->args[1], &found);
-	if (found && to != sandbox_of_current())
-		tamper_report(EGRET_TAMPER_PTRACE, ctx->args[1], (__u32)ctx->args[1], false);
-	return 0;
-}
-
 SEC("tp/syscalls/sys_enter_mount")
 int egret_mount(struct trace_event_raw_sys_enter *ctx)
 {

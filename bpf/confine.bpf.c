@@ -354,18 +354,6 @@ int BPF_PROG(egret_cexit, struct task_struct *task)
 	return 0;
 }
 
-/* A syscall egretctl run's seccomp filter refused arrives as SIGSYS. */
-SEC("tp_btf/signal_generate")
-int BPF_PROG(egret_sigsys, int sig, struct kernel_siginfo *info, struct task_struct *task,
-	     int group, int result)
-{
-	if (sig != SIGSYS || BPF_CORE_READ(info, si_code) != SYS_SECCOMP || !current_in_root())
-		return 0;
-	tamper_report(EGRET_TAMPER_SECCOMP, BPF_CORE_READ(info, _sifields._sigsys._syscall), 0,
-		      false);
-	return 0;
-}
-
 /* a sandbox is a cgroup one level below egret's root */
 static __always_inline void sandbox_cgroup_event(struct cgroup *cg, __u32 op)
 {
@@ -649,3 +637,307 @@ int BPF_PROG(egret_cxsys, struct pt_regs *regs, long ret)
 		socketcall_end(t, ret, abi);
 	return 0;
 }
+
+/* ---- a sandbox reaching a process outside it: signals, ptrace, fds, memory ------------------ */
+
+#define SIGSTOP_	      19
+#define SIGTSTP_	      20
+#define SIGTTIN_	      21
+#define SIGTTOU_	      22
+#define SIGCONT_	      18
+#define SIGCHLD_	      17
+
+#define TRACE_SIGNAL_IGNORED_ 1 /* signal_generate's result: the target ignores it */
+
+const volatile bool kill_cross_signals = false; /* --kill-cross-signals */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EGRET_SIGNAL_SENDERS_MAX);
+	__type(key, struct egret_signal_key);
+	__type(value, struct egret_signal_sender);
+} signal_senders SEC(".maps");
+
+static __always_inline bool stop_signal(int sig)
+{
+	return sig == SIGSTOP_ || sig == SIGTSTP_ || sig == SIGTTIN_ || sig == SIGTTOU_;
+}
+
+static __always_inline void signal_record(int sig, struct task_struct *target)
+{
+	struct egret_signal_key k = { .tgid = (__u32)target->tgid, .sig = (__u32)sig };
+	__u64 id = bpf_get_current_pid_tgid();
+	struct egret_signal_sender v = {
+		.tgid = (__u32)(id >> 32),
+		.pid = (__u32)id,
+		.sandbox_id = sandbox_of_current(),
+		.ts_ns = bpf_ktime_get_boot_ns(),
+	};
+
+	bpf_map_update_elem(&signal_senders, &k, &v, BPF_ANY);
+}
+
+/* A signal to egretd: the sender dies. A stop is answered with SIGCONT where the kfunc exists
+ * (6.13); that takes the one signal a program holding siglock may queue (a second is EBUSY),
+ * so the sender is then marked and dies at the exit of its system call (egret_xkill,
+ * egret_reap). Whether the sender's death is on its way.
+ */
+static __always_inline bool signal_answer(int sig, struct task_struct *target)
+{
+	if (stop_signal(sig) && send_signal_task_ok()) {
+		if (bpf_send_signal_task(target, SIGCONT_, PIDTYPE_TGID, 0) == 0) {
+			doom_task(bpf_get_current_task_btf(), sandbox_of_current());
+			return true;
+		}
+	}
+	return kill_current();
+}
+
+/* A signal from the sandbox's code to a task in another sandbox or outside every one: reported;
+ * to egretd (protected_tgids) also answered, to any with --kill-cross-signals (the sender
+ * dies). Not judged: signals to the sender's own process and SIGCHLD (a child's exit tells
+ * its parent, egretctl run or a runtime, outside).
+ */
+static __always_inline void signal_out(int sig, struct task_struct *target, int result)
+{
+	struct task_struct *cur;
+	bool killed = false;
+	__u64 to;
+
+	if (sig <= 0 || sig == SIGCHLD_ || !confined())
+		return;
+	cur = bpf_get_current_task_btf();
+	if (target->tgid == cur->tgid)
+		return;
+	to = sandbox_of_task(target);
+	if (to != FOREIGN_TARGET && to == sandbox_of_current())
+		return;
+	if (tgid_protected((__u32)target->tgid)) {
+		signal_record(sig, target);
+		if (result != TRACE_SIGNAL_IGNORED_)
+			killed = signal_answer(sig, target);
+	} else if (kill_cross_signals && result != TRACE_SIGNAL_IGNORED_) {
+		killed = kill_current();
+	}
+	tamper_report(EGRET_TAMPER_SIGNAL_OUT, (__u64)sig, (__u32)target->tgid, killed);
+}
+
+/* A syscall egretctl run's seccomp filter refused arrives as SIGSYS; any other signal may be
+ * one to a process outside the sandbox.
+ */
+SEC("tp_btf/signal_generate")
+int BPF_PROG(egret_sigsys, int sig, struct kernel_siginfo *info, struct task_struct *task,
+	     int group, int result)
+{
+	if (sig == SIGSYS && BPF_CORE_READ(info, si_code) == SYS_SECCOMP) {
+		if (current_in_root())
+			tamper_report(EGRET_TAMPER_SECCOMP,
+				      BPF_CORE_READ(info, _sifields._sigsys._syscall), 0, false);
+		return 0;
+	}
+	signal_out(sig, task, result);
+	return 0;
+}
+
+/* The current process, marked by signal_answer(), dies here on its way out of the signal
+ * system call it made (where egret_reap is not loaded: kernels with bpf_send_signal_task).
+ */
+static __always_inline void reap_current(void)
+{
+	struct task_struct *task;
+	struct task_sandbox *ts;
+	__u32 zero = 0;
+	__u64 *pending;
+
+	pending = bpf_map_lookup_elem(&doomed, &zero);
+	if (!pending || !*pending)
+		return;
+	task = bpf_get_current_task_btf();
+	ts = bpf_task_storage_get(&task_sandbox, task->group_leader, 0, 0);
+	if (!ts || !ts->doomed)
+		return;
+	bpf_send_signal(SIGKILL);
+	if (__sync_val_compare_and_swap(&ts->doomed, 1, 2) == 1)
+		doomed_add(-1);
+}
+
+#define SIGNAL_EXIT(sys, prog)                         \
+	SEC("tp/syscalls/sys_exit_" #sys)              \
+	int prog(struct trace_event_raw_sys_exit *ctx) \
+	{                                              \
+		reap_current();                        \
+		return 0;                              \
+	}
+
+SIGNAL_EXIT(kill, egret_xkill)
+SIGNAL_EXIT(tkill, egret_xtkill)
+SIGNAL_EXIT(tgkill, egret_xtgkill)
+SIGNAL_EXIT(rt_sigqueueinfo, egret_xsigq)
+SIGNAL_EXIT(rt_tgsigqueueinfo, egret_xtgsigq)
+SIGNAL_EXIT(pidfd_send_signal, egret_xpidfdsig)
+
+/* An access to another process judged at its system call's entry: the sender is killed when
+ * the target is outside its sandbox (the kill is pending before the call's body runs).
+ */
+static __always_inline void access_judge(__u32 kind, struct target *tg, __u32 named)
+{
+	bool killed;
+
+	if (!target_outside(tg))
+		return;
+	killed = kill_current();
+	if (kind == ACCESS_PTRACE)
+		tamper_report(EGRET_TAMPER_PTRACE, named, named, killed);
+	else
+		tamper_report(EGRET_TAMPER_PROC_ACCESS, kind, tg->tgid, killed);
+}
+
+/* a host pid in a system call's argument, judged when the caller may name host pids */
+static __always_inline void access_pid(__u32 kind, __u32 pid)
+{
+	struct target tg;
+
+	if (pid == (__u32)(bpf_get_current_pid_tgid() >> 32) || !confined() || !pids_are_global())
+		return;
+	target_of_pid(pid, &tg);
+	access_judge(kind, &tg, pid);
+}
+
+#define PTRACE_POKETEXT_ 4
+#define PTRACE_POKEDATA_ 5
+#define PTRACE_ATTACH_	 16
+#define PTRACE_SEIZE_	 0x4206
+
+/* ptrace of a process outside the sandbox: the tracer dies, so the tracee is detached (and
+ * continued) before anything is read or written. Reported as Tamper PTRACE (target: the pid).
+ */
+SEC("tp/syscalls/sys_enter_ptrace")
+int egret_ptrace(struct trace_event_raw_sys_enter *ctx)
+{
+	long req = (long)ctx->args[0];
+
+	if (req == PTRACE_ATTACH_ || req == PTRACE_SEIZE_ || req == PTRACE_POKETEXT_ ||
+	    req == PTRACE_POKEDATA_)
+		access_pid(ACCESS_PTRACE, (__u32)ctx->args[1]);
+	return 0;
+}
+
+/* process_vm_readv/writev: get_user_pages sees the pending SIGKILL and copies nothing */
+SEC("tp/syscalls/sys_enter_process_vm_readv")
+int egret_vmread(struct trace_event_raw_sys_enter *ctx)
+{
+	access_pid(ACCESS_VM_READV, (__u32)ctx->args[0]);
+	return 0;
+}
+
+SEC("tp/syscalls/sys_enter_process_vm_writev")
+int egret_vmwrite(struct trace_event_raw_sys_enter *ctx)
+{
+	access_pid(ACCESS_VM_WRITEV, (__u32)ctx->args[0]);
+	return 0;
+}
+
+#define PID_FS_MAGIC_	  0x50494446
+#define ANON_INODE_MAGIC_ 0x09041934
+#define PROC_SUPER_MAGIC_ 0x9fa0
+
+static __always_inline __u64 file_magic(struct file *f)
+{
+	return BPF_CORE_READ(f, f_inode, i_sb, s_magic);
+}
+
+/* the first 8 bytes of a file's name, NUL-padded */
+static __always_inline __u64 file_name8(struct file *f)
+{
+	__u64 name = 0;
+
+	bpf_probe_read_kernel_str(&name, sizeof(name),
+				  BPF_CORE_READ(f, f_path.dentry, d_name.name));
+	return name;
+}
+
+#define NAME8(a, b, c, d, e, f, g, h)                                                            \
+	((__u64)(a) | (__u64)(b) << 8 | (__u64)(c) << 16 | (__u64)(d) << 24 | (__u64)(e) << 32 | \
+	 (__u64)(f) << 40 | (__u64)(g) << 48 | (__u64)(h) << 56)
+
+/* The process a pidfd refers to: pidfs keeps its pid in the inode (6.9), an anon inode named
+ * [pidfd] in the file (before). NULL when the file is not a pidfd.
+ */
+static __always_inline struct pid *pidfd_pid(struct file *f)
+{
+	__u64 magic = file_magic(f);
+
+	if (magic == PID_FS_MAGIC_)
+		return (struct pid *)BPF_CORE_READ(f, f_inode, i_private);
+	if (magic == ANON_INODE_MAGIC_ &&
+	    file_name8(f) == NAME8('[', 'p', 'i', 'd', 'f', 'd', ']', 0))
+		return (struct pid *)BPF_CORE_READ(f, private_data);
+	return NULL;
+}
+
+/* pidfd_getfd of a process outside: the fd is installed, but its new owner dies before the
+ * call returns to it
+ */
+SEC("tp/syscalls/sys_enter_pidfd_getfd")
+int egret_getfd(struct trace_event_raw_sys_enter *ctx)
+{
+	struct target tg;
+	struct file *f;
+
+	if (!confined())
+		return 0;
+	f = current_fd_file((long)ctx->args[0]);
+	if (!f)
+		return 0;
+	target_of_struct_pid(pidfd_pid(f), &tg);
+	access_judge(ACCESS_PIDFD_GETFD, &tg, 0);
+	return 0;
+}
+
+/* An open of another process's /proc/PID/mem (killed: the fd dies unused) or environ
+ * (reported), judged at the open's exit from the file it made.
+ */
+static __always_inline void proc_open(long ret)
+{
+	struct proc_inode *pi;
+	struct target tg;
+	struct inode *ino;
+	struct file *f;
+	__u64 name;
+	__u32 kind;
+
+	if (ret < 0 || !confined())
+		return;
+	f = current_fd_file(ret);
+	if (!f || file_magic(f) != PROC_SUPER_MAGIC_)
+		return;
+	name = file_name8(f);
+	if (name == NAME8('m', 'e', 'm', 0, 0, 0, 0, 0))
+		kind = ACCESS_PROC_MEM;
+	else if (name == NAME8('e', 'n', 'v', 'i', 'r', 'o', 'n', 0))
+		kind = ACCESS_PROC_ENVIRON;
+	else
+		return;
+	ino = BPF_CORE_READ(f, f_inode);
+	pi = (struct proc_inode *)((void *)ino -
+				   bpf_core_field_offset(struct proc_inode, vfs_inode));
+	target_of_struct_pid(BPF_CORE_READ(pi, pid), &tg);
+	if (!target_outside(&tg))
+		return;
+	if (kind == ACCESS_PROC_MEM)
+		tamper_report(EGRET_TAMPER_PROC_ACCESS, kind, tg.tgid, kill_current());
+	else
+		tamper_report(EGRET_TAMPER_PROC_ACCESS, kind, tg.tgid, false);
+}
+
+#define PROC_OPEN_EXIT(sys, prog)                      \
+	SEC("tp/syscalls/sys_exit_" #sys)              \
+	int prog(struct trace_event_raw_sys_exit *ctx) \
+	{                                              \
+		proc_open(ctx->ret);                   \
+		return 0;                              \
+	}
+
+PROC_OPEN_EXIT(open, egret_pmopen)
+PROC_OPEN_EXIT(openat, egret_pmopenat)
+PROC_OPEN_EXIT(openat2, egret_pmopenat2)

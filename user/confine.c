@@ -3,7 +3,9 @@
  * profile refused, which never reach a tracepoint: egretctl reports them (the "seccomp"
  * control request).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +98,20 @@ static void compat_detail(const struct egret_tamper_event *r, char *buf, size_t 
 		 name[0] ? " (" : "", name, name[0] ? ")" : "", r->killed ? ": killed" : "");
 }
 
+/* Tamper PROC_ACCESS targets (bpf/lib/confine.bpf.h ACCESS_*) */
+static const char *access_name(uint64_t kind)
+{
+	static const char *const names[] = { "?",
+					     "ptrace",
+					     "pidfd_getfd(2)",
+					     "process_vm_readv(2)",
+					     "process_vm_writev(2)",
+					     "an open of /proc/PID/mem",
+					     "an open of /proc/PID/environ" };
+
+	return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : names[0];
+}
+
 static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, size_t size)
 {
 	switch (r->kind) {
@@ -131,6 +147,22 @@ static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, 
 			 r->other_pid ? " entered the sandbox" : " exec'ed");
 		break;
 	}
+	case EGRET_TAMPER_PTRACE:
+		snprintf(buf, size, "ptrace of pid %u, outside the sandbox%s", r->other_pid,
+			 r->killed ? ": the tracer was killed" : "");
+		break;
+	case EGRET_TAMPER_SIGNAL_OUT:
+		snprintf(buf, size, "signal %llu (%s) to pid %u, outside the sandbox%s",
+			 (unsigned long long)r->target,
+			 r->target < 65 && sigabbrev_np((int)r->target)
+				 ? sigabbrev_np((int)r->target)
+				 : "?",
+			 r->other_pid, r->killed ? ": it is egret's, the sender was killed" : "");
+		break;
+	case EGRET_TAMPER_PROC_ACCESS:
+		snprintf(buf, size, "%s of pid %u, outside the sandbox%s", access_name(r->target),
+			 r->other_pid, r->killed ? ": the process was killed" : "");
+		break;
 	default:
 		snprintf(buf, size, "tamper kind %u", r->kind);
 	}
@@ -379,4 +411,62 @@ int confine__scan_privileged(struct collector *c, const char *root, int task_map
 		log_warn("%u privileged processes were in sandboxes at start%s", s.found,
 			 kill ? "; killed (--require-unprivileged)" : "");
 	return (int)s.found;
+}
+
+/* The tids in dir/cgroup.threads and every cgroup below it, into sandbox_pids as sandbox id;
+ * depth bounds the walk. Entries the programs wrote meanwhile are newer and kept.
+ */
+static int seed_dir(int map_fd, const char *dir, __u64 id, int depth)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	unsigned int tid;
+	int n = 0;
+	FILE *f;
+	DIR *d;
+
+	if (snprintf(path, sizeof(path), "%s/cgroup.threads", dir) >= (int)sizeof(path))
+		return 0;
+	f = fopen(path, "re");
+	while (f && fscanf(f, "%u", &tid) == 1) {
+		if (!bpf_map_update_elem(map_fd, &tid, &id, BPF_NOEXIST))
+			n++;
+	}
+	if (f)
+		fclose(f);
+	d = depth > 0 ? opendir(dir) : NULL;
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		n += seed_dir(map_fd, path, id, depth - 1);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+int confine__seed_pids(int map_fd, const char *root)
+{
+	char path[PATH_MAX];
+	struct dirent *de;
+	struct stat st;
+	int n;
+	DIR *d;
+
+	if (map_fd < 0)
+		return map_fd;
+	d = opendir(root);
+	if (!d)
+		return -errno;
+	n = seed_dir(map_fd, root, 0, 0); /* egret's root itself is sandbox 0 */
+	while ((de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.' ||
+		    snprintf(path, sizeof(path), "%s/%s", root, de->d_name) >= (int)sizeof(path) ||
+		    stat(path, &st))
+			continue;
+		n += seed_dir(map_fd, path, (__u64)st.st_ino, 16);
+	}
+	closedir(d);
+	return n;
 }

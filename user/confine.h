@@ -27,5 +27,10 @@ int confine__cmd_seccomp(struct collector *c, struct control_req *r);
  */
 int confine__scan_privileged(struct collector *c, const char *root, int task_map_fd, bool kill);
 int confine__protect(int map_fd, const __u32 *tgids, size_t n);
+/* Without bpf_task_from_pid (6.1): every task already in egret's root (from each cgroup's
+ * cgroup.threads) into sandbox_pids (map_fd), which the programs keep only for tasks that fork,
+ * exec or move after they are attached. How many were added, or -errno.
+ */
+int confine__seed_pids(int map_fd, const char *root);
 
 #endif /* EGRET_USER_CONFINE_H */

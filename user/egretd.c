@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "collector.h"
 #include "confine.h"
 #include "control.h"
@@ -180,6 +182,9 @@ static void usage(FILE *f)
 		"                         sandbox: refuse kills the process at its first one\n"
 		"                         (default); judge checks it as its 64-bit twin is\n"
 		"                         checked, and kills the calls it cannot check (README)\n"
+		"  --kill-cross-signals   kill a sandboxed process that signals any process outside\n"
+		"                         its sandbox (default: only one that signals egretd; others\n"
+		"                         are reported)\n"
 		"  --accept-kernel-gap NAME\n"
 		"                         enforce although this kernel lacks what protection NAME\n"
 		"                         needs and nothing replaces it (repeatable; README\n"
@@ -281,6 +286,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		OPT_REQUIRE_UNPRIV,
 		OPT_TRUSTED_MOVER,
 		OPT_COMPAT,
+		OPT_CROSS_SIGNALS,
 	};
 	static const struct option longopts[] = {
 		{ "upstream-dns", required_argument, NULL, OPT_UPSTREAM },
@@ -311,6 +317,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 		{ "require-unprivileged", no_argument, NULL, OPT_REQUIRE_UNPRIV },
 		{ "trusted-mover", required_argument, NULL, OPT_TRUSTED_MOVER },
 		{ "compat", required_argument, NULL, OPT_COMPAT },
+		{ "kill-cross-signals", no_argument, NULL, OPT_CROSS_SIGNALS },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -484,6 +491,9 @@ static int parse_options(int argc, char **argv, struct options *o)
 			o->kernel.compat_judge = !strcmp(optarg, "judge");
 			o->loader.compat_mode =
 				o->kernel.compat_judge ? EGRET_COMPAT_JUDGE : EGRET_COMPAT_REFUSE;
+			break;
+		case OPT_CROSS_SIGNALS:
+			o->loader.kill_cross_signals = true;
 			break;
 		case 'v':
 			o->verbose = true;
@@ -828,17 +838,41 @@ static void hup_sender(const struct signalfd_siginfo *si, struct ucred *cr, char
 	snprintf(actor, size, "SIGHUP from %s", who);
 }
 
-/* Where a signal's sender was. The kernel's record of its cgroup at send time would come
- * first (a later signal_generate tracepoint; none yet: NULL); until then its /proc entry now.
- * A sender that is gone (reaped) cannot be told from a sandboxed one: PEER_UNKNOWN.
+/* The sandbox cgroup the kernel recorded for this signal's sender when it sent it
+ * (signal_senders, written by egret_sigsys for sandboxed senders only) into out; false when
+ * there is no record of this sender. The record is used up.
+ */
+static bool signal_recorded(struct daemon *d, const struct signalfd_siginfo *si, char *out,
+			    size_t size)
+{
+	struct egret_signal_key k = { .tgid = (__u32)getpid(), .sig = si->ssi_signo };
+	int fd = loader__map_fd(&d->loader, "signal_senders");
+	struct egret_signal_sender v;
+	const char *name;
+
+	if (fd < 0 || bpf_map_lookup_elem(fd, &k, &v) || v.tgid != si->ssi_pid)
+		return false;
+	bpf_map_delete_elem(fd, &k);
+	name = sandbox_names__lookup(&d->collector.names, v.sandbox_id);
+	if (name && name[0])
+		return snprintf(out, size, "%s/%s", d->paths.cgroup_root, name) < (int)size;
+	return snprintf(out, size, "%s/(sandbox %llu)", d->paths.cgroup_root,
+			(unsigned long long)v.sandbox_id) < (int)size;
+}
+
+/* Where a signal's sender was: the kernel's record of its sandbox at send time first, else its
+ * /proc entry now. A sender that is gone (reaped) cannot be told from a sandboxed one:
+ * PEER_UNKNOWN.
  */
 static void signal_sender(struct daemon *d, const struct signalfd_siginfo *si, struct peer *p)
 {
 	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
 				    .cgroup_root = d->paths.cgroup_root };
-	const char *recorded = NULL;
+	char recorded[PATH_MAX];
 
-	peer__of_signal((pid_t)si->ssi_pid, si->ssi_uid, recorded, &scope, p);
+	peer__of_signal((pid_t)si->ssi_pid, si->ssi_uid,
+			signal_recorded(d, si, recorded, sizeof(recorded)) ? recorded : NULL,
+			&scope, p);
 }
 
 static void comm_of(pid_t pid, char *out, size_t size)
@@ -855,7 +889,8 @@ static void comm_of(pid_t pid, char *out, size_t size)
 }
 
 /* A signal from a sandbox that egretd refused: a Tamper event naming the sender. */
-static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, const char *actor)
+static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, const char *actor,
+			       const char *outcome)
 {
 	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
 				    .cgroup_root = d->paths.cgroup_root };
@@ -874,8 +909,7 @@ static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, 
 	pr.pid = pr.tid = (uint32_t)p->cred.pid;
 	pr.uid = p->cred.uid;
 	pr.comm = comm;
-	snprintf(detail, sizeof(detail), "%s in sandbox %s: refused, the policy was not reloaded",
-		 actor, name);
+	snprintf(detail, sizeof(detail), "%s in sandbox %s: refused, %s", actor, name, outcome);
 	t.kind = EGRET__V1__TAMPER__KIND__KIND_SIGNAL;
 	t.target = (uint64_t)sig;
 	t.detail = detail;
@@ -904,7 +938,7 @@ static void on_hup(struct daemon *d, const struct signalfd_siginfo *si)
 	if (cr.pid)
 		signal_sender(d, si, &p);
 	if (p.place == PEER_SANDBOX) {
-		emit_signal_tamper(d, &p, SIGHUP, actor);
+		emit_signal_tamper(d, &p, SIGHUP, actor, "the policy was not reloaded");
 		return;
 	}
 	if (p.place == PEER_UNKNOWN) {
@@ -923,6 +957,29 @@ static void on_hup(struct daemon *d, const struct signalfd_siginfo *si)
 		sink__reopen(d->stream.sinks[i]);
 }
 
+/* SIGTERM, SIGINT or SIGQUIT the kernel saw a sandboxed process send (its sender is dead by
+ * now): egretd does not stop, and reports it.
+ */
+static bool stop_from_sandbox(struct daemon *d, const struct signalfd_siginfo *si)
+{
+	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
+				    .cgroup_root = d->paths.cgroup_root };
+	char recorded[PATH_MAX], actor[160], who[128];
+	struct peer p;
+	struct ucred cr = { .pid = (pid_t)si->ssi_pid, .uid = si->ssi_uid };
+
+	if (!signal_recorded(d, si, recorded, sizeof(recorded)))
+		return false;
+	peer__of_signal(cr.pid, cr.uid, recorded, &scope, &p);
+	if (p.place != PEER_SANDBOX)
+		return false;
+	engine__actor_of(&cr, who, sizeof(who));
+	snprintf(actor, sizeof(actor), "%s from %s", sigabbrev_np((int)si->ssi_signo) ?: "signal",
+		 who);
+	emit_signal_tamper(d, &p, (int)si->ssi_signo, actor, "egretd did not stop");
+	return true;
+}
+
 static void on_signal(struct watch *w, uint32_t events)
 {
 	struct daemon *d = w->data;
@@ -933,6 +990,8 @@ static void on_signal(struct watch *w, uint32_t events)
 			on_hup(d, &si);
 			continue;
 		}
+		if (stop_from_sandbox(d, &si))
+			continue;
 		snprintf(d->stop_reason, sizeof(d->stop_reason), "%s",
 			 strsignal((int)si.ssi_signo));
 		d->loop.stop = true;
@@ -1087,6 +1146,21 @@ static int trusted_movers(struct daemon *d)
 	return 0;
 }
 
+/* Without bpf_task_from_pid the programs place a pid through sandbox_pids: the tasks already
+ * in sandboxes go in now, or the programs would take them for host processes.
+ */
+static void seed_pids(struct daemon *d)
+{
+	int n = confine__seed_pids(loader__map_fd(&d->loader, "sandbox_pids"),
+				   d->paths.cgroup_root);
+
+	if (n < 0)
+		log_err("failed to seed sandbox_pids from %s: %s", d->paths.cgroup_root,
+			strerror(-n));
+	else
+		log_info("sandbox_pids: %d tasks already in sandboxes", n);
+}
+
 /* Enforcement first: nothing else matters if it cannot be set up. */
 static int setup_enforcement(struct daemon *d)
 {
@@ -1132,6 +1206,8 @@ static int setup_enforcement(struct daemon *d)
 		engine__rescan(&d->engine);
 	if (!err)
 		taskseed__run(loader__map_fd(&d->loader, "task_sandbox"), d->paths.cgroup_root);
+	if (!err && !d->kf.task_from_pid)
+		seed_pids(d);
 	if (err) {
 		log_err("enforcement is not set up; exiting (whatever a previous egretd pinned under "
 			"%s stays in force)",
@@ -1300,6 +1376,8 @@ static void check_gap(struct daemon *d)
 static void run(struct daemon *d)
 {
 	uint64_t next_tick = 0, next_flush = 0, ticks = 0;
+	/* systemd's WatchdogSec: a stopped (SIGSTOP) or hung egretd is restarted */
+	bool watchdog = getenv("WATCHDOG_USEC") != NULL;
 
 	d->next_heartbeat_ns = now_ns(CLOCK_MONOTONIC) + d->opt.heartbeat_s * 1000000000ull;
 
@@ -1322,6 +1400,8 @@ static void run(struct daemon *d)
 			selfwatch__tick(&d->self);
 			selfcg__check(&d->selfcg);
 			pkg__tick(&d->pkg);
+			if (watchdog)
+				notify__send("WATCHDOG=1");
 			if (d->opt.heartbeat_s && now >= d->next_heartbeat_ns) {
 				emit_heartbeat(d);
 				d->next_heartbeat_ns = now + d->opt.heartbeat_s * 1000000000ull;

@@ -157,12 +157,15 @@ static void task_from_pid_feature(struct kernel_features *kf)
 {
 	if (kf->task_from_pid)
 		feature_add(kf, "task_from_pid", FEATURE_ON,
-			    "kfunc bpf_task_from_pid: a ptrace target is found by its pid");
+			    "kfunc bpf_task_from_pid: the target of a ptrace or process_vm_* call "
+			    "is found by its pid");
 	else
-		feature_add(kf, "task_from_pid", FEATURE_FALLBACK,
-			    "no kfunc bpf_task_from_pid (Linux 6.3): a ptrace target is placed "
-			    "through sandbox_pids, which egret's fork, exec, exit and cgroup-move "
-			    "programs keep");
+		feature_add(
+			kf, "task_from_pid", FEATURE_FALLBACK,
+			"no kfunc bpf_task_from_pid (Linux 6.3): the target of a ptrace or "
+			"process_vm_* call is placed through sandbox_pids, which egretd seeds "
+			"at start and egret's fork, exec, exit and cgroup-move programs keep (a "
+			"pid missing there is taken for a host process)");
 }
 
 static void send_signal_task_feature(struct kernel_features *kf)
@@ -171,14 +174,17 @@ static void send_signal_task_feature(struct kernel_features *kf)
 		feature_add(
 			kf, "send_signal_task", FEATURE_ON,
 			"kfunc bpf_send_signal_task: a process moved out of its sandbox by "
-			"another, or put outside by clone3(CLONE_INTO_CGROUP), is killed at once");
+			"another, or put outside by clone3(CLONE_INTO_CGROUP), is killed at once; "
+			"a sandbox's SIGSTOP to egretd is answered with SIGCONT");
 	else if (kf->sys_exit_btf)
 		feature_add(
 			kf, "send_signal_task", FEATURE_FALLBACK,
 			"no kfunc bpf_send_signal_task (Linux 6.13): a process moved out of its "
 			"sandbox by another is killed from its own context on its way back from "
 			"its current syscall, a clone3(CLONE_INTO_CGROUP) child before its first "
-			"instruction (egret_reap, at every syscall exit)");
+			"instruction (egret_reap, at every syscall exit); a sandbox's SIGSTOP to "
+			"egretd kills the sender but leaves egretd stopped (systemd's watchdog "
+			"restarts it)");
 	else
 		feature_add(
 			kf, "send_signal_task", FEATURE_GAP,

@@ -127,6 +127,7 @@ static void confine_config(struct confine_bpf *skel, const struct loader_config 
 		((__u32 *)skel->rodata->trusted_mover_level)[i] = cfg->trusted_mover_level[i];
 	}
 	skel->rodata->compat_mode = cfg->compat_mode;
+	skel->rodata->kill_cross_signals = cfg->kill_cross_signals;
 }
 
 UNIT_OPEN(egress, (void)cfg)
@@ -149,6 +150,15 @@ static bool is_cgroup_type(enum bpf_prog_type t)
 	return t == BPF_PROG_TYPE_CGROUP_SKB || t == BPF_PROG_TYPE_CGROUP_SOCK ||
 	       t == BPF_PROG_TYPE_CGROUP_SOCK_ADDR || t == BPF_PROG_TYPE_CGROUP_SOCKOPT ||
 	       t == BPF_PROG_TYPE_SOCK_OPS;
+}
+
+static bool prog_spec_named(const char *name)
+{
+	for (unsigned int i = 0; i < nspecs; i++) {
+		if (!strcmp(spec_table[i].name, name))
+			return true;
+	}
+	return false;
 }
 
 /* The programs of every object, in order: opened (not loaded) once to read them. */
@@ -176,6 +186,14 @@ int loader__specs(const struct egret_prog_spec **specs, unsigned int *n)
 				unit_table[i].destroy(u.skel);
 				nspecs = 0;
 				return -E2BIG;
+			}
+			if (prog_spec_named(bpf_program__name(prog))) {
+				/* both would be pinned as links/<name> */
+				log_err("program '%s' is in two objects: rename one",
+					bpf_program__name(prog));
+				unit_table[i].destroy(u.skel);
+				nspecs = 0;
+				return -EEXIST;
 			}
 			snprintf(sp->name, sizeof(sp->name), "%s", bpf_program__name(prog));
 			sp->attach_type = bpf_program__expected_attach_type(prog);

@@ -30,7 +30,8 @@ struct egret_prog_spec {
 
 /* Load-time configuration of the objects (their .rodata), and which optional programs load. */
 struct loader_config {
-	bool audit_host; /* --audit-scope host */
+	bool audit_host;	 /* --audit-scope host */
+	bool kill_cross_signals; /* --kill-cross-signals */
 	unsigned int npatterns;
 	struct egret_pattern patterns[EGRET_PATTERNS_MAX];
 	char pattern_text[EGRET_PATTERNS_MAX][EGRET_PATTERN_LEN]; /* as given, for the self-test */

@@ -165,20 +165,15 @@ static __always_inline bool move_allowed(__u64 from, __u64 to)
 	return from == NOT_A_SANDBOX || to == from || (from == 0 && to != NOT_A_SANDBOX);
 }
 
-/* Kill the process of a task other than the current one, which is now in sandbox `where`:
- * with bpf_send_signal_task (6.13), or else by marking its group leader, and egret_reap kills
- * it from its own context on its way back from the syscall it is in (a child of clone3, on its
- * way out of clone3, before its first instruction).
+/* Mark the process of a task, which is now in sandbox `where`, for death: egret_reap (or a
+ * signal syscall's exit, egret_xkill) kills it from its own context on its way back from the
+ * syscall it is in.
  */
-static __always_inline void kill_task(struct task_struct *task, __u64 where)
+static __always_inline void doom_task(struct task_struct *task, __u64 where)
 {
 	struct task_struct *leader = task->group_leader;
 	struct task_sandbox *ts;
 
-	if (send_signal_task_ok()) {
-		bpf_send_signal_task(task, SIGKILL, PIDTYPE_TGID, 0);
-		return;
-	}
 	ts = bpf_task_storage_get(&task_sandbox, leader, 0, 0);
 	if (!ts) {
 		ts = bpf_task_storage_get(&task_sandbox, leader, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -188,6 +183,19 @@ static __always_inline void kill_task(struct task_struct *task, __u64 where)
 	}
 	if (__sync_val_compare_and_swap(&ts->doomed, 0, 1) == 0)
 		doomed_add(1);
+}
+
+/* Kill the process of a task other than the current one, which is now in sandbox `where`:
+ * with bpf_send_signal_task (6.13), or else by marking it (a child of clone3 dies on its way
+ * out of clone3, before its first instruction).
+ */
+static __always_inline void kill_task(struct task_struct *task, __u64 where)
+{
+	if (send_signal_task_ok()) {
+		bpf_send_signal_task(task, SIGKILL, PIDTYPE_TGID, 0);
+		return;
+	}
+	doom_task(task, where);
 }
 
 /* Kill the current process, which moved another one out of its sandbox: whether the signal
@@ -277,6 +285,118 @@ static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 	e->pad = 0;
 	__builtin_memcpy(e->name, name, sizeof(e->name));
 	event_submit(e);
+}
+
+/* ---- where the target of a signal, ptrace, pidfd or /proc access is ---------------------- */
+
+/* sandbox_of_task(): a process pulled into its sandbox from outside, never the sender's peer */
+#define FOREIGN_TARGET (~1ull)
+
+/* Tamper PROC_ACCESS targets: what the sandbox did to the process outside */
+#define ACCESS_PTRACE	    1
+#define ACCESS_PIDFD_GETFD  2
+#define ACCESS_VM_READV	    3
+#define ACCESS_VM_WRITEV    4
+#define ACCESS_PROC_MEM	    5
+#define ACCESS_PROC_ENVIRON 6
+
+/* The sandbox of a task (NOT_A_SANDBOX outside every one, FOREIGN_TARGET when pulled in). */
+static __always_inline __u64 sandbox_of_task(struct task_struct *t)
+{
+	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, t->group_leader, 0, 0);
+
+	if (ts && (ts->flags & TASK_FOREIGN))
+		return FOREIGN_TARGET;
+	return sandbox_of_cgroup(BPF_CORE_READ(t, cgroups, dfl_cgrp));
+}
+
+/* A task an access names: where it is and its process; found false when there is none. */
+struct target {
+	__u64 sandbox;
+	__u32 tgid;
+	bool found;
+};
+
+/* Are pid numbers in the current task's system call arguments the host's? Only in the initial
+ * pid namespace (a caller in a child one names tasks of that namespace, and is not judged).
+ */
+static __always_inline bool pids_are_global(void)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+
+	return BPF_CORE_READ(t, thread_pid, level) == 0;
+}
+
+/* The task with host pid nr: bpf_task_from_pid (6.3), else sandbox_pids, where a pid that is
+ * missing counts as outside every sandbox (its process is the host's, or unknown to egret).
+ */
+static __always_inline void target_of_pid(__u32 nr, struct target *tg)
+{
+	struct task_struct *t;
+	__u64 *sb;
+
+	tg->found = true;
+	tg->tgid = nr;
+	if (!task_from_pid_ok()) {
+		sb = bpf_map_lookup_elem(&sandbox_pids, &nr);
+		tg->sandbox = sb ? *sb : NOT_A_SANDBOX;
+		return;
+	}
+	t = bpf_task_from_pid((__s32)nr);
+	if (!t) {
+		tg->found = false;
+		return;
+	}
+	tg->tgid = (__u32)t->tgid;
+	tg->sandbox = sandbox_of_task(t);
+	bpf_task_release(t);
+}
+
+/* The task of a struct pid (a pidfd's, a /proc inode's): with bpf_task_from_pid by its host
+ * number, else from the pid's own task list and that task's cgroup (exact; a pulled-in target
+ * is not told apart there).
+ */
+static __always_inline void target_of_struct_pid(struct pid *pid, struct target *tg)
+{
+	struct hlist_node *first;
+	struct task_struct *t;
+
+	tg->found = false;
+	if (!pid)
+		return;
+	first = BPF_CORE_READ(pid, tasks[PIDTYPE_PID].first);
+	if (!first)
+		return;
+	if (task_from_pid_ok()) {
+		target_of_pid(BPF_CORE_READ(pid, numbers[0].nr), tg);
+		return;
+	}
+	t = (struct task_struct *)((void *)first -
+				   bpf_core_field_offset(struct task_struct, pid_links));
+	tg->found = true;
+	tg->tgid = (__u32)BPF_CORE_READ(t, tgid);
+	tg->sandbox = sandbox_of_cgroup(BPF_CORE_READ(t, cgroups, dfl_cgrp));
+}
+
+/* Is the target in another sandbox than the current task's, or in none? */
+static __always_inline bool target_outside(const struct target *tg)
+{
+	return tg->found && (tg->sandbox == FOREIGN_TARGET || tg->sandbox != sandbox_of_current());
+}
+
+/* The file behind the current task's fd, or NULL. */
+static __always_inline struct file *current_fd_file(long fd)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **fds, *f = NULL;
+
+	if (!fdt || fd < 0 || (__u64)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
+		return NULL;
+	return f;
 }
 
 #endif /* EGRET_CONFINE_BPF_H */

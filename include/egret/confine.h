@@ -50,6 +50,23 @@ enum egret_tamper_kind {
 /* --trusted-mover cgroups: writers under them may move host tasks into a sandbox */
 #define EGRET_TRUSTED_MOVERS_MAX 8
 
+/* signal_senders (an LRU hash): the last sandboxed sender of each signal to a protected
+ * process, recorded by the kernel when it was sent, for egretd to tell who sent what it reads
+ */
+#define EGRET_SIGNAL_SENDERS_MAX 256
+
+struct egret_signal_key {
+	__u32 tgid; /* the protected process */
+	__u32 sig;
+};
+
+struct egret_signal_sender {
+	__u32 tgid; /* the sender's process */
+	__u32 pid;  /* and thread */
+	__u64 sandbox_id;
+	__u64 ts_ns; /* CLOCK_BOOTTIME */
+};
+
 /* EGRET_EV_TAMPER */
 struct egret_tamper_event {
 	struct egret_event_hdr hdr;

@@ -517,13 +517,13 @@ static int tamper(void *arg)
 	pid_t outside = *(pid_t *)arg;
 	int fd;
 
-	ptrace(PTRACE_ATTACH, outside, NULL, NULL);
 	mount("none", "/mnt", "tmpfs", 0, NULL);
 	fd = open("/sys/fs/bpf/egret-tamper-probe", O_WRONLY | O_CREAT, 0600);
 	if (fd >= 0) {
 		close(fd);
 		unlink("/sys/fs/bpf/egret-tamper-probe");
 	}
+	ptrace(PTRACE_ATTACH, outside, NULL, NULL); /* last: egret kills the tracer */
 	return 0;
 }
 
@@ -536,6 +536,7 @@ static bool is_tamper(const Egret__V1__Event *ev, const void *arg)
 Test(audit, tamper_attempts_are_reported)
 {
 	struct events evs;
+	int status;
 	pid_t outside = fork();
 
 	if (outside == 0) {
@@ -543,7 +544,9 @@ Test(audit, tamper_attempts_are_reported)
 		pause();
 		_exit(0);
 	}
-	cr_assert_eq(in_sandbox(T, "box", tamper, &outside), 0);
+	status = in_sandbox_status(T, "box", tamper, &outside);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the tracer of a host process was not killed: %d", status);
 	kill(outside, SIGKILL);
 	waitpid(outside, NULL, 0);
 	cr_assert_eq(events_wait(T->sink_path, is_tamper,

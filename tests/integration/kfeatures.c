@@ -261,6 +261,7 @@ Test(kfeatures, without_task_from_pid_ptrace_out_of_the_sandbox_is_reported)
 	char out[8192];
 	pid_t outside;
 	size_t n = 0;
+	int status;
 
 	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
 	cr_expect_eq(in_sandbox(T, "box", ptrace_neighbour, NULL), 0);
@@ -270,7 +271,10 @@ Test(kfeatures, without_task_from_pid_ptrace_out_of_the_sandbox_is_reported)
 		pause();
 		_exit(0);
 	}
-	cr_expect_eq(in_sandbox(T, "box", ptrace_it, &outside), 0);
+	status = in_sandbox_status(T, "box", ptrace_it, &outside);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the tracer of pid %d outside the sandbox was not killed: %d", (int)outside,
+		  status);
 	kill(outside, SIGKILL);
 	waitpid(outside, NULL, 0);
 	cr_assert_eq(events_wait(T->sink_path, is_ptrace, &outside, 5000, &evs), 0,

@@ -279,8 +279,9 @@ static int hup_from_box_and_wait(void *arg)
 	return rc;
 }
 
-/* A sandboxed process that edited the policy sends SIGHUP: no reload, a Tamper event naming it.
- * One that exits at once is not reloaded for either. The host's SIGHUP reloads.
+/* A sandboxed process that edited the policy sends SIGHUP: no reload, a Tamper event naming it
+ * (the kernel kills the sender, and records who it was). One that is reaped at once, even
+ * before egretd reads the signal, is not reloaded for either. The host's SIGHUP reloads.
  */
 Test(selfprot, sighup_from_a_sandbox_is_ignored_and_reported)
 {
@@ -311,7 +312,8 @@ Test(selfprot, sighup_from_a_sandbox_is_ignored_and_reported)
 	events_free(&evs);
 	close(go[1]);
 	cr_assert_eq(waitpid(sender, &status, 0), sender);
-	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the sender of SIGHUP to egretd lives: %d", status);
 	cr_expect_eq(count_of(is_reload_by, (void *)(uintptr_t)sender), 0);
 
 	/* a sender gone (reaped) before egretd reads the signal: refused as unidentifiable */
@@ -321,7 +323,7 @@ Test(selfprot, sighup_from_a_sandbox_is_ignored_and_reported)
 		_exit(hup_from_box(NULL));
 	}
 	cr_assert_eq(waitpid(quick, &status, 0), quick);
-	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%d", status);
 	usleep(500000);
 	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM,
 		     "a sandbox's SIGHUP reloaded the policy");
@@ -330,23 +332,24 @@ Test(selfprot, sighup_from_a_sandbox_is_ignored_and_reported)
 			     count_of(is_reload_by, (void *)(uintptr_t)quick),
 		     1, "the quick sender's SIGHUP was not reported once");
 
-	/* and one certainly gone: egretd is stopped until the sender has been reaped */
+	/* and one certainly gone: egretd is stopped until the sender has been reaped; the
+	 * kernel's record of the sender still names its sandbox
+	 */
 	cr_assert_eq(kill(T->egretd, SIGSTOP), 0);
 	quick = fork();
 	if (quick == 0)
 		_exit(hup_from_box(NULL));
 	cr_assert_eq(waitpid(quick, &status, 0), quick);
-	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%d", status);
 	cr_assert_eq(kill(T->egretd, SIGCONT), 0);
-	cr_expect_eq(events_wait(T->sink_path, is_reload_by, (void *)(uintptr_t)quick, 5000, &evs),
-		     0, "no refused reload for the reaped sender %d", quick);
-	ev = events_find(&evs, is_reload_by, (void *)(uintptr_t)quick, NULL);
-	if (ev) {
-		cr_expect_not(ev->policy_change->ok);
-		cr_expect(strstr(ev->policy_change->error, "could not be identified"), "%s",
-			  ev->policy_change->error);
-	}
+	cr_expect_eq(
+		events_wait(T->sink_path, is_signal_tamper, (void *)(uintptr_t)quick, 5000, &evs),
+		0, "no Tamper event for the reaped sender %d", quick);
+	ev = events_find(&evs, is_signal_tamper, (void *)(uintptr_t)quick, NULL);
+	if (ev)
+		cr_expect_str_eq(ev->sandbox->name, "box");
 	events_free(&evs);
+	cr_expect_eq(count_of(is_reload_by, (void *)(uintptr_t)quick), 0);
 	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
 
 	/* positive control: a host process's SIGHUP reloads */
@@ -413,10 +416,59 @@ static int request_on_new(const char *word, char *out, size_t size)
 
 static const char allow_req[] = "allow\0" DENIED "\0tcp/80";
 
+/* SIGSTOP or SIGCONT to egretd, sent by a host process for a sandboxed one (whose own signal
+ * to egretd would kill it): 's' or 'c' on cmd, answered on ack. cmd -1: sent directly.
+ */
+struct stopper {
+	int cmd, ack;
+	pid_t pid;
+};
+
+static void stopper_start(struct stopper *s)
+{
+	int cmd[2], ack[2];
+	char c;
+
+	cr_assert_eq(pipe(cmd), 0);
+	cr_assert_eq(pipe(ack), 0);
+	s->pid = fork();
+	cr_assert(s->pid >= 0);
+	if (s->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(cmd[1]);
+		close(ack[0]);
+		while (read(cmd[0], &c, 1) == 1 && !kill(T->egretd, c == 's' ? SIGSTOP : SIGCONT) &&
+		       write(ack[1], &c, 1) == 1)
+			;
+		_exit(0);
+	}
+	close(cmd[0]);
+	close(ack[1]);
+	s->cmd = cmd[1];
+	s->ack = ack[0];
+}
+
+static void stopper_stop(struct stopper *s)
+{
+	close(s->cmd);
+	close(s->ack);
+	waitpid(s->pid, NULL, 0);
+}
+
+static void egretd_signal(const struct stopper *s, int sig)
+{
+	char c = sig == SIGSTOP ? 's' : 'c';
+
+	if (s->cmd < 0)
+		kill(T->egretd, sig);
+	else if (write(s->cmd, &c, 1) == 1 && read(s->ack, &c, 1) != 1)
+		fprintf(stderr, "the stopper did not answer\n");
+}
+
 /* The attack: the parent makes a socket, a child connects it (SO_PEERCRED names the child) and
- * exits, is reaped, and the parent sends `allow` on it. With arg set, egretd is stopped
- * meanwhile, so it accepts only once the child is gone. 0: refused as unidentifiable (arg) or
- * as a sandbox; 10: egretd obeyed; 11: no answer; 12: set-up failed.
+ * exits, is reaped, and the parent sends `allow` on it. With arg (a stopper) set, egretd is
+ * stopped meanwhile, so it accepts only once the child is gone. 0: refused as unidentifiable
+ * (arg) or as a sandbox; 10: egretd obeyed; 11: no answer; 12: set-up failed.
  */
 static int reaped_child_attack(void *arg)
 {
@@ -428,7 +480,7 @@ static int reaped_child_attack(void *arg)
 	if (fd < 0)
 		return 12;
 	if (arg)
-		kill(T->egretd, SIGSTOP);
+		egretd_signal(arg, SIGSTOP);
 	child = fork();
 	if (child == 0)
 		_exit(control_connect_fd(fd) ? 1 : 0);
@@ -436,7 +488,7 @@ static int reaped_child_attack(void *arg)
 		    WEXITSTATUS(status) == 0;
 	if (arg) { /* whatever happened: a stopped egretd would stop the whole test */
 		usleep(100000);
-		kill(T->egretd, SIGCONT);
+		egretd_signal(arg, SIGCONT);
 	}
 	if (!connected) {
 		fprintf(stderr, "reaped child attack: the child did not connect\n");
@@ -468,14 +520,17 @@ static bool list_has(const char *text)
  */
 Test(selfprot, control_peer_that_left_is_refused)
 {
+	struct stopper helper, direct = { .cmd = -1 };
 	char out[4096];
 	int rc;
 
 	start_ok(NULL);
 	cr_expect_eq(in_sandbox(T, "box", reaped_child_attack, NULL), 0, "sandbox, egretd running");
-	cr_expect_eq(in_sandbox(T, "box", reaped_child_attack, (void *)1), 0,
+	stopper_start(&helper); /* a sandbox's own SIGSTOP to egretd would kill it */
+	cr_expect_eq(in_sandbox(T, "box", reaped_child_attack, &helper), 0,
 		     "sandbox, accepted after the child was reaped");
-	rc = in_sandbox(T, NULL, reaped_child_attack, (void *)1);
+	stopper_stop(&helper);
+	rc = in_sandbox(T, NULL, reaped_child_attack, &direct);
 	cr_expect_eq(rc, 0, "host, accepted after the child was reaped: %d", rc);
 	cr_expect_not(list_has(DENIED), "the attack's rule is in force");
 	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
