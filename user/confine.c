@@ -14,6 +14,8 @@
 
 #include "collector.h"
 #include "confine.h"
+#include "egret/events.h"
+#include "egret/audit.h"
 #include "control.h"
 #include "seccomp.h"
 #include "util.h"
@@ -90,6 +92,12 @@ static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, 
 		break;
 	case EGRET_TAMPER_IO_URING:
 		snprintf(buf, size, "io_uring_setup(2) from inside a sandbox");
+		break;
+	case EGRET_TAMPER_PIN_REMOVED:
+		snprintf(buf, size, "%s under the bpf file system from inside a sandbox",
+			 r->target == EGRET_FILE_RENAME	 ? "rename"
+			 : r->target == EGRET_FILE_RMDIR ? "rmdir"
+							 : "unlink");
 		break;
 	default:
 		snprintf(buf, size, "tamper kind %u", r->kind);

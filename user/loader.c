@@ -21,6 +21,7 @@
 
 #include "egret/features.h"
 
+#include "keeper.h"
 #include "loader.h"
 #include "audit.skel.h"
 #include "confine.skel.h"
@@ -825,6 +826,16 @@ int loader__attach(struct loader *l)
 	return 0;
 }
 
+/* After uninstall: egretd's handles of the links go, so tracepoint links (which cannot be
+ * detached) end now rather than when egretd exits.
+ */
+void loader__release_links(struct loader *l)
+{
+	for (unsigned int i = 0; i < l->nlinks; i++)
+		close(l->link_fds[i]);
+	l->nlinks = 0;
+}
+
 /* Close egretd's handles. Pins keep every link attached and every map alive. */
 void loader__close(struct loader *l)
 {
@@ -980,6 +991,8 @@ int loader__uninstall(const struct egret_paths *paths)
 		closedir(d);
 		rmdir(dir);
 	}
+	if (!paths__state(paths, pin, sizeof(pin), KEEPER_LINK, NULL))
+		unlink(pin);
 	rmdir(paths->state_dir);
 	return err;
 }
