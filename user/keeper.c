@@ -73,7 +73,7 @@ static __u32 obj_id(int fd)
 
 struct keeper_run {
 	const struct keeper *k;
-	int sock, ino, sig;
+	int sock, ino, sig, mnt; /* mnt: mountinfo, POLLPRI on every mount or umount */
 	char link[PATH_MAX + 16];
 };
 
@@ -232,21 +232,27 @@ static void on_handover(struct keeper_run *r)
 	}
 }
 
+/* A lazy umount of bpffs in the keeper's mount namespace leaves the superblock (and the
+ * watches) alive elsewhere, so inotify says nothing: mountinfo does.
+ */
 static void keeper_loop(struct keeper_run *r)
 {
 	for (;;) {
-		struct pollfd p[3] = { { .fd = r->ino, .events = POLLIN },
+		struct pollfd p[4] = { { .fd = r->ino, .events = POLLIN },
 				       { .fd = r->sig, .events = POLLIN },
-				       { .fd = r->sock, .events = POLLIN } };
+				       { .fd = r->sock, .events = POLLIN },
+				       { .fd = r->ino >= 0 ? r->mnt : -1, .events = POLLPRI } };
 		char buf[4096];
 
-		if (poll(p, 3, -1) < 0)
+		if (poll(p, 4, -1) < 0)
 			continue;
 		if (p[0].revents && r->ino >= 0) {
 			while (read(r->ino, buf, sizeof(buf)) > 0)
 				;
 			repair(r);
 		}
+		if (p[3].revents && r->ino >= 0)
+			repair(r);
 		if (p[1].revents)
 			on_handover(r);
 		if (p[2].revents && r->sock >= 0)
@@ -265,6 +271,7 @@ static __attribute__((noreturn)) void keeper_main(const struct keeper *k, int so
 	close_others(k, sock);
 	r.sig = keeper_signals();
 	r.ino = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	r.mnt = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	if (r.sig < 0 || r.ino < 0)
 		_exit(1);
 	snprintf(r.link, sizeof(r.link), "%s/" KEEPER_LINK, k->state_dir);

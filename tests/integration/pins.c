@@ -10,14 +10,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <linux/magic.h>
 #include <criterion/criterion.h>
 
 #include "cgroup.h"
@@ -386,4 +390,43 @@ Test(pins, uninstall_from_a_sandbox_is_refused)
 	cr_expect(keeper_now(1000, 0) > 0, "no keeper");
 	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
 	cr_expect_eq(kill(T->egretd, 0), 0, "egretd exited");
+}
+
+/* bpffs unmounted (lazily, every layer) in egretd's mount namespace: mounted again, every pin
+ * back, enforcement never stopped. A private namespace with a bpffs of its own keeps the host's
+ * untouched, and takes whatever is left with it when the test process exits.
+ */
+Test(pins, an_unmounted_bpffs_is_mounted_again_with_every_pin)
+{
+	struct statfs sfs;
+	unsigned int before;
+	uint64_t start;
+	int layers = 0;
+
+	cr_assert_eq(unshare(CLONE_NEWNS), 0);
+	cr_assert_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	/* the host's bpffs out of sight first: a keeper must never pin into it here */
+	while (statfs(EGRET_BPFFS, &sfs) == 0 && sfs.f_type == BPF_FS_MAGIC &&
+	       umount2(EGRET_BPFFS, MNT_DETACH) == 0)
+		;
+	cr_assert_eq(mount("bpf", EGRET_BPFFS, "bpf", 0, "mode=0700"), 0);
+	start_enforcing();
+	cr_assert(keeper_now(3000, 0) > 0, "no keeper:\n%s", harness_log(T));
+	before = npins();
+	while (statfs(EGRET_BPFFS, &sfs) == 0 && sfs.f_type == BPF_FS_MAGIC && layers < 8 &&
+	       umount2(EGRET_BPFFS, MNT_DETACH) == 0)
+		layers++;
+	cr_assert_gt(layers, 0, "bpffs was not unmounted: %s", strerror(errno));
+	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
+	start = ms_now();
+	while (ms_now() - start < 3000 &&
+	       (statfs(EGRET_BPFFS, &sfs) || sfs.f_type != BPF_FS_MAGIC || npins() < before))
+		usleep(10000);
+	cr_expect(statfs(EGRET_BPFFS, &sfs) == 0 && sfs.f_type == BPF_FS_MAGIC,
+		  "bpffs not mounted again:\n%s", harness_log(T));
+	cr_expect_geq(npins(), before, "%u of %u pins back:\n%s", npins(), before, harness_log(T));
+	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
+	/* and the new mount is watched like the old one */
+	rm_pins_from_host();
+	cr_expect_geq(pins_back(before, 2000), 0, "not back after rm on the new bpffs");
 }
