@@ -74,6 +74,7 @@ static __u32 obj_id(int fd)
 struct keeper_run {
 	const struct keeper *k;
 	int sock, ino, sig, mnt; /* mnt: mountinfo, POLLPRI on every mount or umount */
+	pid_t egretd;		 /* the egretd that forked this keeper */
 	char link[PATH_MAX + 16];
 };
 
@@ -211,14 +212,15 @@ static void on_sock(struct keeper_run *r)
 }
 
 /* SIGUSR1: a new egretd takes over (stop putting pins back); SIGUSR2: it failed to start
- * (go on as before)
+ * (go on as before). A new egretd starts only once the one that forked us is gone (the state
+ * dir's lock): while it lives, nobody else is taking over.
  */
 static void on_handover(struct keeper_run *r)
 {
 	struct signalfd_siginfo si;
 
 	while (read(r->sig, &si, sizeof(si)) == sizeof(si)) {
-		if (si.ssi_uid != 0)
+		if (si.ssi_uid != 0 || getppid() == r->egretd)
 			continue;
 		if (si.ssi_signo == SIGUSR1 && r->ino >= 0) {
 			close(r->ino);
@@ -262,7 +264,7 @@ static void keeper_loop(struct keeper_run *r)
 
 static __attribute__((noreturn)) void keeper_main(const struct keeper *k, int sock)
 {
-	struct keeper_run r = { .k = k, .sock = sock };
+	struct keeper_run r = { .k = k, .sock = sock, .egretd = getppid() };
 
 	prctl(PR_SET_NAME, KEEPER_COMM);
 	setsid();

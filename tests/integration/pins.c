@@ -430,3 +430,42 @@ Test(pins, an_unmounted_bpffs_is_mounted_again_with_every_pin)
 	rm_pins_from_host();
 	cr_expect_geq(pins_back(before, 2000), 0, "not back after rm on the new bpffs");
 }
+
+/* whether pid still has signal sig pending (not yet read from its signalfd) */
+static bool pending(pid_t pid, int sig)
+{
+	char path[64], buf[4096], *p;
+	unsigned long long mask;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_file(path, buf, sizeof(buf)) <= 0 || !(p = strstr(buf, "ShdPnd:")))
+		return false;
+	mask = strtoull(p + 7, NULL, 16);
+	return mask & (1ull << (sig - 1));
+}
+
+/* The hand-over signal is a new egretd's: while the keeper's egretd lives, nobody is taking
+ * over, and a SIGUSR1 (from a sandbox that cannot be killed for it, say) changes nothing.
+ */
+Test(pins, the_keeper_ignores_a_takeover_while_its_egretd_runs)
+{
+	char comm[32], path[64];
+	unsigned int before;
+	uint64_t start;
+	pid_t keeper;
+
+	start_enforcing();
+	keeper = keeper_now(3000, 0);
+	cr_assert(keeper > 0, "no keeper:\n%s", harness_log(T));
+	before = npins();
+	cr_assert_eq(kill(keeper, SIGUSR1), 0);
+	start = ms_now();
+	while (pending(keeper, SIGUSR1) && ms_now() - start < 3000)
+		usleep(5000);
+	cr_expect(!pending(keeper, SIGUSR1), "the keeper did not read the signal");
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)keeper);
+	cr_expect(read_file(path, comm, sizeof(comm)) > 0 && !strcmp(comm, KEEPER_COMM "\n"),
+		  "keeper is now '%s'", comm);
+	rm_pins_from_host();
+	cr_expect_geq(pins_back(before, 2000), 0, "the keeper stopped putting pins back");
+}
