@@ -469,3 +469,27 @@ Test(pins, the_keeper_ignores_a_takeover_while_its_egretd_runs)
 	rm_pins_from_host();
 	cr_expect_geq(pins_back(before, 2000), 0, "the keeper stopped putting pins back");
 }
+
+/* A pin renamed to another name in links/ (from the host: not killed) is put back under its
+ * own; the next egretd drops the extra name without detaching the link both names hold.
+ */
+Test(pins, a_renamed_pin_is_put_back_and_its_copy_dropped_without_detaching)
+{
+	char from[PATH_MAX + 32], to[PATH_MAX + 32], names[4096];
+	unsigned int before;
+
+	start_enforcing();
+	cr_assert(keeper_now(3000, 0) > 0, "no keeper:\n%s", harness_log(T));
+	before = npins();
+	snprintf(from, sizeof(from), "%s/links/egret_connect4", T->state_dir);
+	snprintf(to, sizeof(to), "%s/links/egret_moved", T->state_dir);
+	cr_assert_eq(rename(from, to), 0, "%s", strerror(errno));
+	cr_expect_geq(pins_back(before + 1, 2000), 0, "egret_connect4 not put back");
+	cr_expect_eq(access(from, F_OK), 0);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not restart:\n%s", harness_log(T));
+	cr_expect_eq(access(to, F_OK), -1, "the extra pin is still there");
+	cr_expect_eq(missing(names, sizeof(names)), 0, "not in force: %s\n%s", names,
+		     harness_log(T));
+	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM, "connect4 detached");
+}
