@@ -1028,6 +1028,7 @@ static int setup_enforcement(struct daemon *d)
 
 	/* before any pin changes: the previous keeper would put back what this egretd replaces */
 	d->old_keeper = keeper__quiesce_old(d->paths.state_dir);
+	keeper__restore(d->paths.state_dir);
 	err = paths__create_root(&d->paths);
 	if (!err)
 		err = tracefs__ensure();
@@ -1237,6 +1238,7 @@ static void setup_keeper(struct daemon *d)
 			d->paths.state_dir);
 		return;
 	}
+	keeper__store(&d->keeper);
 	if (d->old_keeper)
 		keeper__kill(d->old_keeper, 3000);
 	d->old_keeper = 0;
@@ -1257,6 +1259,7 @@ static int cmd_uninstall(void *ctx, struct control_req *r)
 		return 1;
 	}
 	keeper__stop(&d->keeper);
+	keeper__unstore(&d->keeper);
 	keeper__close(&d->keeper);
 	err = loader__uninstall(&d->paths);
 	loader__release_links(&d->loader);

@@ -31,6 +31,7 @@
 
 #include "keeper.h"
 #include "log.h"
+#include "notify.h"
 #include "paths.h"
 #include "util.h"
 
@@ -546,4 +547,79 @@ void keeper__close(struct keeper *k)
 	free(k->items);
 	k->items = NULL;
 	k->nitems = 0;
+}
+
+/* ---- systemd's fd store: one more holder, which survives egretd and the keeper ------------ */
+
+/* "link-NAME" or "map-NAME" for a pin's path; NULL for anything else */
+static const char *store_name(const char *path, char *out, size_t size)
+{
+	const char *base = strrchr(path, '/');
+
+	if (!base || base - path < 6)
+		return NULL;
+	if (!strncmp(base - 6, "/links", 6))
+		snprintf(out, size, "link-%s", base + 1);
+	else if (!strncmp(base - 5, "/maps", 5))
+		snprintf(out, size, "map-%s", base + 1);
+	else
+		return NULL;
+	return out;
+}
+
+static void store_each(const struct keeper *k, bool add)
+{
+	char name[300], msg[340];
+
+	for (unsigned int i = 0; i < k->nitems; i++) {
+		if (!store_name(k->items[i].path, name, sizeof(name)))
+			continue;
+		/* a previous egretd's fds of that name go first: one per name */
+		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
+		notify__send(msg);
+		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
+		if (add && notify__send_fd(msg, k->items[i].fd))
+			return;
+	}
+}
+
+void keeper__store(const struct keeper *k)
+{
+	store_each(k, true);
+}
+
+void keeper__unstore(const struct keeper *k)
+{
+	store_each(k, false);
+}
+
+/* At start: a pin that is gone but whose object systemd kept is put back, so the loader adopts
+ * it (rather than attach a second link beside the one the store holds). Every passed fd is
+ * closed: the fds this egretd stores replace them.
+ */
+void keeper__restore(const char *state_dir)
+{
+	const char *names[KEEPER_MAX_ITEMS];
+	int n = notify__listen_fds(names, KEEPER_MAX_ITEMS);
+	char path[PATH_MAX + 320];
+
+	for (int i = 0; i < n; i++) {
+		int fd = notify__listen_fd(i), cur;
+		const char *sub = !strncmp(names[i], "link-", 5)  ? "links"
+				  : !strncmp(names[i], "map-", 4) ? "maps"
+								  : NULL;
+
+		if (sub && snprintf(path, sizeof(path), "%s/%s/%s", state_dir, sub,
+				    strchr(names[i], '-') + 1) < (int)sizeof(path)) {
+			cur = bpf_obj_get(path);
+			if (cur >= 0)
+				close(cur);
+			else if (errno == ENOENT && !bpf_obj_pin(fd, path))
+				log_warn("pin %s was gone: put back from systemd's fd store", path);
+		}
+		close(fd);
+	}
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDNAMES");
 }

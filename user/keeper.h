@@ -51,6 +51,12 @@ void keeper__kill(pid_t pid, int timeout_ms);
 /* egretctl uninstall through egretd: let go of everything and exit */
 void keeper__stop(struct keeper *k);
 void keeper__close(struct keeper *k);
+/* systemd's fd store (no $NOTIFY_SOCKET: nothing): every pinned object, one per name; at
+ * uninstall, none; at start, pins put back from what the store passed
+ */
+void keeper__store(const struct keeper *k);
+void keeper__unstore(const struct keeper *k);
+void keeper__restore(const char *state_dir);
 /* egretctl uninstall without egretd: the keeper of a state dir, 0 when none runs */
 pid_t keeper__find(const char *state_dir);
 

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -492,4 +493,80 @@ Test(pins, a_renamed_pin_is_put_back_and_its_copy_dropped_without_detaching)
 	cr_expect_eq(missing(names, sizeof(names)), 0, "not in force: %s\n%s", names,
 		     harness_log(T));
 	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM, "connect4 detached");
+}
+
+struct store {
+	int fds[256];
+	unsigned int n, links;
+};
+
+/* What egretd sends to its notify socket until READY=1 (systemd's part): the fds it stores. */
+static int read_store(int nfd, struct store *st)
+{
+	uint64_t start = ms_now();
+
+	while (ms_now() - start < 30000) {
+		union {
+			char buf[CMSG_SPACE(sizeof(int))];
+			struct cmsghdr align;
+		} ctl;
+		char msg[512];
+		struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) - 1 };
+		struct msghdr mh = { .msg_iov = &iov,
+				     .msg_iovlen = 1,
+				     .msg_control = ctl.buf,
+				     .msg_controllen = sizeof(ctl.buf) };
+		struct pollfd p = { .fd = nfd, .events = POLLIN };
+		struct cmsghdr *c;
+		ssize_t n;
+
+		if (poll(&p, 1, 100) != 1)
+			continue;
+		n = recvmsg(nfd, &mh, 0);
+		if (n < 0)
+			return -errno;
+		msg[n] = '\0';
+		if (strstr(msg, "READY=1"))
+			return 0;
+		c = CMSG_FIRSTHDR(&mh);
+		if (!strstr(msg, "FDSTORE=1") || !c || c->cmsg_type != SCM_RIGHTS ||
+		    st->n == ARRAY_SIZE(st->fds))
+			continue;
+		memcpy(&st->fds[st->n++], CMSG_DATA(c), sizeof(int));
+		st->links += strstr(msg, "FDNAME=link-") != NULL;
+	}
+	return -ETIMEDOUT;
+}
+
+/* systemd's fd store (here: the test, on egretd's notify socket) gets every pinned object: with
+ * egretd and the keeper killed and every pin removed, what the store holds still enforces.
+ */
+Test(pins, the_fd_store_gets_every_pin_and_holds_enforcement_alone)
+{
+	char links[PATH_MAX + 8];
+	struct store st = { .n = 0 };
+	pid_t keeper;
+	int nfd, rc;
+
+	cr_assert_eq(harness_policy(T, "mode enforce\n"), 0);
+	nfd = harness_spawn(T, NULL, -1);
+	cr_assert(nfd >= 0);
+	rc = read_store(nfd, &st);
+	close(nfd);
+	cr_assert_eq(rc, 0, "egretd not ready:\n%s", harness_log(T));
+	keeper = keeper_now(3000, 0);
+	cr_assert(keeper > 0, "no keeper:\n%s", harness_log(T));
+	snprintf(links, sizeof(links), "%s/links", T->state_dir);
+	cr_expect_eq(st.n, npins(), "%u fds stored for %u pins", st.n, npins());
+	cr_expect_gt(st.links, 0);
+	cr_assert_eq(harness_stop(T, SIGKILL), 128 + SIGKILL);
+	keeper__kill(keeper, 3000);
+	cr_assert(gone(keeper, 3000));
+	rm_pins_from_host();
+	cr_expect_eq(access(links, F_OK), -1, "links/ came back with no keeper");
+	cr_expect_gt(attached_to_root(), 0, "the store's links were detached");
+	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
+	for (unsigned int i = 0; i < st.n; i++)
+		close(st.fds[i]);
+	cr_expect_eq(attached_to_root(), 0, "links outlived their last holder");
 }
