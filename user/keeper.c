@@ -570,16 +570,21 @@ static const char *store_name(const char *path, char *out, size_t size)
 static void store_each(const struct keeper *k, bool add)
 {
 	char name[300], msg[340];
+	int err;
 
 	for (unsigned int i = 0; i < k->nitems; i++) {
 		if (!store_name(k->items[i].path, name, sizeof(name)))
 			continue;
 		/* a previous egretd's fds of that name go first: one per name */
 		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
-		notify__send(msg);
+		err = notify__send(msg);
 		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
-		if (add && notify__send_fd(msg, k->items[i].fd))
+		if (!err && add)
+			err = notify__send_fd(msg, k->items[i].fd);
+		if (err) {
+			log_warn("systemd's fd store: %s: %s", name, strerror(-err));
 			return;
+		}
 	}
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -65,6 +66,9 @@ int notify__send_fd(const char *state, int fd)
 	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s < 0)
 		return -errno;
+	/* a receiver that does not read (a full queue) holds egretd a second at most */
+	setsockopt(s, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){ .tv_sec = 1 },
+		   sizeof(struct timeval));
 	err = sendmsg(s, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 	close(s);
 	return err;
