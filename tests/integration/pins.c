@@ -570,3 +570,46 @@ Test(pins, the_fd_store_gets_every_pin_and_holds_enforcement_alone)
 		close(st.fds[i]);
 	cr_expect_eq(attached_to_root(), 0, "links outlived their last holder");
 }
+
+static int rename_pin_from_box(void *arg)
+{
+	char dir[PATH_MAX], from[PATH_MAX + 32], to[PATH_MAX + 32];
+
+	if (sandbox_path(T, "box", dir, sizeof(dir)) || (mkdir(dir, 0755) && errno != EEXIST) ||
+	    cgroup__join(dir, getpid()))
+		return 100;
+	snprintf(from, sizeof(from), "%s/links/egret_connect4", T->state_dir);
+	snprintf(to, sizeof(to), "%s/links/egret_gone", T->state_dir);
+	rename(from, to);
+	return 0; /* not reached: killed on its way out of rename(2) */
+}
+
+Test(pins, a_sandboxed_rename_is_killed_and_the_pin_comes_back)
+{
+	char from[PATH_MAX + 32], names[4096];
+	struct events evs;
+	pid_t pid;
+	int status = 0;
+	uint64_t start;
+
+	start_enforcing();
+	cr_assert(keeper_now(3000, 0) > 0, "no keeper:\n%s", harness_log(T));
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(rename_pin_from_box(NULL));
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		  "the renamer was not killed: status %#x", status);
+	snprintf(from, sizeof(from), "%s/links/egret_connect4", T->state_dir);
+	start = ms_now();
+	while (access(from, F_OK) && ms_now() - start < 2000)
+		usleep(5000);
+	cr_expect_eq(access(from, F_OK), 0, "egret_connect4 not put back");
+	cr_expect_eq(missing(names, sizeof(names)), 0, "not in force: %s", names);
+	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
+	cr_expect_eq(events_wait(T->sink_path, is_pin_remover, (void *)(uintptr_t)pid, 10000, &evs),
+		     0, "no Tamper PIN_REMOVED naming pid %d", (int)pid);
+	events_free(&evs);
+}
