@@ -269,6 +269,14 @@ static __always_inline void file_end(long ret)
 		return;
 	kind = e->op == EGRET_FILE_READ ? EGRET_PATTERN_READ : EGRET_PATTERN_WRITE;
 	bpffs = under_bpffs((char *)e->data, e->path_len);
+	/* a sandbox removing a pin dies (after this first one: the body has run); the keeper
+	 * puts the pin back
+	 */
+	if (bpffs &&
+	    (e->op == EGRET_FILE_UNLINK || e->op == EGRET_FILE_RMDIR ||
+	     e->op == EGRET_FILE_RENAME) &&
+	    confined())
+		tamper_report(EGRET_TAMPER_PIN_REMOVED, e->op, 0, kill_current());
 	/* skip patterns thin out writes; a read pattern is a precise ask and always wins */
 	if (!bpffs && !path_wanted((const struct path_window *)e->data, e->path_len, kind))
 		return;

@@ -19,6 +19,7 @@
 
 #include "collector.h"
 #include "confine.h"
+#include "egret/events.h"
 #include "control.h"
 #include "seccomp.h"
 #include "caps.h"
@@ -162,6 +163,12 @@ static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, 
 	case EGRET_TAMPER_PROC_ACCESS:
 		snprintf(buf, size, "%s of pid %u, outside the sandbox%s", access_name(r->target),
 			 r->other_pid, r->killed ? ": the process was killed" : "");
+		break;
+	case EGRET_TAMPER_PIN_REMOVED:
+		snprintf(buf, size, "%s under the bpf file system from inside a sandbox",
+			 r->target == EGRET_FILE_RENAME	 ? "rename"
+			 : r->target == EGRET_FILE_RMDIR ? "rmdir"
+							 : "unlink");
 		break;
 	default:
 		snprintf(buf, size, "tamper kind %u", r->kind);

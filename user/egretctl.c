@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@
 #include "cgroup.h"
 #include "collector.h"
 #include "control.h"
+#include "keeper.h"
 #include "kfeatures.h"
 #include "loader.h"
 #include "lockfile.h"
@@ -519,6 +521,18 @@ static int lock_state_dir(const struct egret_paths *p)
 	return fd;
 }
 
+/* No egretd answers: its keeper, which would put every pin back, goes first. */
+static void stop_keeper(const struct egret_paths *p)
+{
+	pid_t pid = keeper__find(p->state_dir);
+
+	if (!pid)
+		return;
+	keeper__kill(pid, 3000);
+	if (kill(pid, 0) == 0)
+		fprintf(stderr, "egretctl: egret's keeper (pid %d) did not exit\n", (int)pid);
+}
+
 static int do_uninstall(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -540,8 +554,15 @@ static int do_uninstall(int argc, char **argv)
 	}
 	if (optind < argc)
 		return log_usage("unexpected argument '%s'", argv[optind]);
-	if (resolve_paths(&p) || (!force && lock_state_dir(&p)))
+	if (resolve_paths(&p))
 		return 1;
+	/* a running egretd does it (its keeper would put the pins back), and then exits */
+	err = control__call(p.control, 1, (char *const[]){ "uninstall", NULL }, stdout, stderr, 30);
+	if (err >= 0)
+		return err;
+	if (!force && lock_state_dir(&p))
+		return 1;
+	stop_keeper(&p);
 	err = loader__uninstall(&p);
 	if (err) {
 		fprintf(stderr, "egretctl: uninstall from %s incomplete: %s\n", p.state_dir,

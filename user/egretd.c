@@ -30,6 +30,7 @@
 #include "selfwatch.h"
 #include "proc.h"
 #include "redact.h"
+#include "keeper.h"
 #include "kfeatures.h"
 #include "egret/syscalls32.h"
 #include "loader.h"
@@ -94,6 +95,9 @@ struct daemon {
 	struct selfcg selfcg; /* egretd's own cgroup, returned to after a pull */
 	struct loop loop;
 	struct watch sigw, rbw;
+	struct keeper keeper; /* holds every link and map beside its pin; puts pins back */
+	pid_t old_keeper;     /* a previous egretd's, until ours holds everything */
+	bool uninstalled;     /* egretctl uninstall: exit EGRETD_EXIT_UNINSTALLED */
 	uint64_t started_ns;
 	uint64_t next_heartbeat_ns;
 	char stop_reason[64];
@@ -814,10 +818,12 @@ static int cmd_seccomp(void *ctx, struct control_req *r)
 	return confine__cmd_seccomp(&d->collector, r);
 }
 
+static int cmd_uninstall(void *ctx, struct control_req *r);
+
 static const struct control_cmd control_cmds[] = {
 	{ "status", cmd_status },   { "allow", cmd_allow },	{ "deny", cmd_deny },
 	{ "revoke", cmd_revoke },   { "list", cmd_list },	{ "reload", cmd_reload },
-	{ "prepare", cmd_prepare }, { "seccomp", cmd_seccomp },
+	{ "prepare", cmd_prepare }, { "seccomp", cmd_seccomp }, { "uninstall", cmd_uninstall },
 };
 
 /* Who sent a SIGHUP: the process that called kill(2) (its pid and uid from the signal, its
@@ -1100,12 +1106,19 @@ static bool policy_enforces(const char *path)
 	return enforce;
 }
 
-/* egretd is never killed by its own programs, even if a sandbox pulled it into its cgroup */
+/* egretd and its keeper are never killed by egret's programs, even if a sandbox pulled them
+ * into its cgroup
+ */
 static int protect_self(struct daemon *d)
 {
-	__u32 self = (__u32)getpid();
-	int err = confine__protect(loader__map_fd(&d->loader, "protected_tgids"), &self, 1);
+	__u32 tgids[2] = { (__u32)getpid() };
+	pid_t keeper = d->keeper.pid ? d->keeper.pid : d->old_keeper;
+	int err;
 
+	if (keeper > 0)
+		tgids[1] = (__u32)keeper;
+	err = confine__protect(loader__map_fd(&d->loader, "protected_tgids"), tgids,
+			       keeper > 0 ? 2 : 1);
 	if (err)
 		log_err("failed to write egretd's pid into protected_tgids: %s", strerror(-err));
 	return err;
@@ -1166,6 +1179,9 @@ static int setup_enforcement(struct daemon *d)
 {
 	int err;
 
+	/* before any pin changes: the previous keeper would put back what this egretd replaces */
+	d->old_keeper = keeper__quiesce_old(d->paths.state_dir);
+	keeper__restore(d->paths.state_dir);
 	err = paths__create_root(&d->paths);
 	if (!err)
 		selfcg__init(&d->selfcg, d->paths.cgroup_mount, d->paths.cgroup_root);
@@ -1348,6 +1364,86 @@ static int setup_control(struct daemon *d)
 	return control__listen(c, &d->loop, d->paths.control);
 }
 
+/* The keeper put back a pin someone removed: say which. A remover in a sandbox was killed and
+ * named by the programs already (Tamper PIN_REMOVED with its process).
+ */
+static void on_pin_removed(void *ctx, const char *path)
+{
+	struct daemon *d = ctx;
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
+	char detail[PATH_MAX + 96];
+
+	snprintf(detail, sizeof(detail), "pin %s was removed: egret's keeper put it back", path);
+	t.kind = EGRET__V1__TAMPER__KIND__KIND_PIN_REMOVED;
+	t.detail = detail;
+	ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	ev.activity_id = 99; /* Other */
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
+	ev.tamper = &t;
+	if (d->stream.nsinks)
+		stream__emit(&d->stream, &ev);
+	log_warn("%s", detail);
+}
+
+static void on_keeper_started(void *ctx, pid_t pid)
+{
+	protect_self(ctx);
+}
+
+/* A keeper holds every pin from now on; the previous egretd's, if any, goes. Without one,
+ * egretd still runs (its own fds and the pins hold enforcement), and says so.
+ */
+static void setup_keeper(struct daemon *d)
+{
+	d->keeper.on_removed = on_pin_removed;
+	d->keeper.on_started = on_keeper_started;
+	d->keeper.ctx = d;
+	if (keeper__start(&d->keeper, &d->loop, d->paths.state_dir)) {
+		log_err("no keeper: removed pins of %s are not put back while egretd is down",
+			d->paths.state_dir);
+		return;
+	}
+	keeper__store(&d->keeper);
+	if (d->old_keeper)
+		keeper__kill(d->old_keeper, 3000);
+	d->old_keeper = 0;
+}
+
+/* egretctl uninstall: root outside every sandbox only. The keeper lets go, every link is
+ * detached and unpinned, egretd's own handles are closed (tracepoint links end with the last),
+ * and egretd exits with a status that keeps systemd from starting it again.
+ */
+static int cmd_uninstall(void *ctx, struct control_req *r)
+{
+	struct daemon *d = ctx;
+	int err;
+
+	if (r->peer.uid != 0 || r->place != PEER_HOST) {
+		control__err(r, "uninstall: only root outside every sandbox may remove egret's "
+				"enforcement\n");
+		return 1;
+	}
+	keeper__stop(&d->keeper);
+	keeper__unstore(&d->keeper);
+	keeper__close(&d->keeper);
+	err = loader__uninstall(&d->paths);
+	loader__release_links(&d->loader);
+	d->uninstalled = true;
+	d->loop.stop = true;
+	snprintf(d->stop_reason, sizeof(d->stop_reason), "uninstalled by pid %d", (int)r->peer.pid);
+	if (err) {
+		control__err(r, "uninstall from %s incomplete: %s\n", d->paths.state_dir,
+			     strerror(-err));
+		return 1;
+	}
+	control__out(r,
+		     "egret enforcement removed from %s (pins under %s deleted); sandboxes are no "
+		     "longer protected\n",
+		     d->paths.cgroup_root, d->paths.state_dir);
+	return 0;
+}
+
 /* The gap since the previous egretd, if it left an alive record: a Loss event. */
 static void setup_selfwatch(struct daemon *d)
 {
@@ -1438,6 +1534,7 @@ static void shutdown_daemon(struct daemon *d)
 	resolver__free(d->resolver);
 	d->resolver = NULL;
 	engine__free(&d->engine);
+	keeper__close(&d->keeper);
 	loader__close(&d->loader);
 	loop__close(&d->loop);
 }
@@ -1474,6 +1571,7 @@ int main(int argc, char **argv)
 	if (!err)
 		err = setup_enforcement(&d);
 	if (err) {
+		keeper__resume_old(d.old_keeper);
 		engine__free(&d.engine);
 		loader__close(&d.loader);
 		return 1;
@@ -1485,9 +1583,11 @@ int main(int argc, char **argv)
 		err = setup_control(&d);
 	if (err) {
 		snprintf(d.stop_reason, sizeof(d.stop_reason), "setup failed: %s", strerror(-err));
+		keeper__resume_old(d.old_keeper);
 		shutdown_daemon(&d);
 		return 1;
 	}
+	setup_keeper(&d);
 	emit_agent(&d, EGRET__V1__AGENT_LIFECYCLE__KIND__KIND_START);
 	engine__announce(&d.engine);
 	/* what execs and moves will never show: privileged processes already in sandboxes */
@@ -1501,7 +1601,8 @@ int main(int argc, char **argv)
 	notify__send(ready);
 	log_info("ready: events to %s, control on %s", d.opt.sinks[0], d.paths.control);
 	run(&d);
-	log_info("stopping (%s); enforcement stays attached", d.stop_reason);
+	log_info("stopping (%s)%s", d.stop_reason,
+		 d.uninstalled ? "" : "; enforcement stays attached");
 	shutdown_daemon(&d);
-	return 0;
+	return d.uninstalled ? EGRETD_EXIT_UNINSTALLED : 0;
 }

@@ -21,6 +21,7 @@
 
 #include "egret/features.h"
 
+#include "keeper.h"
 #include "loader.h"
 #include "audit.skel.h"
 #include "confine.skel.h"
@@ -791,6 +792,26 @@ static bool is_current_prog(const struct loader *l, const char *name)
 	return false;
 }
 
+static __u32 link_id(int fd)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/* a second pin of a link in force (a pin renamed, which the keeper put back under its name) */
+static bool is_current_link(const struct loader *l, int fd)
+{
+	__u32 id = link_id(fd);
+
+	for (unsigned int i = 0; id && i < l->nlinks; i++) {
+		if (link_id(l->link_fds[i]) == id)
+			return true;
+	}
+	return false;
+}
+
 /* Links pinned by an older egretd for programs this one no longer has would go on enforcing a
  * policy nobody updates: detach them, now that everything current is in force.
  */
@@ -812,6 +833,12 @@ static void drop_stale_pins(struct loader *l)
 			continue;
 		snprintf(pin, sizeof(pin), "%s/%s", dir, de->d_name);
 		fd = bpf_obj_get(pin);
+		if (fd >= 0 && is_current_link(l, fd)) {
+			close(fd);
+			unlink(pin);
+			log_info("removed %s, another pin of a link in force", pin);
+			continue;
+		}
 		if (fd >= 0) {
 			bpf_link_detach(fd);
 			close(fd);
@@ -854,6 +881,16 @@ int loader__attach(struct loader *l)
 		return err;
 	drop_stale_pins(l);
 	return 0;
+}
+
+/* After uninstall: egretd's handles of the links go, so tracepoint links (which cannot be
+ * detached) end now rather than when egretd exits.
+ */
+void loader__release_links(struct loader *l)
+{
+	for (unsigned int i = 0; i < l->nlinks; i++)
+		close(l->link_fds[i]);
+	l->nlinks = 0;
 }
 
 /* Close egretd's handles. Pins keep every link attached and every map alive. */
@@ -1011,6 +1048,8 @@ int loader__uninstall(const struct egret_paths *paths)
 		closedir(d);
 		rmdir(dir);
 	}
+	if (!paths__state(paths, pin, sizeof(pin), KEEPER_LINK, NULL))
+		unlink(pin);
 	rmdir(paths->state_dir);
 	return err;
 }

@@ -81,6 +81,7 @@ int loader__load(struct loader *l);
 int loader__attach(struct loader *l);
 int loader__map_fd(const struct loader *l, const char *name);
 int loader__prog_fd(const struct loader *l, const char *name);
+void loader__release_links(struct loader *l);
 void loader__close(struct loader *l);
 /* why a program did not load, in one line, from its verifier log and libbpf's messages */
 void loader__explain(const char *vlog, const char *msgs, char *out, size_t size);

@@ -31,6 +31,7 @@
 #include "cgroup.h"
 #include "control.h"
 #include "harness.h"
+#include "keeper.h"
 #include "loader.h"
 #include "paths.h"
 #include "util.h"
@@ -406,6 +407,50 @@ static void remove_tree(const char *path)
 
 static void remove_v1_limits(const char *name);
 
+/* Whether pid's command line has the word word (a keeper is a fork of egretd: it keeps
+ * egretd's --state-dir DIR).
+ */
+static bool cmdline_has(const char *pid, const char *word)
+{
+	char path[64], buf[8192];
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%s/cmdline", pid);
+	n = read_file(path, buf, sizeof(buf) - 1);
+	for (int i = 0; i < n; i += (int)strlen(buf + i) + 1) {
+		if (!strcmp(buf + i, word))
+			return true;
+	}
+	return false;
+}
+
+/* Every keeper of the instance's state dir (the one its pin names, and any other whose egretd
+ * was started on it), killed and gone before the pins are removed: no keeper outlives a test.
+ */
+static void kill_keepers(const char *state_dir)
+{
+	char path[64], comm[32];
+	struct dirent *de;
+	DIR *d;
+	pid_t pid = keeper__find(state_dir);
+
+	if (pid)
+		keeper__kill(pid, 3000);
+	d = opendir("/proc");
+	while (d && (de = readdir(d))) {
+		if (de->d_name[0] < '1' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
+		if (read_file(path, comm, sizeof(comm)) <= 0 ||
+		    strncmp(comm, KEEPER_COMM, strlen(KEEPER_COMM)) ||
+		    !cmdline_has(de->d_name, state_dir))
+			continue;
+		keeper__kill(atoi(de->d_name), 3000);
+	}
+	if (d)
+		closedir(d);
+}
+
 static void cleanup_named(const char *mount, const char *name)
 {
 	struct egret_paths p;
@@ -415,6 +460,7 @@ static void cleanup_named(const char *mount, const char *name)
 	snprintf(p.cgroup_mount, sizeof(p.cgroup_mount), "%s", mount);
 	snprintf(p.cgroup_root, sizeof(p.cgroup_root), "%s/%s", mount, name);
 	snprintf(p.state_dir, sizeof(p.state_dir), "%s/%s", EGRET_BPFFS, name);
+	kill_keepers(p.state_dir);
 	loader__uninstall(&p);
 	remove_cgroup_tree(p.cgroup_root);
 	snprintf(path, sizeof(path), HARNESS_DIR "/%s", name);
