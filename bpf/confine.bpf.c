@@ -309,12 +309,10 @@ int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
 	return 0;
 }
 
-/* Without bpf_send_signal_task: the process kill_task() marked dies here, in its own context,
- * on its way back to user space. Runs at every syscall exit on the host (with one load when
- * nothing is marked), so egretd loads it only on kernels without that kfunc.
+/* The current process dies here if kill_task() or doom_task() marked it: on its way out of
+ * the system call it is in, in its own context.
  */
-SEC("tp_btf/sys_exit")
-int BPF_PROG(egret_reap, struct pt_regs *regs, long ret)
+static __always_inline void reap_current(void)
 {
 	struct task_struct *task;
 	struct task_sandbox *ts;
@@ -323,14 +321,24 @@ int BPF_PROG(egret_reap, struct pt_regs *regs, long ret)
 
 	pending = bpf_map_lookup_elem(&doomed, &zero);
 	if (!pending || !*pending)
-		return 0;
+		return;
 	task = bpf_get_current_task_btf();
 	ts = bpf_task_storage_get(&task_sandbox, task->group_leader, 0, 0);
 	if (!ts || !ts->doomed)
-		return 0;
+		return;
 	bpf_send_signal(SIGKILL);
 	if (__sync_val_compare_and_swap(&ts->doomed, 1, 2) == 1)
 		doomed_add(-1);
+}
+
+/* Without bpf_send_signal_task: the process kill_task() marked dies here, in its own context,
+ * on its way back to user space. Runs at every syscall exit on the host (with one load when
+ * nothing is marked), so egretd loads it only on kernels without that kfunc.
+ */
+SEC("tp_btf/sys_exit")
+int BPF_PROG(egret_reap, struct pt_regs *regs, long ret)
+{
+	reap_current();
 	return 0;
 }
 
@@ -737,28 +745,6 @@ int BPF_PROG(egret_sigsys, int sig, struct kernel_siginfo *info, struct task_str
 	}
 	signal_out(sig, task, result);
 	return 0;
-}
-
-/* The current process, marked by signal_answer(), dies here on its way out of the signal
- * system call it made (where egret_reap is not loaded: kernels with bpf_send_signal_task).
- */
-static __always_inline void reap_current(void)
-{
-	struct task_struct *task;
-	struct task_sandbox *ts;
-	__u32 zero = 0;
-	__u64 *pending;
-
-	pending = bpf_map_lookup_elem(&doomed, &zero);
-	if (!pending || !*pending)
-		return;
-	task = bpf_get_current_task_btf();
-	ts = bpf_task_storage_get(&task_sandbox, task->group_leader, 0, 0);
-	if (!ts || !ts->doomed)
-		return;
-	bpf_send_signal(SIGKILL);
-	if (__sync_val_compare_and_swap(&ts->doomed, 1, 2) == 1)
-		doomed_add(-1);
 }
 
 #define SIGNAL_EXIT(sys, prog)                         \

@@ -54,12 +54,7 @@ static void start_http(void)
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
-	cr_assert_eq(netns_new(), 0);
+	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", "192.0.2.10/32"), 0);
 	start_http();
 	listener = udp_bind("192.0.2.10", 5000);

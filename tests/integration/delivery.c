@@ -34,12 +34,7 @@ static unsigned int nreceivers;
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
-	cr_assert_eq(netns_new(), 0);
+	harness_setup(true);
 }
 
 static void stop_pid(pid_t *p)

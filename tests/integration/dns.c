@@ -115,7 +115,6 @@ static int dig(const char *sandbox, char *out, size_t size, const char *server, 
 
 static void setup(void)
 {
-	static struct egret_instance inst;
 	static const char *const addrs[] = {
 		UPSTREAM "/32",	    SPLITTER "/32",   "192.0.2.10/32",
 		"198.51.100.20/32", "203.0.113.7/32", "169.254.169.254/32",
@@ -132,10 +131,7 @@ static void setup(void)
 				NULL };
 	char out[8192];
 
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
-	cr_assert_eq(netns_new(), 0);
+	harness_setup(true);
 	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++)
 		cr_assert_eq(netns_addr("lo", addrs[i]), 0);
 	start_dnsmasq();

@@ -60,12 +60,9 @@ static void add_listener(int fd)
 
 static void setup(void)
 {
-	static struct egret_instance inst;
 	char addr[64];
 
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
+	harness_setup(false);
 	cr_assert_eq(netns_new(), 0, "cannot create a network namespace");
 	for (size_t i = 0; i < sizeof(hard_deny_addrs) / sizeof(hard_deny_addrs[0]); i++) {
 		cr_assert_eq(netns_addr("lo", hard_deny_addrs[i]), 0);

@@ -25,12 +25,7 @@
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
-	cr_assert_eq(netns_new(), 0);
+	harness_setup(true);
 }
 
 static void teardown(void)

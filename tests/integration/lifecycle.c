@@ -54,12 +54,7 @@ static unsigned int nexpected(void)
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
-	cr_assert_eq(netns_new(), 0);
+	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", "169.254.169.254/32"), 0);
 	cr_assert_eq(netns_addr("lo", "fd00:ec2::254/128"), 0);
 	listener = tcp_listen("169.254.169.254", PORT);

@@ -49,13 +49,10 @@ static pid_t serve(const char *addr)
 
 static void setup(void)
 {
-	static struct egret_instance inst;
 	char script[PATH_MAX], out[4096];
 	char *argv[] = { "/bin/sh", script, fx, NULL };
 
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
+	harness_setup(false);
 	snprintf(fx, sizeof(fx), "%s/fx", T->tmpdir);
 	snprintf(script, sizeof(script), "%s/tests/tools/pkg_fixtures.sh", EGRET_SOURCE_DIR);
 	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "fixtures: %s", out);

@@ -68,11 +68,7 @@ static void netns_with_listeners(void)
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
+	harness_setup(false);
 	netns_with_listeners();
 	cr_assert_eq(harness_policy(T, policy_text), 0);
 	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));

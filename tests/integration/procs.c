@@ -44,11 +44,7 @@ struct victim {
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
+	harness_setup(false);
 }
 
 /* never leave egretd stopped, whatever failed */

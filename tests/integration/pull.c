@@ -30,12 +30,7 @@ static char trusted[PATH_MAX]; /* a runtime's cgroup, outside egret's root */
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
-	cr_assert_eq(netns_new(), 0);
+	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", DENIED "/32"), 0);
 	listener = tcp_listen("0.0.0.0", DENIED_PORT);
 	cr_assert(listener >= 0);

@@ -29,12 +29,7 @@ static char shared[PATH_MAX];
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
-	cr_assert_eq(netns_new(), 0);
+	harness_setup(true);
 	cr_assert_eq(harness_policy(T, POLICY_TEXT), 0);
 	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
 	cr_assert_eq(harness_shared_dir(T, shared, sizeof(shared)), 0);

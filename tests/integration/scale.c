@@ -20,13 +20,9 @@ static int listener;
 
 static void setup(void)
 {
-	static struct egret_instance inst;
 	FILE *f;
 
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
-	cr_assert_eq(netns_new(), 0);
+	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", "198.18.100.50/32"), 0);
 	cr_assert_eq(netns_addr("lo", "198.19.200.1/32"), 0);
 	listener = tcp_listen("0.0.0.0", 443);

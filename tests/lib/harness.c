@@ -48,6 +48,17 @@ void harness_require_root(void)
 			"and network namespaces); run them with sudo, as CI does");
 }
 
+void harness_setup(bool netns)
+{
+	static struct egret_instance inst;
+
+	harness_require_root();
+	T = &inst;
+	cr_assert_eq(harness_init(T), 0, "cannot set up the test's egret instance");
+	if (netns)
+		cr_assert_eq(netns_new(), 0, "cannot create a network namespace");
+}
+
 /* The running kernel's major and minor version, from uname. */
 int harness_kernel_version(int *major, int *minor)
 {

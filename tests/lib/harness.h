@@ -49,6 +49,10 @@ struct egret_instance {
 extern struct egret_instance *T;
 
 void harness_require_root(void);
+/* A suite's usual set-up, every step asserted: root, a new instance of this test in T, and with
+ * netns a network namespace of the test's own.
+ */
+void harness_setup(bool netns);
 /* Skip the calling test (SKIP with why, as the report shows it) on a kernel older than
  * major.minor, for a test of a feature that cannot exist there:
  * harness_require_kernel(6, 6, "fchmodat2 arrived in 6.6"). Call it first in the test body;
