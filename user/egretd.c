@@ -1495,6 +1495,7 @@ static void run(struct daemon *d)
 			stream__tick(&d->stream);
 			selfwatch__tick(&d->self);
 			selfcg__check(&d->selfcg);
+			keeper__tick(&d->keeper, loader__map_fd(&d->loader, "signal_senders"));
 			pkg__tick(&d->pkg);
 			if (watchdog)
 				notify__send("WATCHDOG=1");

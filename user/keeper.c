@@ -29,6 +29,10 @@
 
 #include <bpf/bpf.h>
 
+#include <linux/types.h>
+
+#include "egret/events.h"
+#include "egret/confine.h"
 #include "keeper.h"
 #include "log.h"
 #include "notify.h"
@@ -37,6 +41,7 @@
 
 #define KEEPER_COMM_QUIET "egret-keeper-q" /* stopped putting pins back; still holding */
 #define KEEPER_READY_MS	  3000
+#define KEEPER_GUARD_MS	  100 /* how often the keeper looks whether egretd was stopped */
 #define KEEPER_WATCH_MASK                                                                      \
 	(IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE_SELF | IN_MOVE_SELF | \
 	 IN_UNMOUNT | IN_ONLYDIR)
@@ -70,10 +75,53 @@ static __u32 obj_id(int fd)
 	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
 }
 
+/* ---- stops a sandbox sent ------------------------------------------------------------------ */
+
+/* Whether the kernel recorded a sandbox sending pid a stop signal at or after since_ns. */
+static bool stopped_by_sandbox(const struct stop_guard *g, uint64_t since_ns)
+{
+	static const __u32 stops[] = { SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU };
+	bool found = false;
+
+	for (size_t i = 0; i < ARRAY_SIZE(stops); i++) {
+		struct egret_signal_key key = { .tgid = (__u32)g->pid, .sig = stops[i] };
+		struct egret_signal_sender v;
+
+		if (bpf_map_lookup_elem(g->senders_fd, &key, &v) || v.ts_ns < since_ns)
+			continue;
+		log_warn(
+			"%s (pid %d) was stopped by signal %u from pid %u of a sandbox: continuing "
+			"it",
+			g->what, (int)g->pid, stops[i], v.tgid);
+		found = true;
+	}
+	return found;
+}
+
+bool stop_guard__check(struct stop_guard *g)
+{
+	uint64_t now = now_ns(CLOCK_BOOTTIME); /* before the look: a stop after it is newer */
+	char state;
+
+	if (g->senders_fd < 0 || g->pid <= 0)
+		return false;
+	state = proc_state(g->pid);
+	if (state != 'T' && state != 't') {
+		g->running_ns = now;
+		return false;
+	}
+	if (!stopped_by_sandbox(g, g->running_ns))
+		return false;
+	g->running_ns = now; /* each record continues it once */
+	return kill(g->pid, SIGCONT) == 0;
+}
+
 /* ---- the keeper process ----------------------------------------------------------------- */
 
 struct keeper_run {
 	const struct keeper *k;
+	struct stop_guard guard; /* over egretd, while the egretd that forked us lives */
+	uint64_t guarded_ms;
 	int sock, ino, sig, mnt; /* mnt: mountinfo, POLLPRI on every mount or umount */
 	pid_t egretd;		 /* the egretd that forked this keeper */
 	char link[PATH_MAX + 16];
@@ -247,8 +295,15 @@ static void keeper_loop(struct keeper_run *r)
 				       { .fd = r->ino >= 0 ? r->mnt : -1, .events = POLLPRI } };
 		char buf[4096];
 
-		if (poll(p, 4, -1) < 0)
+		int timeout = r->guard.senders_fd >= 0 ? KEEPER_GUARD_MS : -1;
+
+		if (poll(p, 4, timeout) < 0)
 			continue;
+		if (timeout >= 0 && mono_ms() - r->guarded_ms >= KEEPER_GUARD_MS) {
+			r->guarded_ms = mono_ms();
+			if (getppid() == r->egretd)
+				stop_guard__check(&r->guard);
+		}
 		if (p[0].revents && r->ino >= 0) {
 			while (read(r->ino, buf, sizeof(buf)) > 0)
 				;
@@ -263,9 +318,28 @@ static void keeper_loop(struct keeper_run *r)
 	}
 }
 
+/* the keeper's handle of the signal_senders map, -1 when it holds none */
+static int senders_fd(const struct keeper *k)
+{
+	static const char name[] = "/maps/signal_senders";
+	size_t n = sizeof(name) - 1;
+
+	for (unsigned int i = 0; i < k->nitems; i++) {
+		size_t len = strlen(k->items[i].path);
+
+		if (len >= n && !strcmp(k->items[i].path + len - n, name))
+			return k->items[i].fd;
+	}
+	return -1;
+}
+
 static __attribute__((noreturn)) void keeper_main(const struct keeper *k, int sock)
 {
 	struct keeper_run r = { .k = k, .sock = sock, .egretd = getppid() };
+
+	r.guard = (struct stop_guard){ .pid = r.egretd,
+				       .senders_fd = senders_fd(k),
+				       .what = "egretd" };
 
 	prctl(PR_SET_NAME, KEEPER_COMM);
 	setsid();
@@ -435,6 +509,14 @@ static int keeper_spawn(struct keeper *k)
 	if (k->on_started)
 		k->on_started(k->ctx, pid);
 	return 0;
+}
+
+void keeper__tick(struct keeper *k, int signals_fd)
+{
+	if (k->guard.pid != k->pid)
+		k->guard = (struct stop_guard){ .pid = k->pid, .what = "keeper" };
+	k->guard.senders_fd = signals_fd;
+	stop_guard__check(&k->guard);
 }
 
 int keeper__start(struct keeper *k, struct loop *loop, const char *state_dir)

@@ -7,6 +7,7 @@
 #define EGRET_KEEPER_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "loop.h"
@@ -22,6 +23,16 @@ struct keeper_item {
 	int fd;		     /* egretd's own handle of the pinned object */
 };
 
+/* A protected process (egretd, the keeper) stopped by a sandbox's signal is continued by the
+ * other: where the kernel has no bpf_send_signal_task (before 6.13) no program can.
+ */
+struct stop_guard {
+	pid_t pid;	     /* the process watched */
+	int senders_fd;	     /* signal_senders: the kernel's record of sandboxed senders */
+	uint64_t running_ns; /* CLOCK_BOOTTIME just before it was last seen not stopped */
+	const char *what;
+};
+
 struct keeper {
 	char state_dir[PATH_MAX];
 	unsigned int nitems;
@@ -30,7 +41,8 @@ struct keeper {
 	int pidfd, sock; /* readable when it exits; its reports of pins it put back */
 	struct watch pw, sw;
 	struct loop *loop;
-	bool stopping; /* egretd asked it to go: do not start another */
+	bool stopping;		 /* egretd asked it to go: do not start another */
+	struct stop_guard guard; /* egretd's watch over the keeper (keeper__tick) */
 	unsigned int restarts;
 	/* a pin was put back (path); a keeper was (re)started (its pid) */
 	void (*on_removed)(void *ctx, const char *path);
@@ -48,6 +60,12 @@ void keeper__resume_old(pid_t pid);
 int keeper__start(struct keeper *k, struct loop *loop, const char *state_dir);
 /* the old keeper goes once the new one holds everything */
 void keeper__kill(pid_t pid, int timeout_ms);
+/* egretd, once a second: a keeper a sandbox stopped is continued (signals_fd: signal_senders) */
+void keeper__tick(struct keeper *k, int signals_fd);
+/* Continue g->pid if it is stopped and the kernel recorded a sandbox stopping it since it was
+ * last seen running; whether it did.
+ */
+bool stop_guard__check(struct stop_guard *g);
 /* egretctl uninstall through egretd: let go of everything and exit */
 void keeper__stop(struct keeper *k);
 void keeper__close(struct keeper *k);

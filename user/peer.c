@@ -38,20 +38,6 @@ static int pidfd_alive(int pidfd)
 #endif
 }
 
-/* The state letter of /proc/PID/stat ('R', 'S', 'Z'...), 0 when it cannot be read. */
-static char proc_state(pid_t pid)
-{
-	char path[64], buf[512], *paren;
-	int n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	n = read_file(path, buf, sizeof(buf));
-	if (n <= 0)
-		return 0;
-	paren = strrchr(buf, ')'); /* comm may hold anything, even ") " */
-	return paren && paren[1] == ' ' ? paren[2] : 0;
-}
-
 __attribute__((format(printf, 2, 3))) static void unknown(struct peer *out, const char *fmt, ...)
 {
 	va_list ap;

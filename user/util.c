@@ -159,3 +159,16 @@ uint64_t now_ns(int clock)
 	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
+
+char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return 0;
+	paren = strrchr(buf, ')'); /* comm may hold anything, even ") " */
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}

@@ -21,6 +21,8 @@ int parse_u64(const char *s, uint64_t max, uint64_t *out);
 /* "4096", "64K", "100M", "1G" (powers of 1024) */
 int parse_size(const char *s, uint64_t *out);
 void random_hex(char *out, size_t nbytes);
+/* The state letter of /proc/PID/stat ('R', 'S', 'T'...), 0 when it cannot be read. */
+char proc_state(pid_t pid);
 uint64_t now_ns(int clock);
 
 #endif /* EGRET_UTIL_H */
