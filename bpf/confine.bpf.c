@@ -671,14 +671,14 @@ static __always_inline bool stop_signal(int sig)
 	return sig == SIGSTOP_ || sig == SIGTSTP_ || sig == SIGTTIN_ || sig == SIGTTOU_;
 }
 
-static __always_inline void signal_record(int sig, struct task_struct *target)
+static __always_inline void signal_record(int sig, struct task_struct *target, __u64 sandbox_id)
 {
 	struct egret_signal_key k = { .tgid = (__u32)target->tgid, .sig = (__u32)sig };
 	__u64 id = bpf_get_current_pid_tgid();
 	struct egret_signal_sender v = {
 		.tgid = (__u32)(id >> 32),
 		.pid = (__u32)id,
-		.sandbox_id = sandbox_of_current(),
+		.sandbox_id = sandbox_id,
 		.ts_ns = bpf_ktime_get_boot_ns(),
 	};
 
@@ -721,7 +721,7 @@ static __always_inline void signal_out(int sig, struct task_struct *target, int 
 	if (to != FOREIGN_TARGET && to == sandbox_of_current())
 		return;
 	if (tgid_protected((__u32)target->tgid)) {
-		signal_record(sig, target);
+		signal_record(sig, target, sandbox_of_current());
 		if (result != TRACE_SIGNAL_IGNORED_)
 			killed = signal_answer(sig, target);
 	} else if (kill_cross_signals && result != TRACE_SIGNAL_IGNORED_) {
@@ -743,7 +743,13 @@ int BPF_PROG(egret_sigsys, int sig, struct kernel_siginfo *info, struct task_str
 				      BPF_CORE_READ(info, _sifields._sigsys._syscall), 0, false);
 		return 0;
 	}
-	signal_out(sig, task, result);
+	/* a stop of egretd from anyone else is recorded too, so the keeper, which continues one
+	 * a sandbox sent, leaves the host's alone
+	 */
+	if (stop_signal(sig) && !confined() && tgid_protected((__u32)task->tgid))
+		signal_record(sig, task, NOT_A_SANDBOX);
+	else
+		signal_out(sig, task, result);
 	return 0;
 }
 

@@ -77,25 +77,28 @@ static __u32 obj_id(int fd)
 
 /* ---- stops a sandbox sent ------------------------------------------------------------------ */
 
-/* Whether the kernel recorded a sandbox sending pid a stop signal at or after since_ns. */
+/* Whether the last stop signal the kernel recorded for pid came from a sandbox, at or after
+ * since_ns (a host's stop after a sandbox's is the host's to undo).
+ */
 static bool stopped_by_sandbox(const struct stop_guard *g, uint64_t since_ns)
 {
 	static const __u32 stops[] = { SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU };
-	bool found = false;
+	struct egret_signal_sender last = { 0 }, v;
+	__u32 sig = 0;
 
 	for (size_t i = 0; i < ARRAY_SIZE(stops); i++) {
 		struct egret_signal_key key = { .tgid = (__u32)g->pid, .sig = stops[i] };
-		struct egret_signal_sender v;
 
-		if (bpf_map_lookup_elem(g->senders_fd, &key, &v) || v.ts_ns < since_ns)
-			continue;
-		log_warn(
-			"%s (pid %d) was stopped by signal %u from pid %u of a sandbox: continuing "
-			"it",
-			g->what, (int)g->pid, stops[i], v.tgid);
-		found = true;
+		if (bpf_map_lookup_elem(g->senders_fd, &key, &v) == 0 && v.ts_ns >= last.ts_ns) {
+			last = v;
+			sig = stops[i];
+		}
 	}
-	return found;
+	if (!sig || last.ts_ns < since_ns || last.sandbox_id == ~0ull)
+		return false;
+	log_warn("%s (pid %d) was stopped by signal %u from pid %u of a sandbox: continuing it",
+		 g->what, (int)g->pid, sig, last.tgid);
+	return true;
 }
 
 bool stop_guard__check(struct stop_guard *g)

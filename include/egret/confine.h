@@ -51,7 +51,9 @@ enum egret_tamper_kind {
 #define EGRET_TRUSTED_MOVERS_MAX 8
 
 /* signal_senders (an LRU hash): the last sandboxed sender of each signal to a protected
- * process, recorded by the kernel when it was sent, for egretd to tell who sent what it reads
+ * process, recorded by the kernel when it was sent, for egretd to tell who sent what it reads;
+ * for the stop signals the last sender of any kind (sandbox_id ~0: outside every sandbox), so
+ * that the keeper continues only a stop a sandbox sent last
  */
 #define EGRET_SIGNAL_SENDERS_MAX 256
 
