@@ -633,6 +633,24 @@ static int vm_read(void *arg)
 	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == (ssize_t)sizeof(data) ? 0 : 1;
 }
 
+/* fn from the box writing into the host process v: the writer killed, v's memory untouched,
+ * a Tamper w whose detail says what
+ */
+static void expect_write_killed(int (*fn)(void *), struct victim *v, struct want *w,
+				const char *detail)
+{
+	char buf[64];
+	pid_t sender;
+	int status = attack(true, fn, &v->pid, &sender);
+
+	cr_expect(was_killed(status), "%s a host process: the writer lives: %d", detail, status);
+	victim_buffer(v, buf);
+	cr_expect_str_eq(buf, UNTOUCHED, "%s a host process: its memory was written", detail);
+	w->sender = sender;
+	w->other_pid = (uint32_t)v->pid;
+	expect_tamper(w, true, detail);
+}
+
 /* process_vm_writev into a host helper's buffer from the box: nothing is written, the writer
  * dies; into a peer in the box it works. process_vm_readv the same.
  */
@@ -654,13 +672,7 @@ Test(procs, process_vm_writev_into_a_host_process_copies_nothing)
 	cr_expect_str_eq(buf, STOLEN, "the peer's buffer was not written");
 	cr_expect_eq(tampers_of(sender), 0);
 
-	status = attack(true, vm_write, &host.pid, &sender);
-	cr_expect(was_killed(status), "the writer into a host process lives: %d", status);
-	victim_buffer(&host, buf);
-	cr_expect_str_eq(buf, UNTOUCHED, "the host process's buffer was written");
-	w.sender = sender;
-	w.other_pid = (uint32_t)host.pid;
-	expect_tamper(&w, true, "process_vm_writev(2) of");
+	expect_write_killed(vm_write, &host, &w, "process_vm_writev(2) of");
 
 	/* and the reader of a host process's memory dies too; from the host it reads */
 	status = attack(false, vm_read, &host.pid, &sender);
@@ -731,13 +743,7 @@ Test(procs, proc_pid_mem_of_a_host_process_kills_the_opener)
 	victim_buffer(&other, buf);
 	cr_expect_str_eq(buf, STOLEN, "the host's write did not arrive");
 
-	status = attack(true, mem_write, &host.pid, &sender);
-	cr_expect(was_killed(status), "the opener of a host process's mem lives: %d", status);
-	victim_buffer(&host, buf);
-	cr_expect_str_eq(buf, UNTOUCHED, "the host process's memory was written");
-	w.sender = sender;
-	w.other_pid = (uint32_t)host.pid;
-	expect_tamper(&w, true, "an open of /proc/PID/mem of");
+	expect_write_killed(mem_write, &host, &w, "an open of /proc/PID/mem of");
 
 	status = attack(true, read_environ, &host.pid, &sender);
 	cr_expect(exited_ok(status), "the reader of a host process's environ: %d", status);
