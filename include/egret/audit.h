@@ -1,4 +1,4 @@
-/* Audit records shared by bpf/audit.bpf.c and user/audit.c: processes, files, flows, sandbox
+/* Audit records shared by bpf/audit.bpf.c and user/events/audit.c: processes, files, flows, sandbox
  * lifecycle and resource limits, captured where the sandbox cannot suppress them. Mirrored by
  * ProcessExec, ProcessFork, ProcessExit, FileActivity, NetFlow, SandboxLifecycle and
  * ResourceLimit in proto/egret/v1/events.proto.

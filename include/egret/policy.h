@@ -1,5 +1,5 @@
 /* The compiled egress policy as BPF sees it, shared by bpf/lib/policy.bpf.h and
- * user/policy_map.c.
+ * user/enforce/policy_map.c.
  *
  * One LPM trie holds every rule set: the key is (scope, address prefix), scope 0 for global rules
  * and the sandbox's cgroup id for that sandbox's rules, so a global and a sandbox rule are one

@@ -56,7 +56,7 @@ struct sandbox_spec {
 	unsigned int ns;   /* SANDBOX_NS_*: namespaces of its own */
 	uint32_t uid, gid; /* SANDBOX_NS_USER: the host ids root inside maps to */
 	uint32_t ids;	   /* SANDBOX_NS_USER: ids mapped from uid and gid on */
-	bool seccomp;	   /* egret's seccomp profile (user/seccomp.c) */
+	bool seccomp;	   /* egret's seccomp profile (user/enforce/seccomp.c) */
 	bool no_new_privs; /* PR_SET_NO_NEW_PRIVS */
 	bool privileged;   /* --privileged: host root, host namespaces, no profile */
 	bool user_given;   /* --user picked uid and gid */
