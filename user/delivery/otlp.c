@@ -576,7 +576,7 @@ static bool read_response(struct sink *s, struct otlp *o)
 	return true;
 }
 
-void otlp__pump(struct sink *s)
+static void otlp_pump(struct sink *s)
 {
 	struct otlp *o = s->otlp;
 
@@ -644,10 +644,10 @@ static void on_otlp_io(struct watch *w, uint32_t events)
 		}
 		s->up = true;
 	}
-	otlp__pump(s);
+	otlp_pump(s);
 }
 
-int otlp__start(struct sink *s)
+static int otlp_start(struct sink *s)
 {
 	s->otlp = calloc(1, sizeof(*s->otlp));
 	if (!s->otlp)
@@ -662,13 +662,13 @@ int otlp__start(struct sink *s)
 	return 0;
 }
 
-void otlp__reset(struct sink *s)
+static void otlp_reset(struct sink *s)
 {
 	if (s->otlp)
 		drop_request(s->otlp);
 }
 
-void otlp__close(struct sink *s)
+static void otlp_close(struct sink *s)
 {
 	if (!s->otlp)
 		return;
@@ -677,3 +677,7 @@ void otlp__close(struct sink *s)
 	free(s->otlp);
 	s->otlp = NULL;
 }
+
+const struct sink_ops otlp_sink_ops = {
+	.start = otlp_start, .pump = otlp_pump, .reset = otlp_reset, .close = otlp_close
+};

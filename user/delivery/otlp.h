@@ -15,13 +15,10 @@
 #define OTLP_TIMEOUT_NS	   (30ull * 1000000000ull)
 #define OTLP_RETRY_MAX_S   600 /* a Retry-After longer than this is cut to it */
 
-struct sink;
+struct sink_ops;
 
-int otlp__start(struct sink *s);
-void otlp__pump(struct sink *s);
-void otlp__close(struct sink *s);
-/* Forget the batch in hand (the spool evicted it). */
-void otlp__reset(struct sink *s);
+/* The otlp+http sink's implementation (sink.h) */
+extern const struct sink_ops otlp_sink_ops;
 
 /* Framed Events raw[0..n) as an ExportLogsServiceRequest, gzipped: *out (malloc'd) and its
  * size; the seq range and stream of the records. 0 or -errno.

@@ -1,6 +1,8 @@
-/* Sinks that carry the framed stream (file, stdout, tcp, unix); the OTLP sink is in otlp.c.
- * Each reads spool bytes at its own position, writes them (or their JSON) out, and moves its
- * delivered position on as the receiver confirms them; see sink.h.
+/* What every sink shares (positions, errors and backoff, connecting, the interface, which calls
+ * the sink's ops), and the sinks that carry the framed stream (file, stdout, tcp, unix): each
+ * reads spool bytes at its own position, writes them (or their JSON) out, and moves its
+ * delivered position on as the receiver confirms them; see sink.h. The OTLP sink is in otlp.c,
+ * URIs in sink_uri.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +23,6 @@
 
 #include "egret/v1/events.pb-c.h"
 #include "log.h"
-#include "otlp.h"
 #include "pbjson.h"
 #include "sink.h"
 #include "util.h"
@@ -29,169 +30,6 @@
 
 #define CONNECT_TIMEOUT_NS (10ull * 1000000000ull)
 #define PUMP_BUDGET	   (16u << 20) /* bytes one pump writes before the loop runs again */
-
-static const char *const kind_names[] = {
-	[SINK_FILE] = "file", [SINK_STDOUT] = "stdout",	 [SINK_TCP] = "tcp",
-	[SINK_UNIX] = "unix", [SINK_OTLP] = "otlp+http",
-};
-
-const char *sink__kind_name(enum sink_kind k)
-{
-	return kind_names[k];
-}
-
-/* ---- URIs ------------------------------------------------------------------------------------ */
-
-/* "?a=1&b" at the end of rest: split off, and each option handed to fn. */
-static int parse_query(struct sink *s, char *rest, char *err, size_t errsz)
-{
-	char *q = strchr(rest, '?'), *save = NULL;
-
-	if (!q)
-		return 0;
-	*q++ = '\0';
-	for (char *opt = strtok_r(q, "&", &save); opt; opt = strtok_r(NULL, "&", &save)) {
-		char *val = strchr(opt, '=');
-		uint64_t v;
-
-		if (val)
-			*val++ = '\0';
-		if (s->kind == SINK_FILE && !strcmp(opt, "max_size") && val &&
-		    !parse_size(val, &v)) {
-			s->max_size = v;
-		} else if (s->kind == SINK_FILE && !strcmp(opt, "keep") && val &&
-			   !parse_u64(val, 1000, &v) && v >= 1) {
-			s->keep = (unsigned int)v;
-		} else if ((s->kind == SINK_TCP || s->kind == SINK_UNIX) && !strcmp(opt, "ack") &&
-			   (!val || !strcmp(val, "1"))) {
-			s->ack = true;
-		} else {
-			snprintf(err, errsz, "option '%s%s%s' is not one a %s sink takes", opt,
-				 val ? "=" : "", val ? val : "", kind_names[s->kind]);
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-int sink__parse_hostport(const char *hp, size_t n, const char *dflt, char host[256], char port[16])
-{
-	const char *colon;
-	size_t hlen;
-
-	if (n && hp[0] == '[') {
-		const char *close = memchr(hp, ']', n);
-
-		if (!close)
-			return -EINVAL;
-		hlen = (size_t)(close - hp - 1);
-		if (hlen >= 256)
-			return -EINVAL;
-		memcpy(host, hp + 1, hlen);
-		colon = close + 1 < hp + n && close[1] == ':' ? close + 1 : NULL;
-		if (!colon && close + 1 != hp + n)
-			return -EINVAL;
-	} else {
-		colon = memrchr(hp, ':', n);
-		hlen = colon ? (size_t)(colon - hp) : n;
-		if (hlen >= 256)
-			return -EINVAL;
-		memcpy(host, hp, hlen);
-	}
-	if (!hlen)
-		return -EINVAL;
-	host[hlen] = '\0';
-	if (colon) {
-		size_t plen = n - (size_t)(colon + 1 - hp);
-		uint64_t v;
-		char p[16];
-
-		if (!plen || plen >= sizeof(p))
-			return -EINVAL;
-		memcpy(p, colon + 1, plen);
-		p[plen] = '\0';
-		if (parse_u64(p, 65535, &v) || !v)
-			return -EINVAL;
-		snprintf(port, 16, "%s", p);
-	} else if (dflt) {
-		snprintf(port, 16, "%s", dflt);
-	} else {
-		return -EINVAL;
-	}
-	return 0;
-}
-
-int sink__parse(struct sink *s, const char *uri, char *err, size_t errsz)
-{
-	char rest[PATH_MAX];
-	int e = 0;
-
-	memset(s, 0, sizeof(*s));
-	s->fd = -1;
-	s->max_size = SINK_DEFAULT_ROTATE;
-	s->keep = SINK_DEFAULT_KEEP;
-	snprintf(err, errsz,
-		 "expected file:PATH, stdout, tcp://HOST:PORT, unix:PATH or "
-		 "otlp+http://HOST:PORT/PATH");
-	if (strlen(uri) >= sizeof(s->uri))
-		return -EINVAL;
-	snprintf(s->uri, sizeof(s->uri), "%s", uri);
-	if (!strcmp(uri, "stdout")) {
-		s->kind = SINK_STDOUT;
-		return 0;
-	}
-	if (str_starts_with(uri, "file:"))
-		s->kind = SINK_FILE;
-	else if (str_starts_with(uri, "unix:"))
-		s->kind = SINK_UNIX;
-	else if (str_starts_with(uri, "tcp://"))
-		s->kind = SINK_TCP;
-	else if (str_starts_with(uri, "otlp+http://"))
-		s->kind = SINK_OTLP;
-	else
-		return -EINVAL;
-	snprintf(rest, sizeof(rest), "%s", strchr(uri, ':') + 1);
-	if (s->kind != SINK_OTLP) {
-		e = parse_query(s, rest, err, errsz);
-		if (e)
-			return e;
-	}
-	switch (s->kind) {
-	case SINK_FILE:
-	case SINK_UNIX:
-		if (rest[0] != '/') {
-			snprintf(err, errsz, "%s needs an absolute path", kind_names[s->kind]);
-			return -EINVAL;
-		}
-		if (s->kind == SINK_UNIX &&
-		    strlen(rest) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-			snprintf(err, errsz, "unix socket path longer than %zu bytes",
-				 sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-			return -EINVAL;
-		}
-		snprintf(s->path, sizeof(s->path), "%s", rest);
-		return 0;
-	case SINK_TCP:
-		if (sink__parse_hostport(rest + 2, strlen(rest + 2), NULL, s->host, s->port)) {
-			snprintf(err, errsz, "expected tcp://HOST:PORT[?ack]");
-			return -EINVAL;
-		}
-		return 0;
-	case SINK_OTLP: {
-		const char *hp = rest + 2, *slash = strchr(hp, '/');
-		size_t n = slash ? (size_t)(slash - hp) : strlen(hp);
-
-		if (sink__parse_hostport(hp, n, "4318", s->host, s->port)) {
-			snprintf(err, errsz, "expected otlp+http://HOST[:PORT][/PATH]");
-			return -EINVAL;
-		}
-		snprintf(s->path, sizeof(s->path), "%s", slash ? slash : "/v1/logs");
-		return 0;
-	}
-	default:
-		return -EINVAL;
-	}
-}
 
 /* ---- state ----------------------------------------------------------------------------------- */
 
@@ -632,20 +470,11 @@ static void on_io(struct watch *w, uint32_t events)
 
 /* ---- the interface --------------------------------------------------------------------------- */
 
-int sink__start(struct sink *s, struct spool *spool, struct loop *loop, struct spool_pos from,
-		sink_loss_fn on_loss, void *ctx)
+/* The framed sinks' ops. */
+static int framed_start(struct sink *s)
 {
 	int err = 0;
 
-	s->spool = spool;
-	s->loop = loop;
-	s->on_loss = on_loss;
-	s->loss_ctx = ctx;
-	s->acked = s->next = from;
-	s->w = (struct watch){ .fd = -1, .fn = on_io, .data = s };
-	s->buf = malloc(SINK_READ_BYTES);
-	if (!s->buf)
-		return -ENOMEM;
 	switch (s->kind) {
 	case SINK_FILE:
 		err = file_open(s);
@@ -660,19 +489,40 @@ int sink__start(struct sink *s, struct spool *spool, struct loop *loop, struct s
 	case SINK_UNIX:
 		sink__connect(s); /* failures are retried */
 		break;
-	case SINK_OTLP:
-		err = otlp__start(s);
+	default:
 		break;
 	}
 	return err;
+}
+
+const struct sink_ops sink_framed_ops = { .start = framed_start, .pump = stream_pump };
+
+static const struct sink_ops *ops_of(const struct sink *s)
+{
+	return s->ops ? s->ops : &sink_framed_ops;
+}
+
+int sink__start(struct sink *s, struct spool *spool, struct loop *loop, struct spool_pos from,
+		sink_loss_fn on_loss, void *ctx)
+{
+	s->spool = spool;
+	s->loop = loop;
+	s->on_loss = on_loss;
+	s->loss_ctx = ctx;
+	s->acked = s->next = from;
+	s->w = (struct watch){ .fd = -1, .fn = on_io, .data = s };
+	s->buf = malloc(SINK_READ_BYTES);
+	if (!s->buf)
+		return -ENOMEM;
+	return ops_of(s)->start(s);
 }
 
 void sink__skip(struct sink *s, struct spool_pos pos)
 {
 	if (s->qlen || s->len || s->connecting)
 		sink__disconnect(s);
-	if (s->kind == SINK_OTLP) {
-		otlp__reset(s);
+	if (ops_of(s)->reset) {
+		ops_of(s)->reset(s);
 		sink__disconnect(s);
 	}
 	s->acked = s->next = pos;
@@ -686,10 +536,7 @@ void sink__skip(struct sink *s, struct spool_pos pos)
 
 void sink__pump(struct sink *s)
 {
-	if (s->kind == SINK_OTLP)
-		otlp__pump(s);
-	else
-		stream_pump(s);
+	ops_of(s)->pump(s);
 }
 
 void sink__reopen(struct sink *s)
@@ -711,8 +558,8 @@ void sink__reopen(struct sink *s)
 
 void sink__close(struct sink *s)
 {
-	if (s->kind == SINK_OTLP)
-		otlp__close(s);
+	if (ops_of(s)->close)
+		ops_of(s)->close(s);
 	sink__disconnect(s);
 	free(s->buf);
 	s->buf = NULL;

@@ -44,6 +44,18 @@ enum sink_format {
 struct sink;
 struct otlp;
 
+/* One implementation of a sink: what sink__start, sink__pump, sink__skip and sink__close do
+ * for it. sink.c's carries the framed stream (file, stdout, tcp, unix), otlp.c's OTLP/HTTP;
+ * sink__parse picks one by the URI's scheme (sink_uri.c).
+ */
+struct sink_ops {
+	int (*start)(struct sink *s);  /* open or begin connecting; 0 or -errno */
+	void (*pump)(struct sink *s);  /* move events along */
+	void (*reset)(struct sink *s); /* NULL, or: forget what is in hand (the spool evicted it) */
+	void (*close)(struct sink *s); /* NULL, or: free what start made */
+};
+extern const struct sink_ops sink_framed_ops;
+
 /* What a sink tells the stream: events it will never deliver. */
 struct sink_loss {
 	uint64_t count, first_seq, last_seq;
@@ -60,6 +72,7 @@ struct sink_inflight {
 };
 
 struct sink {
+	const struct sink_ops *ops;
 	enum sink_kind kind;
 	enum sink_format format;
 	char uri[PATH_MAX];  /* as configured; the key of its position in the spool */
@@ -97,7 +110,7 @@ struct sink {
 	uint8_t ackbuf[16];	 /* a partial ack varint */
 	size_t acklen;
 
-	struct otlp *otlp;
+	struct otlp *otlp; /* the OTLP sink's own state */
 
 	uint64_t delivered; /* records confirmed since start */
 	uint64_t connects, failures;
