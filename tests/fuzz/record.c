@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "collector.h"
+#include "decoders.h"
 #include "log.h"
 #include "proc.h"
 #include "redact.h"
@@ -47,14 +48,12 @@ static void setup(void)
 	if (proc_cache__init(&procs))
 		abort();
 	redact__init(&red);
-	memset(&col, 0, sizeof(col));
-	col.stream = &stream;
-	col.procs = &procs;
-	col.redactor = &red;
-	col.counters_fd = -1;
-	if (sandbox_names__init(&col.names, "/nonexistent/egret-fuzz"))
+	if (collector__init_offline(&col, &stream, "/nonexistent/egret-fuzz") ||
+	    decoders__register(&col))
 		abort();
-	col.hooks = (struct collector_hooks){ .rule_text = rule_text, .observe = observe };
+	col.ctx.procs = &procs;
+	col.ctx.redactor = &red;
+	col.ctx.hooks = (struct collector_hooks){ .rule_text = rule_text, .observe = observe };
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

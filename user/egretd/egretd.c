@@ -20,6 +20,7 @@
 #include <bpf/bpf.h>
 
 #include "collector.h"
+#include "decoders.h"
 #include "confine.h"
 #include "control.h"
 #include "dns.h"
@@ -815,7 +816,7 @@ static int cmd_seccomp(void *ctx, struct control_req *r)
 {
 	struct daemon *d = ctx;
 
-	return confine__cmd_seccomp(&d->collector, r);
+	return confine__cmd_seccomp(&d->collector.ctx, r);
 }
 
 static int cmd_uninstall(void *ctx, struct control_req *r);
@@ -1304,9 +1305,12 @@ static int setup_pipeline(struct daemon *d)
 			      loader__map_fd(&d->loader, "counters"));
 	if (err)
 		return err;
-	d->collector.procs = proc_cache__init(&d->procs) ? NULL : &d->procs;
-	d->collector.redactor = &d->opt.redact;
-	d->collector.hooks = (struct collector_hooks){
+	err = decoders__register(&d->collector);
+	if (err)
+		return err;
+	d->collector.ctx.procs = proc_cache__init(&d->procs) ? NULL : &d->procs;
+	d->collector.ctx.redactor = &d->opt.redact;
+	d->collector.ctx.hooks = (struct collector_hooks){
 		.ctx = d,
 		.sandbox_created = on_sandbox_created,
 		.sandbox_destroyed = on_sandbox_destroyed,
@@ -1593,7 +1597,7 @@ int main(int argc, char **argv)
 	engine__announce(&d.engine);
 	/* what execs and moves will never show: privileged processes already in sandboxes */
 	if (d.opt.loader.require_unpriv || d.engine.pol.require_unpriv)
-		confine__scan_privileged(&d.collector, d.paths.cgroup_root,
+		confine__scan_privileged(&d.collector.ctx, d.paths.cgroup_root,
 					 loader__map_fd(&d.loader, "task_sandbox"),
 					 d.engine.pol.mode == POLICY_ENFORCE);
 	setup_selfwatch(&d);

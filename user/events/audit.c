@@ -13,7 +13,8 @@
 #include "audit.h"
 #include "caps.h"
 #include "cgroup.h"
-#include "collector.h"
+#include "decoder.h"
+#include "stream.h"
 #include "egret/confine.h"
 #include "redact.h"
 #include "util.h"
@@ -28,7 +29,7 @@ _Static_assert(sizeof(struct egret_flow_event) == 56 + 88, "egret_flow_event lay
 _Static_assert(sizeof(struct egret_limit_event) == 56 + 32 + 64, "egret_limit_event layout");
 
 /* A string of the record as a C string: cut at len, redacted. */
-static char *clean(struct collector *c, const __u8 *p, size_t len, char *out, size_t size)
+static char *clean(struct decoder_ctx *d, const __u8 *p, size_t len, char *out, size_t size)
 {
 	char raw[EGRET_PATH_MAX + 1];
 
@@ -36,8 +37,8 @@ static char *clean(struct collector *c, const __u8 *p, size_t len, char *out, si
 		len = EGRET_PATH_MAX;
 	memcpy(raw, p, len);
 	raw[len] = '\0';
-	if (c->redactor)
-		redact__string(c->redactor, raw, out, size);
+	if (d->redactor)
+		redact__string(d->redactor, raw, out, size);
 	else
 		snprintf(out, size, "%s", raw);
 	return out;
@@ -58,7 +59,7 @@ static void posture_of(const struct egret_exec_event *r, Egret__V1__ProcessExec_
 	p->capabilities = (char **)caps;
 }
 
-void audit__on_exec(struct collector *c, const void *rec, size_t size)
+void audit__on_exec(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_exec_event *r = rec;
 	Egret__V1__ProcessExec ex = EGRET__V1__PROCESS_EXEC__INIT;
@@ -76,7 +77,7 @@ void audit__on_exec(struct collector *c, const void *rec, size_t size)
 	/* the three strings are the record's data: lengths that say otherwise are not ours */
 	if (alen > EGRET_ARGS_MAX || elen > EGRET_PATH_MAX || clen > EGRET_PATH_MAX ||
 	    offsetof(struct egret_exec_event, data) + alen + elen + clen > size) {
-		collector__bad_record(c, r->hdr.type, size);
+		decoder__bad_record(d, r->hdr.type, size);
 		return;
 	}
 	memcpy(argbuf, r->data, alen);
@@ -86,11 +87,11 @@ void audit__on_exec(struct collector *c, const void *rec, size_t size)
 		i += strlen(argbuf + i) + 1;
 	}
 	/* redaction cuts (and marks) rather than let a secret through: a cut like the kernel's */
-	if (c->redactor && redact__argv(c->redactor, args, &nargs, redacted, sizeof(redacted)))
+	if (d->redactor && redact__argv(d->redactor, args, &nargs, redacted, sizeof(redacted)))
 		cut = true;
-	clean(c, r->data + alen, elen, exe, sizeof(exe));
-	clean(c, r->data + alen + elen, clen, cwd, sizeof(cwd));
-	pi = c->procs ? proc_cache__put(c->procs, r->hdr.pid) : NULL;
+	clean(d, r->data + alen, elen, exe, sizeof(exe));
+	clean(d, r->data + alen + elen, clen, cwd, sizeof(cwd));
+	pi = d->procs ? proc_cache__put(d->procs, r->hdr.pid) : NULL;
 	if (pi) {
 		pi->ppid = r->ppid;
 		pi->euid = r->euid;
@@ -98,7 +99,7 @@ void audit__on_exec(struct collector *c, const void *rec, size_t size)
 		pi->parent_exec_id = r->parent_exec_id;
 		str_copy(pi->exe, sizeof(pi->exe), exe);
 	}
-	collector__envelope(c, &r->hdr, &e);
+	decoder__envelope(d, &r->hdr, &e);
 	e.process.exe = exe;
 	e.process.exec_id = r->exec_id;
 	e.process.parent_exec_id = r->parent_exec_id;
@@ -115,21 +116,21 @@ void audit__on_exec(struct collector *c, const void *rec, size_t size)
 	e.ev.activity_id = 1; /* Launch */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;
 	e.ev.exec = &ex;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 }
 
-void audit__on_fork(struct collector *c, const void *rec, size_t size)
+void audit__on_fork(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_fork_event *r = rec;
 	Egret__V1__ProcessFork fk = EGRET__V1__PROCESS_FORK__INIT;
-	struct proc_info *parent = c->procs ? proc_cache__get(c->procs, r->hdr.pid) : NULL;
+	struct proc_info *parent = d->procs ? proc_cache__get(d->procs, r->hdr.pid) : NULL;
 	struct proc_info copy, *child;
 	struct envelope e;
 
-	if (c->procs) {
+	if (d->procs) {
 		if (parent)
 			copy = *parent;
-		child = proc_cache__put(c->procs, r->child_pid);
+		child = proc_cache__put(d->procs, r->child_pid);
 		if (child) {
 			if (parent)
 				*child = copy;
@@ -139,22 +140,22 @@ void audit__on_fork(struct collector *c, const void *rec, size_t size)
 			child->exec_id = r->exec_id;
 		}
 	}
-	collector__envelope(c, &r->hdr, &e);
+	decoder__envelope(d, &r->hdr, &e);
 	fk.child_pid = r->child_pid;
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
 	e.ev.activity_id = 1; /* Launch */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FORK;
 	e.ev.fork = &fk;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 }
 
-void audit__on_exit(struct collector *c, const void *rec, size_t size)
+void audit__on_exit(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_exit_event *r = rec;
 	Egret__V1__ProcessExit ex = EGRET__V1__PROCESS_EXIT__INIT;
 	struct envelope e;
 
-	collector__envelope(c, &r->hdr, &e);
+	decoder__envelope(d, &r->hdr, &e);
 	/* the kernel's wait status: (code << 8) for an exit, the signal (| 0x80 for a core) */
 	if (r->exit_code & 0x7f) {
 		ex.signal = (int32_t)(r->exit_code & 0x7f);
@@ -167,9 +168,9 @@ void audit__on_exit(struct collector *c, const void *rec, size_t size)
 	e.ev.activity_id = 2; /* Terminate */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXIT;
 	e.ev.exit = &ex;
-	collector__emit(c, &e.ev);
-	if (c->procs)
-		proc_cache__del(c->procs, r->hdr.pid);
+	decoder__emit(d, &e.ev);
+	if (d->procs)
+		proc_cache__del(d->procs, r->hdr.pid);
 }
 
 /* OCSF File System Activity ids for each op */
@@ -190,7 +191,7 @@ static bool file_lengths_ok(const struct egret_file_event *r, size_t size)
 	       (r->path2_len <= EGRET_PATH_MAX && EGRET_PATH_MAX + (size_t)r->path2_len <= data);
 }
 
-void audit__on_file(struct collector *c, const void *rec, size_t size)
+void audit__on_file(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_file_event *r = rec;
 	Egret__V1__FileActivity fa = EGRET__V1__FILE_ACTIVITY__INIT;
@@ -198,16 +199,16 @@ void audit__on_file(struct collector *c, const void *rec, size_t size)
 	struct envelope e;
 
 	if (!file_lengths_ok(r, size)) {
-		collector__bad_record(c, r->hdr.type, size);
+		decoder__bad_record(d, r->hdr.type, size);
 		return;
 	}
-	collector__envelope(c, &r->hdr, &e);
-	clean(c, r->data, r->path_len, path, sizeof(path));
+	decoder__envelope(d, &r->hdr, &e);
+	clean(d, r->data, r->path_len, path, sizeof(path));
 	fa.op = (Egret__V1__FileActivity__Op)r->op;
 	fa.path = path;
 	if (r->op == EGRET_FILE_RENAME)
 		fa.new_path =
-			clean(c, r->data + EGRET_PATH_MAX, r->path2_len, newpath, sizeof(newpath));
+			clean(d, r->data + EGRET_PATH_MAX, r->path2_len, newpath, sizeof(newpath));
 	fa.result = r->result;
 	fa.flags = r->flags;
 	fa.path_truncated = (r->cut & (EGRET_FILE_PATH_CUT | EGRET_FILE_PATH2_CUT)) != 0;
@@ -215,13 +216,13 @@ void audit__on_file(struct collector *c, const void *rec, size_t size)
 	e.ev.activity_id = r->op < ARRAY_SIZE(file_activity) ? file_activity[r->op] : 99;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
 	e.ev.file = &fa;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 	if (r->cut & EGRET_FILE_BPFFS) {
 		Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
 		char detail[EGRET_PATH_MAX * 2 + 64];
 		struct envelope e2;
 
-		collector__envelope(c, &r->hdr, &e2);
+		decoder__envelope(d, &r->hdr, &e2);
 		snprintf(detail, sizeof(detail), "write under the bpf file system: %s", path);
 		t.kind = EGRET__V1__TAMPER__KIND__KIND_BPFFS;
 		t.detail = detail;
@@ -229,18 +230,18 @@ void audit__on_file(struct collector *c, const void *rec, size_t size)
 		e2.ev.activity_id = 99;
 		e2.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 		e2.ev.tamper = &t;
-		collector__emit(c, &e2.ev);
+		decoder__emit(d, &e2.ev);
 	}
 }
 
-void audit__on_flow(struct collector *c, const void *rec, size_t size)
+void audit__on_flow(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_flow_event *r = rec;
 	Egret__V1__NetFlow nf = EGRET__V1__NET_FLOW__INIT;
 	char src[ADDR_STRLEN], dst[ADDR_STRLEN], proto[8];
 	struct envelope e;
 
-	collector__envelope(c, &r->hdr, &e);
+	decoder__envelope(d, &r->hdr, &e);
 	addr__format((const uint8_t *)r->saddr, src, sizeof(src));
 	addr__format((const uint8_t *)r->daddr, dst, sizeof(dst));
 	nf.protocol = (char *)addr__proto_name(r->protocol, proto, sizeof(proto));
@@ -257,17 +258,17 @@ void audit__on_flow(struct collector *c, const void *rec, size_t size)
 	e.ev.activity_id = 2; /* Close */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FLOW;
 	e.ev.flow = &nf;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 }
 
-void audit__on_limit(struct collector *c, const void *rec, size_t size)
+void audit__on_limit(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_limit_event *r = rec;
 	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;
 	char cgroup[EGRET_CGROUP_NAME_LEN + 1];
 	struct envelope e;
 
-	collector__envelope(c, &r->hdr, &e);
+	decoder__envelope(d, &r->hdr, &e);
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
 	if (r->kind == EGRET_LIMIT_OOM_KILL) {
 		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_OOM_KILL;
@@ -286,7 +287,7 @@ void audit__on_limit(struct collector *c, const void *rec, size_t size)
 	rl.cgroup = cgroup;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LIMIT;
 	e.ev.limit = &rl;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 }
 
 /* A path pattern for the kernel: an absolute prefix of at most EGRET_PATTERN_DEPTH

@@ -10,14 +10,14 @@
 #include "egret/events.h"
 #include "egret/audit.h"
 
-struct collector;
+struct decoder_ctx;
 
-void audit__on_exec(struct collector *c, const void *rec, size_t size);
-void audit__on_fork(struct collector *c, const void *rec, size_t size);
-void audit__on_exit(struct collector *c, const void *rec, size_t size);
-void audit__on_file(struct collector *c, const void *rec, size_t size);
-void audit__on_flow(struct collector *c, const void *rec, size_t size);
-void audit__on_limit(struct collector *c, const void *rec, size_t size);
+void audit__on_exec(struct decoder_ctx *d, const void *rec, size_t size);
+void audit__on_fork(struct decoder_ctx *d, const void *rec, size_t size);
+void audit__on_exit(struct decoder_ctx *d, const void *rec, size_t size);
+void audit__on_file(struct decoder_ctx *d, const void *rec, size_t size);
+void audit__on_flow(struct decoder_ctx *d, const void *rec, size_t size);
+void audit__on_limit(struct decoder_ctx *d, const void *rec, size_t size);
 int audit__parse_pattern(const char *text, __u8 kind, struct egret_pattern *out);
 
 #endif /* EGRET_USER_AUDIT_H */

@@ -1,5 +1,6 @@
-/* Ring buffer -> Event. Each record type has a handler that fills the payload; the envelope
- * (time, sandbox, process) comes from the common record header.
+/* Ring buffer -> Event. Each record type has a decoder, registered with collector__register,
+ * that fills the payload; the envelope (time, sandbox, process) comes from the common record
+ * header.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -8,47 +9,28 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "audit.h"
 #include "collector.h"
-#include "confine.h"
-#include "egret/dns.h"
-#include "egress.h"
-#include "egret/egress.h"
 #include "log.h"
 #include "selfwatch.h"
 #include "util.h"
 
-struct record_handler {
-	__u32 type;
-	size_t size; /* minimum record size */
-	void (*handle)(struct collector *c, const void *rec, size_t size);
-};
-
-/* A sandboxed process in a network namespace without a resolver listener: no event, the
- * resolver sets one up.
- */
-static void on_netns(struct collector *c, const void *rec, size_t size)
+int collector__register(struct collector *c, __u32 type, size_t size, decoder_fn decode)
 {
-	const struct egret_netns_event *r = rec;
-
-	if (c->hooks.netns_seen)
-		c->hooks.netns_seen(c->hooks.ctx, r->netns, r->hdr.pid, r->hdr.sandbox_id);
+	for (size_t i = 0; i < c->n_decoders; i++)
+		if (c->decoders[i].type == type)
+			return -EEXIST;
+	if (c->n_decoders == ARRAY_SIZE(c->decoders))
+		return -ENOSPC;
+	c->decoders[c->n_decoders++] = (struct record_decoder){ type, size, decode };
+	return 0;
 }
 
-static const struct record_handler handlers[] = {
-	{ EGRET_EV_CONNECT, sizeof(struct egret_connect_event), egress__on_connect },
-	{ EGRET_EV_CGROUP, sizeof(struct egret_cgroup_event), confine__on_cgroup },
-	{ EGRET_EV_TAMPER, sizeof(struct egret_tamper_event), confine__on_tamper },
-	{ EGRET_EV_NETNS, sizeof(struct egret_netns_event), on_netns },
-	{ EGRET_EV_EXEC, offsetof(struct egret_exec_event, data), audit__on_exec },
-	{ EGRET_EV_FORK, sizeof(struct egret_fork_event), audit__on_fork },
-	{ EGRET_EV_EXIT, sizeof(struct egret_exit_event), audit__on_exit },
-	{ EGRET_EV_FILE, offsetof(struct egret_file_event, data), audit__on_file },
-	{ EGRET_EV_FLOW, sizeof(struct egret_flow_event), audit__on_flow },
-	{ EGRET_EV_LIMIT, sizeof(struct egret_limit_event), audit__on_limit },
-};
+static struct collector *of_ctx(struct decoder_ctx *d)
+{
+	return (struct collector *)((char *)d - offsetof(struct collector, ctx));
+}
 
-void collector__bad_record(struct collector *c, __u32 type, size_t size)
+static void bad_record(struct collector *c, __u32 type, size_t size)
 {
 	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
 	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
@@ -70,15 +52,15 @@ void collector__record(struct collector *c, const void *data, size_t size)
 	const struct egret_event_hdr *h = data;
 
 	if (size >= sizeof(*h)) {
-		for (size_t i = 0; i < ARRAY_SIZE(handlers); i++) {
-			if (handlers[i].type != h->type || size < handlers[i].size)
+		for (size_t i = 0; i < c->n_decoders; i++) {
+			if (c->decoders[i].type != h->type || size < c->decoders[i].size)
 				continue;
-			handlers[i].handle(c, data, size);
+			c->decoders[i].decode(&c->ctx, data, size);
 			c->records++;
 			return;
 		}
 	}
-	collector__bad_record(c, size >= sizeof(*h) ? h->type : 0, size);
+	bad_record(c, size >= sizeof(*h) ? h->type : 0, size);
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -87,17 +69,23 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
+int collector__init_offline(struct collector *c, struct stream *s, const char *cgroup_root)
+{
+	memset(c, 0, sizeof(*c));
+	c->stream = s;
+	c->counters_fd = -1;
+	c->ctx.names = &c->names;
+	return sandbox_names__init(&c->names, cgroup_root);
+}
+
 int collector__init(struct collector *c, struct stream *s, const char *cgroup_root, int events_fd,
 		    int counters_fd)
 {
-	int err;
+	int err = collector__init_offline(c, s, cgroup_root);
 
-	memset(c, 0, sizeof(*c));
-	c->stream = s;
-	c->counters_fd = counters_fd;
-	err = sandbox_names__init(&c->names, cgroup_root);
 	if (err)
 		return err;
+	c->counters_fd = counters_fd;
 	c->rb = ring_buffer__new(events_fd, on_record, c, NULL);
 	if (!c->rb) {
 		err = -errno;
@@ -219,15 +207,29 @@ void collector__report_gap(struct collector *c, uint64_t start_unix_ns, uint64_t
 	log_warn("%s", detail);
 }
 
-void collector__emit(struct collector *c, Egret__V1__Event *ev)
+void decoder__emit(struct decoder_ctx *d, Egret__V1__Event *ev)
 {
-	stream__emit(c->stream, ev);
-	if (c->hooks.observe)
-		c->hooks.observe(c->hooks.ctx, ev);
+	stream__emit(of_ctx(d)->stream, ev);
+	if (d->hooks.observe)
+		d->hooks.observe(d->hooks.ctx, ev);
 }
 
-void collector__envelope(struct collector *c, const struct egret_event_hdr *h, struct envelope *e)
+void decoder__bad_record(struct decoder_ctx *d, __u32 type, size_t size)
 {
+	bad_record(of_ctx(d), type, size);
+}
+
+void decoder__drain(struct decoder_ctx *d)
+{
+	struct collector *c = of_ctx(d);
+
+	if (c->rb)
+		collector__poll(c);
+}
+
+void decoder__envelope(struct decoder_ctx *d, const struct egret_event_hdr *h, struct envelope *e)
+{
+	struct collector *c = of_ctx(d);
 	const char *name;
 
 	*e = (struct envelope){ .ev = EGRET__V1__EVENT__INIT,
@@ -242,7 +244,7 @@ void collector__envelope(struct collector *c, const struct egret_event_hdr *h, s
 	e->process.gid = h->gid;
 	e->process.comm = e->comm;
 	e->ev.process = &e->process;
-	name = sandbox_names__lookup(&c->names, h->sandbox_id);
+	name = sandbox_names__lookup(d->names, h->sandbox_id);
 	if (name)
 		snprintf(e->sandbox_name, sizeof(e->sandbox_name), "%s", name);
 	else
@@ -251,8 +253,8 @@ void collector__envelope(struct collector *c, const struct egret_event_hdr *h, s
 	e->sandbox.cgroup_id = h->sandbox_id;
 	e->sandbox.name = e->sandbox_name;
 	e->ev.sandbox = &e->sandbox;
-	if (c->procs) {
-		const struct proc_info *pi = proc_cache__get(c->procs, h->pid);
+	if (d->procs) {
+		const struct proc_info *pi = proc_cache__get(d->procs, h->pid);
 
 		if (pi) {
 			e->process.exe = (char *)pi->exe;

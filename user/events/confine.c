@@ -17,7 +17,8 @@
 
 #include <bpf/bpf.h>
 
-#include "collector.h"
+#include "decoder.h"
+#include "stream.h"
 #include "confine.h"
 #include "egret/events.h"
 #include "control.h"
@@ -49,7 +50,7 @@ static const struct {
 			      "cgroup.freeze written" },
 };
 
-void confine__on_cgroup(struct collector *c, const void *rec, size_t size)
+void confine__on_cgroup(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_cgroup_event *r = rec;
 	Egret__V1__SandboxLifecycle sl = EGRET__V1__SANDBOX_LIFECYCLE__INIT;
@@ -57,19 +58,19 @@ void confine__on_cgroup(struct collector *c, const void *rec, size_t size)
 	struct envelope e;
 
 	if (r->op == 0 || r->op >= sizeof(cgroup_ops) / sizeof(cgroup_ops[0])) {
-		collector__bad_record(c, r->hdr.type, sizeof(*r));
+		decoder__bad_record(d, r->hdr.type, sizeof(*r));
 		return;
 	}
 	memcpy(name, r->name, EGRET_CGROUP_NAME_LEN);
 	name[EGRET_CGROUP_NAME_LEN] = '\0';
 	if (r->op == EGRET_CG_CREATED) {
-		sandbox_names__set(&c->names, r->cgroup_id, name);
-		if (c->hooks.sandbox_created)
-			c->hooks.sandbox_created(c->hooks.ctx, r->cgroup_id, name);
-	} else if (r->op == EGRET_CG_DESTROYED && c->hooks.sandbox_destroyed) {
-		c->hooks.sandbox_destroyed(c->hooks.ctx, r->cgroup_id);
+		sandbox_names__set(d->names, r->cgroup_id, name);
+		if (d->hooks.sandbox_created)
+			d->hooks.sandbox_created(d->hooks.ctx, r->cgroup_id, name);
+	} else if (r->op == EGRET_CG_DESTROYED && d->hooks.sandbox_destroyed) {
+		d->hooks.sandbox_destroyed(d->hooks.ctx, r->cgroup_id);
 	}
-	collector__envelope(c, &r->hdr, &e);
+	decoder__envelope(d, &r->hdr, &e);
 	memcpy(comm, r->hdr.comm, EGRET_COMM_LEN);
 	comm[EGRET_COMM_LEN] = '\0';
 	snprintf(reason, sizeof(reason), "%s by %s (pid %u)", cgroup_ops[r->op].cause, comm,
@@ -80,9 +81,9 @@ void confine__on_cgroup(struct collector *c, const void *rec, size_t size)
 	e.ev.activity_id = cgroup_ops[r->op].activity;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE;
 	e.ev.sandbox_lifecycle = &sl;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 	if (r->op == EGRET_CG_DESTROYED)
-		sandbox_names__del(&c->names, r->cgroup_id);
+		sandbox_names__del(d->names, r->cgroup_id);
 }
 
 static const char *abi_name(const struct egret_tamper_event *r)
@@ -176,14 +177,14 @@ static const char *tamper_detail(const struct egret_tamper_event *r, char *buf, 
 	return buf;
 }
 
-void confine__on_tamper(struct collector *c, const void *rec, size_t size)
+void confine__on_tamper(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_tamper_event *r = rec;
 	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
 	char detail[256];
 	struct envelope e;
 
-	collector__envelope(c, &r->hdr, &e);
+	decoder__envelope(d, &r->hdr, &e);
 	t.kind = (Egret__V1__Tamper__Kind)r->kind;
 	t.target = r->target;
 	t.other_pid = r->other_pid;
@@ -197,7 +198,7 @@ void confine__on_tamper(struct collector *c, const void *rec, size_t size)
 	e.ev.activity_id = 99; /* Other */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 }
 
 /* Tgid, uid, gid and name of thread tid, from /proc (left as they are when it is gone). */
@@ -251,7 +252,7 @@ static void seccomp_detail(const uint64_t *v, char *buf, size_t size)
 			 (unsigned long long)v[10]);
 }
 
-int confine__cmd_seccomp(struct collector *c, struct control_req *r)
+int confine__cmd_seccomp(struct decoder_ctx *d, struct control_req *r)
 {
 	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
 	struct egret_event_hdr h = { .type = EGRET_EV_TAMPER };
@@ -264,19 +265,18 @@ int confine__cmd_seccomp(struct collector *c, struct control_req *r)
 		control__err(r, "usage: seccomp NAME TID ARCH NR ERRNO ARG0..ARG5 SUPPRESSED\n");
 		return 2;
 	}
-	snprintf(dir, sizeof(dir), "%s/%s", c->names.root, r->argv[1]);
+	snprintf(dir, sizeof(dir), "%s/%s", d->names->root, r->argv[1]);
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
 		control__err(r, "no sandbox %s\n", r->argv[1]);
 		return 1;
 	}
 	/* what the kernel reported before (the caller's exec) goes into the stream first */
-	if (c->rb)
-		collector__poll(c);
+	decoder__drain(d);
 	h.ts_ns = now_ns(CLOCK_BOOTTIME);
 	h.sandbox_id = st.st_ino;
 	h.pid = h.tid = (uint32_t)v[0];
 	thread_status(h.tid, &h);
-	collector__envelope(c, &h, &e);
+	decoder__envelope(d, &h, &e);
 	memcpy(args, v + 4, sizeof(args));
 	seccomp_detail(v, detail, sizeof(detail));
 	t.kind = EGRET__V1__TAMPER__KIND__KIND_SECCOMP;
@@ -290,7 +290,7 @@ int confine__cmd_seccomp(struct collector *c, struct control_req *r)
 	e.ev.activity_id = 99; /* Other */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 	return 0;
 }
 
@@ -318,7 +318,7 @@ int confine__protect(int map_fd, const __u32 *tgids, size_t n)
 /* ---- --require-unprivileged at start: processes already in sandboxes ------------------ */
 
 struct priv_scan {
-	struct collector *c;
+	struct decoder_ctx *d;
 	int map_fd; /* task_sandbox: a pulled-in (foreign) process is not the sandbox's */
 	bool kill;
 	struct stat host_userns;
@@ -395,7 +395,7 @@ static void privileged_one(void *ctx, int pid, __u64 sandbox_id)
 		 "a sandboxed process holding %s over the host was in "
 		 "the sandbox when egretd started",
 		 names);
-	collector__envelope(s->c, &h, &e);
+	decoder__envelope(s->d, &h, &e);
 	t.kind = EGRET__V1__TAMPER__KIND__KIND_PRIVILEGED;
 	t.target = mask;
 	t.other_pid = (uint32_t)pid;
@@ -404,12 +404,12 @@ static void privileged_one(void *ctx, int pid, __u64 sandbox_id)
 	e.ev.activity_id = 99; /* Other */
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
-	collector__emit(s->c, &e.ev);
+	decoder__emit(s->d, &e.ev);
 }
 
-int confine__scan_privileged(struct collector *c, const char *root, int task_map_fd, bool kill)
+int confine__scan_privileged(struct decoder_ctx *d, const char *root, int task_map_fd, bool kill)
 {
-	struct priv_scan s = { .c = c, .map_fd = task_map_fd, .kill = kill };
+	struct priv_scan s = { .d = d, .map_fd = task_map_fd, .kill = kill };
 
 	if (stat("/proc/self/ns/user", &s.host_userns))
 		return -errno;

@@ -3,7 +3,8 @@
 #include <stdio.h>
 
 #include "addr.h"
-#include "collector.h"
+#include "decoder.h"
+#include "stream.h"
 #include "egress.h"
 #include "egret/policy.h"
 
@@ -11,14 +12,14 @@ _Static_assert(sizeof(struct egret_event_hdr) == 56, "egret_event_hdr layout");
 _Static_assert(sizeof(struct egret_connect_event) == 88, "egret_connect_event layout");
 _Static_assert(sizeof(struct egret_sock_meta) == 56, "egret_sock_meta layout");
 
-void egress__on_connect(struct collector *c, const void *rec, size_t size)
+void egress__on_connect(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_connect_event *r = rec;
 	Egret__V1__NetConnect nc = EGRET__V1__NET_CONNECT__INIT;
 	char dst[ADDR_STRLEN], proto[8], rule[400];
 	struct envelope e;
 
-	collector__envelope(c, &r->hdr, &e);
+	decoder__envelope(d, &r->hdr, &e);
 	addr__format(r->daddr, dst, sizeof(dst));
 	nc.verdict = (Egret__V1__NetConnect__Verdict)r->verdict;
 	nc.reason = (Egret__V1__NetConnect__Reason)r->reason;
@@ -29,8 +30,8 @@ void egress__on_connect(struct collector *c, const void *rec, size_t size)
 	nc.v4_mapped = r->v4_mapped;
 	nc.family = r->family;
 	nc.rule_id = r->rule_id;
-	if (r->rule_id && c->hooks.rule_text)
-		nc.rule = (char *)c->hooks.rule_text(c->hooks.ctx, r->rule_id, rule, sizeof(rule));
+	if (r->rule_id && d->hooks.rule_text)
+		nc.rule = (char *)d->hooks.rule_text(d->hooks.ctx, r->rule_id, rule, sizeof(rule));
 	nc.sock_type = r->sock_type;
 	nc.killed = r->killed;
 	e.ev.class_uid = OCSF_NETWORK_ACTIVITY;
@@ -38,5 +39,5 @@ void egress__on_connect(struct collector *c, const void *rec, size_t size)
 							    : OCSF_NET_ACTIVITY_OPEN;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_NET_CONNECT;
 	e.ev.net_connect = &nc;
-	collector__emit(c, &e.ev);
+	decoder__emit(d, &e.ev);
 }

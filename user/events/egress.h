@@ -8,8 +8,8 @@
 #include "egret/events.h"
 #include "egret/egress.h"
 
-struct collector;
+struct decoder_ctx;
 
-void egress__on_connect(struct collector *c, const void *rec, size_t size);
+void egress__on_connect(struct decoder_ctx *d, const void *rec, size_t size);
 
 #endif /* EGRET_USER_EGRESS_H */
