@@ -17,6 +17,7 @@
 #include "stream.h"
 
 static struct stream stream;
+static struct sandbox_names names;
 static struct collector col;
 static struct proc_cache procs;
 static struct redactor red;
@@ -48,8 +49,8 @@ static void setup(void)
 	if (proc_cache__init(&procs))
 		abort();
 	redact__init(&red);
-	if (collector__init_offline(&col, &stream, "/nonexistent/egret-fuzz") ||
-	    decoders__register(&col))
+	if (sandbox_names__init(&names, "/nonexistent/egret-fuzz") ||
+	    collector__init_offline(&col, &stream, &names) || decoders__register(&col))
 		abort();
 	col.ctx.procs = &procs;
 	col.ctx.redactor = &red;

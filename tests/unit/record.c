@@ -19,6 +19,7 @@
 #include "stream.h"
 
 static struct stream stream;
+static struct sandbox_names names;
 static struct collector col;
 static char *page_end;
 static char last_args[256], last_path[2][256];
@@ -50,7 +51,8 @@ static void setup(void)
 	cr_assert_eq(mprotect(map + 3 * page, page, PROT_NONE), 0);
 	page_end = map + 3 * page;
 	stream__init(&stream);
-	cr_assert_eq(collector__init_offline(&col, &stream, "/nonexistent/egret-unit"), 0);
+	cr_assert_eq(sandbox_names__init(&names, "/nonexistent/egret-unit"), 0);
+	cr_assert_eq(collector__init_offline(&col, &stream, &names), 0);
 	cr_assert_eq(decoders__register(&col), 0);
 	col.ctx.hooks.observe = observe;
 }
@@ -58,6 +60,7 @@ static void setup(void)
 static void teardown(void)
 {
 	collector__free(&col);
+	sandbox_names__free(&names);
 	stream__free(&stream);
 }
 

@@ -156,8 +156,10 @@ static void grow(struct sandbox_names *t)
 	t->cap = oldcap * 2;
 	t->used = 0;
 	for (size_t i = 0; i < oldcap; i++) {
-		if (old[i].id)
+		if (old[i].id) {
 			sandbox_names__set(t, old[i].id, old[i].name);
+			slot_for(t, old[i].id)->flags = old[i].flags;
+		}
 	}
 	free(old);
 }
@@ -175,6 +177,9 @@ void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name)
 		if ((t->used + 1) * 4 > t->cap * 3)
 			return; /* could not grow: leave unnamed rather than overfill */
 		t->used++;
+		e->flags = 0;
+	} else if (e->flags) {
+		return; /* an entry in use keeps the name it is used under */
 	}
 	e->id = id;
 	snprintf(e->name, sizeof(e->name), "%s", name);
@@ -224,6 +229,13 @@ const char *sandbox_names__get(const struct sandbox_names *t, uint64_t id)
 	struct sandbox_entry *e = id ? slot_for(t, id) : NULL;
 
 	return e && e->id ? e->name : NULL;
+}
+
+struct sandbox_entry *sandbox_names__entry(const struct sandbox_names *t, uint64_t id)
+{
+	struct sandbox_entry *e = id ? slot_for(t, id) : NULL;
+
+	return e && e->id ? e : NULL;
 }
 
 /* Linear-probing delete: shift later entries of the run back into the hole. */

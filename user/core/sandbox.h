@@ -19,6 +19,7 @@ int sandbox__remove(const char *root, const char *name, unsigned int wait_ms);
 
 struct sandbox_entry {
 	uint64_t id;
+	uint32_t flags; /* the owner's state of the sandbox (engine.c: rules installed) */
 	char name[SANDBOX_NAME_MAX + 1];
 };
 
@@ -33,6 +34,8 @@ int sandbox_names__init(struct sandbox_names *t, const char *root);
 const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id);
 void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name);
 const char *sandbox_names__get(const struct sandbox_names *t, uint64_t id);
+/* The entry of id without scanning, NULL when the table does not have it. */
+struct sandbox_entry *sandbox_names__entry(const struct sandbox_names *t, uint64_t id);
 void sandbox_names__del(struct sandbox_names *t, uint64_t id);
 void sandbox_names__scan(struct sandbox_names *t);
 void sandbox_names__free(struct sandbox_names *t);

@@ -659,7 +659,7 @@ static int status_json(struct daemon *d, struct control_req *r)
 	fprintf(f, ",\"rules\":%zu,\"live_rules\":%zu,", e->pol.n,
 		policy__count(&e->pol, true, NULL));
 	json_str(f, "live_path", e->live_path);
-	fprintf(f, ",\"sandboxes\":%zu,", e->reg.used);
+	fprintf(f, ",\"sandboxes\":%zu,", e->installed);
 	json_str(f, "hash", e->hash);
 	fputs("},\"stream\":{", f);
 	json_str(f, "id", d->stream.id);
@@ -860,7 +860,7 @@ static bool signal_recorded(struct daemon *d, const struct signalfd_siginfo *si,
 	if (fd < 0 || bpf_map_lookup_elem(fd, &k, &v) || v.tgid != si->ssi_pid)
 		return false;
 	bpf_map_delete_elem(fd, &k);
-	name = sandbox_names__lookup(&d->collector.names, v.sandbox_id);
+	name = sandbox_names__lookup(&d->engine.reg, v.sandbox_id);
 	if (name && name[0])
 		return snprintf(out, size, "%s/%s", d->paths.cgroup_root, name) < (int)size;
 	return snprintf(out, size, "%s/(sandbox %llu)", d->paths.cgroup_root,
@@ -1300,7 +1300,7 @@ static int setup_pipeline(struct daemon *d)
 			return err;
 	}
 	stream__report_damage(&d->stream);
-	err = collector__init(&d->collector, &d->stream, d->paths.cgroup_root,
+	err = collector__init(&d->collector, &d->stream, &d->engine.reg,
 			      loader__map_fd(&d->loader, "events"),
 			      loader__map_fd(&d->loader, "counters"));
 	if (err)

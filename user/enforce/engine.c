@@ -48,6 +48,33 @@ void engine__free(struct engine *e)
 	sandbox_names__free(&e->reg);
 }
 
+/* The name of a sandbox whose rules are installed, NULL for any other. */
+static const char *installed_name(const struct engine *e, uint64_t id)
+{
+	const struct sandbox_entry *s = sandbox_names__entry(&e->reg, id);
+
+	return s && (s->flags & ENGINE_SB_INSTALLED) ? s->name : NULL;
+}
+
+static bool entry_installed(const struct sandbox_entry *s)
+{
+	return s->id && (s->flags & ENGINE_SB_INSTALLED);
+}
+
+/* Flag the registry's entry of id as installed or not. */
+static void mark_installed(struct engine *e, uint64_t id, bool on)
+{
+	struct sandbox_entry *s = sandbox_names__entry(&e->reg, id);
+
+	if (!s || !!(s->flags & ENGINE_SB_INSTALLED) == on)
+		return;
+	s->flags ^= ENGINE_SB_INSTALLED;
+	if (on)
+		e->installed++;
+	else
+		e->installed--;
+}
+
 static void emit_change(struct engine *e, const char *action, const char *actor,
 			const struct ucred *cr, const char *detail, const char *sandbox,
 			const char *before, const char *error)
@@ -89,7 +116,7 @@ static int build_trie(struct engine *e, const struct policy *p, char *err, size_
 	for (size_t i = 0; !ret && i < e->reg.cap; i++) {
 		const struct sandbox_entry *s = &e->reg.slots[i];
 
-		if (s->id)
+		if (entry_installed(s))
 			ret = policy_map__install(fd, p, s->name, s->id, err, errsz);
 	}
 	if (ret) {
@@ -162,7 +189,7 @@ static void flag_sandboxes(struct engine *e, const struct policy *p, bool unflag
 		const struct sandbox_entry *s = &e->reg.slots[i];
 		bool rules;
 
-		if (!s->id)
+		if (!entry_installed(s))
 			continue;
 		rules = has_rules(p, s->name);
 		if (rules != unflag)
@@ -307,7 +334,7 @@ static void unregister_stale(struct engine *e)
 	bool have_kept = false;
 
 	while (bpf_map_get_next_key(e->sandboxes_fd, have_kept ? &kept : NULL, &next) == 0) {
-		if (sandbox_names__get(&e->reg, next)) {
+		if (installed_name(e, next)) {
 			kept = next;
 			have_kept = true;
 		} else {
@@ -347,6 +374,8 @@ int engine__start(struct engine *e)
 		return ret;
 	}
 	sandbox_names__scan(&e->reg);
+	for (size_t i = 0; i < e->reg.cap; i++)
+		mark_installed(e, e->reg.slots[i].id, true);
 	ret = commit(e, &p, false, err, sizeof(err));
 	policy__free(&p);
 	if (ret) {
@@ -354,7 +383,7 @@ int engine__start(struct engine *e)
 		return ret;
 	}
 	for (size_t i = 0; i < e->reg.cap; i++) {
-		if (e->reg.slots[i].id &&
+		if (entry_installed(&e->reg.slots[i]) &&
 		    register_id(e, e->reg.slots[i].id, has_rules(&e->pol, e->reg.slots[i].name)))
 			log_err("cannot register sandbox %s: %s", e->reg.slots[i].name,
 				strerror(errno));
@@ -362,7 +391,7 @@ int engine__start(struct engine *e)
 	unregister_stale(e);
 	log_info("policy %s: mode %s, %zu rules (%zu live), %zu sandboxes", e->policy_path,
 		 policy__mode_name(e->pol.mode), e->pol.n, policy__count(&e->pol, true, NULL),
-		 e->reg.used);
+		 e->installed);
 	return 0;
 }
 
@@ -377,7 +406,7 @@ void engine__sandbox_created(struct engine *e, uint64_t id, const char *name)
 	char err[POLICY_ERR_LEN];
 	uint64_t real;
 
-	if (sandbox_names__get(&e->reg, id))
+	if (installed_name(e, id))
 		return;
 	/* trust the directory, not the event: the name may have been cut or reused */
 	if (!sandbox_dir_id(e, name, &real) || real != id)
@@ -392,18 +421,20 @@ void engine__sandbox_created(struct engine *e, uint64_t id, const char *name)
 		return;
 	}
 	sandbox_names__set(&e->reg, id, name);
+	mark_installed(e, id, true);
 	log_debug("sandbox %s (cgroup %llu) registered", name, (unsigned long long)id);
 }
 
 void engine__sandbox_destroyed(struct engine *e, uint64_t id)
 {
-	const char *name = sandbox_names__get(&e->reg, id);
+	const char *name = installed_name(e, id);
 
 	if (!name)
 		return;
 	bpf_map_delete_elem(e->sandboxes_fd, &id);
 	policy_map__remove(e->trie_fd, &e->pol, name, id);
-	sandbox_names__del(&e->reg, id);
+	/* the entry stays: the collector names the sandbox's last events with it */
+	mark_installed(e, id, false);
 }
 
 /* Register sandboxes created while nobody listened, forget those removed. */
@@ -423,10 +454,8 @@ void engine__rescan(struct engine *e)
 	for (size_t i = 0; i < e->reg.cap; i++) {
 		struct sandbox_entry *s = &e->reg.slots[i];
 
-		if (s->id && (!sandbox_dir_id(e, s->name, &id) || id != s->id)) {
+		if (entry_installed(s) && (!sandbox_dir_id(e, s->name, &id) || id != s->id))
 			engine__sandbox_destroyed(e, s->id);
-			i = (size_t)-1; /* the table shifted: start over */
-		}
 	}
 }
 
@@ -497,7 +526,7 @@ int engine__domain_verdict(const struct engine *e, const char *sandbox, const ch
 /* The name of a registered sandbox, "" for the root cgroup itself, NULL when unknown. */
 const char *engine__sandbox_name(const struct engine *e, uint64_t id)
 {
-	return id ? sandbox_names__get(&e->reg, id) : "";
+	return id ? installed_name(e, id) : "";
 }
 
 const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, size_t size)
@@ -875,7 +904,7 @@ int engine__cmd_prepare(void *ctx, struct control_req *r)
 		return 1;
 	}
 	engine__sandbox_created(e, id, r->argv[1]);
-	if (!sandbox_names__get(&e->reg, id)) {
+	if (!installed_name(e, id)) {
 		control__err(r, "sandbox %s could not be registered (see egretd's log)\n",
 			     r->argv[1]);
 		return 1;
@@ -891,5 +920,5 @@ void engine__status(struct engine *e, struct control_req *r)
 		     "policy: %s, mode %s, %zu rules (%zu live in %s), %zu sandboxes, rule "
 		     "set %s\n",
 		     e->policy_path, policy__mode_name(e->pol.mode), e->pol.n,
-		     policy__count(&e->pol, true, NULL), e->live_path, e->reg.used, e->hash);
+		     policy__count(&e->pol, true, NULL), e->live_path, e->installed, e->hash);
 }

@@ -22,17 +22,23 @@ struct engine {
 	const char *live_path;
 	const char *spool_dir; /* checked with the files at every reload (fileperm.h), or NULL */
 	const char *cgroup_root;
-	int outer_fd;		  /* policy_v1: slot 0 holds the trie in force */
-	int sandboxes_fd;	  /* registered sandboxes */
-	int rule_names_fd;	  /* hashes of sandbox names with rules of their own */
-	int trie_fd;		  /* the trie in force (our reference) */
-	struct policy pol;	  /* file rules, then live rules */
-	struct sandbox_names reg; /* sandboxes whose rules are installed: cgroup id -> name */
-	struct stream *stream;	  /* NULL until the event pipeline is up */
+	int outer_fd;	   /* policy_v1: slot 0 holds the trie in force */
+	int sandboxes_fd;  /* registered sandboxes */
+	int rule_names_fd; /* hashes of sandbox names with rules of their own */
+	int trie_fd;	   /* the trie in force (our reference) */
+	struct policy pol; /* file rules, then live rules */
+	/* egretd's one sandbox registry (cgroup id -> name; the collector labels events with it);
+	 * the entries flagged ENGINE_SB_INSTALLED are the sandboxes whose rules are installed
+	 */
+	struct sandbox_names reg;
+	size_t installed;      /* how many entries of reg are flagged ENGINE_SB_INSTALLED */
+	struct stream *stream; /* NULL until the event pipeline is up */
 	char hash[65];
 	uint64_t changes;	/* rule set changes since start */
 	const char *no_enforce; /* a kernel gap nobody accepted (kfeatures): no enforce mode */
 };
+
+#define ENGINE_SB_INSTALLED 1u /* sandbox_entry.flags: its rules are installed */
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
 		 const char *cgroup_root, int outer_fd, int sandboxes_fd, int rule_names_fd);

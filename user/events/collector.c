@@ -69,19 +69,19 @@ static int on_record(void *ctx, void *data, size_t size)
 	return 0;
 }
 
-int collector__init_offline(struct collector *c, struct stream *s, const char *cgroup_root)
+int collector__init_offline(struct collector *c, struct stream *s, struct sandbox_names *names)
 {
 	memset(c, 0, sizeof(*c));
 	c->stream = s;
 	c->counters_fd = -1;
-	c->ctx.names = &c->names;
-	return sandbox_names__init(&c->names, cgroup_root);
+	c->ctx.names = names;
+	return 0;
 }
 
-int collector__init(struct collector *c, struct stream *s, const char *cgroup_root, int events_fd,
-		    int counters_fd)
+int collector__init(struct collector *c, struct stream *s, struct sandbox_names *names,
+		    int events_fd, int counters_fd)
 {
-	int err = collector__init_offline(c, s, cgroup_root);
+	int err = collector__init_offline(c, s, names);
 
 	if (err)
 		return err;
@@ -270,7 +270,6 @@ void collector__free(struct collector *c)
 {
 	ring_buffer__free(c->rb);
 	c->rb = NULL;
-	sandbox_names__free(&c->names);
 }
 
 /* The counters map as a small table: per hook, allowed / denied / audited; then the totals of

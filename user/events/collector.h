@@ -27,7 +27,6 @@ struct record_decoder {
 struct collector {
 	struct decoder_ctx ctx; /* what decoders see; egretd sets hooks, procs and redactor */
 	struct stream *stream;
-	struct sandbox_names names; /* ctx.names points here */
 	struct ring_buffer *rb;
 	int counters_fd;
 	struct record_decoder decoders[COLLECTOR_DECODERS];
@@ -36,10 +35,12 @@ struct collector {
 	uint64_t bad_records; /* records egretd could not decode (reported as Loss) */
 };
 
-/* The collector without a ring buffer or counters (tests feed it with collector__record). */
-int collector__init_offline(struct collector *c, struct stream *s, const char *cgroup_root);
-int collector__init(struct collector *c, struct stream *s, const char *cgroup_root, int events_fd,
-		    int counters_fd);
+/* The collector without a ring buffer or counters (tests feed it with collector__record).
+ * names is egretd's sandbox registry (engine.reg), shared, not owned.
+ */
+int collector__init_offline(struct collector *c, struct stream *s, struct sandbox_names *names);
+int collector__init(struct collector *c, struct stream *s, struct sandbox_names *names,
+		    int events_fd, int counters_fd);
 int collector__fd(const struct collector *c);
 int collector__poll(struct collector *c);
 /* One ring buffer record of size bytes: decoded into its event, or reported as a decode Loss. */
