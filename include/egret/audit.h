@@ -13,15 +13,9 @@
 #define EGRET_PATTERN_LEN   128	 /* characters of a pattern's text */
 #define EGRET_PATTERN_DEPTH 8	 /* components a pattern may have */
 
-/* record types continue enum egret_event_type (include/egret/events.h) */
-enum egret_audit_event_type {
-	EGRET_EV_EXEC = 16,  /* struct egret_exec_event */
-	EGRET_EV_FORK = 17,  /* struct egret_fork_event */
-	EGRET_EV_EXIT = 18,  /* struct egret_exit_event */
-	EGRET_EV_FILE = 19,  /* struct egret_file_event */
-	EGRET_EV_FLOW = 20,  /* struct egret_flow_event */
-	EGRET_EV_LIMIT = 21, /* struct egret_limit_event */
-};
+/* the record types (EGRET_EV_EXEC ... EGRET_EV_LIMIT) are in enum egret_event_type,
+ * include/egret/events.h
+ */
 
 /* egret_exec_event.flags */
 #define EGRET_EXEC_ARGS_CUT 0x1 /* argv was longer than EGRET_ARGS_MAX */
