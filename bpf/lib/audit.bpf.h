@@ -100,7 +100,7 @@ static long hash_step(__u32 j, void *ctx)
 	c = j < m->len ? p->c[j & (HASH_WINDOW - 1)] : '/';
 	if (c != '/') {
 		m->in = 1;
-		m->h = (m->h ^ (__u8)c) * EGRET_FNV64_PRIME;
+		m->h = egret_fnv64_byte(m->h, (__u8)c);
 		return 0;
 	}
 	if (m->in && m->n < EGRET_PATTERN_DEPTH)

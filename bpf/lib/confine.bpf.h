@@ -246,7 +246,7 @@ static __always_inline __u64 name_hash(const __u8 *name)
 	for (int i = 0; i < EGRET_CGROUP_NAME_LEN; i++) {
 		if (!name[i])
 			break;
-		h = (h ^ name[i]) * EGRET_FNV64_PRIME;
+		h = egret_fnv64_byte(h, name[i]);
 	}
 	return h;
 }

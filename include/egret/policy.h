@@ -47,13 +47,11 @@ struct egret_policy_val {
 	struct egret_port_rule rules[EGRET_PORT_RULES];
 };
 
-/* `sandbox_rules` holds the FNV-1a 64 hash of every sandbox name that has rules of its own. A
- * sandbox cgroup whose name is not there is registered by the kernel the moment it is created
- * (the global rules are all it needs); one whose name is waits, denied, until egretd has
- * installed its rules.
+/* `sandbox_rules` holds the FNV-1a 64 hash (include/egret/fnv.h) of every sandbox name that
+ * has rules of its own. A sandbox cgroup whose name is not there is registered by the kernel the
+ * moment it is created (the global rules are all it needs); one whose name is waits, denied,
+ * until egretd has installed its rules.
  */
-#define EGRET_FNV64_OFFSET 0xcbf29ce484222325ull
-#define EGRET_FNV64_PRIME  0x100000001b3ull
 
 /* `sandboxes` map value: a sandbox's rules are in the trie. A socket of a sandbox that is not
  * registered yet is denied everything (fail closed) until egretd has installed its rules.

@@ -16,6 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/types.h>
+
+#include "egret/fnv.h"
 #include "sandbox.h"
 #include "util.h"
 
@@ -118,10 +121,10 @@ int sandbox__remove(const char *root, const char *name, unsigned int wait_ms)
 /* FNV-1a 64 over the name, as bpf/lib/confine.bpf.h computes it (EGRET_FNV64_*). */
 uint64_t sandbox__name_hash(const char *name)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
+	uint64_t h = EGRET_FNV64_OFFSET;
 
 	for (size_t i = 0; name[i] && i < 64; i++)
-		h = (h ^ (uint8_t)name[i]) * 0x100000001b3ull;
+		h = egret_fnv64_byte(h, (__u8)name[i]);
 	return h;
 }
 

@@ -31,6 +31,7 @@
 #include <linux/types.h>
 
 #include "egret/events.h"
+#include "egret/fnv.h"
 #include "egret/dns.h"
 #include "egret/policy.h"
 #include "addr.h"
@@ -342,7 +343,7 @@ static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
 	const uint8_t *b = p;
 
 	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ull;
+		h = egret_fnv64_byte(h, b[i]);
 	return h;
 }
 
@@ -371,7 +372,7 @@ static struct allow_entry *allow_slot(struct resolver *r, const struct egret_dns
 	if (!r->allow_cap)
 		return NULL;
 	mask = r->allow_cap - 1;
-	i = hash_bytes(k, sizeof(*k), 0xcbf29ce484222325ull) & mask;
+	i = hash_bytes(k, sizeof(*k), EGRET_FNV64_OFFSET) & mask;
 	while (r->allow[i].used && memcmp(&r->allow[i].key, k, sizeof(*k)))
 		i = (i + 1) & mask;
 	if (!r->allow[i].used) {
@@ -387,7 +388,7 @@ static struct allow_entry *allow_slot(struct resolver *r, const struct egret_dns
 
 static struct name_entry *name_slot(struct resolver *r, uint64_t sandbox, const char *name)
 {
-	uint64_t h = hash_bytes(name, strlen(name), hash_bytes(&sandbox, 8, 0xcbf29ce484222325ull));
+	uint64_t h = hash_bytes(name, strlen(name), hash_bytes(&sandbox, 8, EGRET_FNV64_OFFSET));
 	size_t mask, i;
 
 	if ((r->names_used + 1) * 2 > r->names_cap) {
@@ -406,7 +407,7 @@ static struct name_entry *name_slot(struct resolver *r, uint64_t sandbox, const 
 				*name_slot(r, old[j].sandbox, old[j].name) = old[j];
 		}
 		free(old);
-		h = hash_bytes(name, strlen(name), hash_bytes(&sandbox, 8, 0xcbf29ce484222325ull));
+		h = hash_bytes(name, strlen(name), hash_bytes(&sandbox, 8, EGRET_FNV64_OFFSET));
 	}
 	mask = r->names_cap - 1;
 	i = h & mask;

@@ -16,6 +16,7 @@
 #include "decoder.h"
 #include "stream.h"
 #include "egret/confine.h"
+#include "egret/fnv.h"
 #include "redact.h"
 #include "util.h"
 
@@ -303,7 +304,7 @@ int audit__parse_pattern(const char *text, __u8 kind, struct egret_pattern *out)
 	out->kind = kind;
 	while (*p) {
 		const char *end;
-		uint64_t h = 0xcbf29ce484222325ull;
+		uint64_t h = EGRET_FNV64_OFFSET;
 
 		while (*p == '/')
 			p++;
@@ -320,7 +321,7 @@ int audit__parse_pattern(const char *text, __u8 kind, struct egret_pattern *out)
 			if (memchr(p, '*', (size_t)(end - p)))
 				return -EINVAL; /* '*' stands for a whole component only */
 			for (const char *q = p; q < end; q++)
-				h = (h ^ (uint8_t)*q) * 0x100000001b3ull;
+				h = egret_fnv64_byte(h, (__u8)*q);
 		}
 		out->hash[out->ncomp++] = h;
 		p = end;

@@ -8,6 +8,7 @@
 
 #include <bpf/bpf.h>
 
+#include "egret/fnv.h"
 #include "egret/policy.h"
 #include "loader.h"
 #include "log.h"
@@ -34,7 +35,7 @@ static void comps_of(const char *path, size_t len, struct comps *c)
 
 		if (ch != '/') {
 			in = true;
-			h = (h ^ (__u8)ch) * EGRET_FNV64_PRIME;
+			h = egret_fnv64_byte(h, (__u8)ch);
 			continue;
 		}
 		if (in && c->n < EGRET_PATTERN_DEPTH)
