@@ -107,7 +107,7 @@ static __always_inline void counter_inc(__u32 idx)
 
 static __always_inline void counter_verdict(__u8 hook, __u8 verdict)
 {
-	counter_inc(EGRET_CNT_VERDICT_BASE + (hook & 7) * 4 + (verdict & 3));
+	counter_inc(EGRET_CNT_VERDICT(hook, verdict));
 }
 
 #endif /* EGRET_MAPS_BPF_H */

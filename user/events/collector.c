@@ -10,6 +10,7 @@
 #include <bpf/libbpf.h>
 
 #include "collector.h"
+#include "egret/egress.h"
 #include "log.h"
 #include "selfwatch.h"
 #include "util.h"
@@ -275,9 +276,10 @@ void collector__free(struct collector *c)
 /* The counters map as a small table: per hook, allowed / denied / audited; then the totals of
  * loss and tamper. Used by egretd's status and by egretctl when egretd is down.
  */
-static const char *const hook_names[] = { "",	      "connect4",    "connect6", "sendmsg4",
-					  "sendmsg6", "sock_create", "egress",	 "syscall" };
-static const char *const verdict_names[] = { "", "allowed", "denied", "audited" };
+static const char *const hook_names[] = EGRET_HOOK_NAMES;
+static const char *const verdict_names[] = EGRET_VERDICT_NAMES;
+_Static_assert(ARRAY_SIZE(hook_names) == EGRET_HOOK_MAX, "a name for every hook");
+_Static_assert(ARRAY_SIZE(verdict_names) == EGRET_VERDICT_AUDIT + 1, "a name for every verdict");
 
 size_t collector__counters(int counters_fd, struct counter_value *out, size_t max)
 {
@@ -288,7 +290,7 @@ size_t collector__counters(int counters_fd, struct counter_value *out, size_t ma
 			snprintf(out[n].name, sizeof(out[n].name), "%s.%s", hook_names[h],
 				 verdict_names[verdict]);
 			out[n].value = 0;
-			collector__counter(counters_fd, EGRET_CNT_VERDICT_BASE + h * 4 + verdict,
+			collector__counter(counters_fd, EGRET_CNT_VERDICT(h, verdict),
 					   &out[n].value);
 		}
 	}
