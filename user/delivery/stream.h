@@ -8,24 +8,13 @@
 
 #include <stdint.h>
 
+#include "egret/ocsf.h" /* the class and activity hints every event carries */
 #include "egret/v1/events.pb-c.h"
 #include "sink.h"
 #include "spool.h"
 
 #define STREAM_MAX_SINKS 8
 #define STREAM_STOP_NS	 (3ull * 1000000000ull) /* a graceful stop waits this long for sinks */
-
-/* OCSF class_uid / activity_id hints carried by the envelope */
-#define OCSF_FILE_SYSTEM_ACTIVITY  1001
-#define OCSF_PROCESS_ACTIVITY	   1007
-#define OCSF_NETWORK_ACTIVITY	   4001
-#define OCSF_DNS_ACTIVITY	   4003
-#define OCSF_DEVICE_CONFIG_CHANGE  5019
-#define OCSF_APPLICATION_LIFECYCLE 6002
-#define OCSF_NET_ACTIVITY_OPEN	   1
-#define OCSF_NET_ACTIVITY_REFUSE   5
-#define OCSF_APP_ACTIVITY_START	   3
-#define OCSF_APP_ACTIVITY_STOP	   4
 
 struct stream {
 	char id[33];  /* 32 hex digits, random per start */

@@ -330,7 +330,7 @@ static void emit_query(struct resolver *r, const struct dns_query *q, bool allow
 	ev.sandbox = &sb;
 	ev.process = &pr;
 	ev.class_uid = OCSF_DNS_ACTIVITY;
-	ev.activity_id = 2; /* Response */
+	ev.activity_id = OCSF_DNS_ACTIVITY_RESPONSE;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_DNS_QUERY;
 	ev.dns_query = &dq;
 	stream__emit(r->stream, &ev);

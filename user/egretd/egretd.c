@@ -625,7 +625,7 @@ static void emit_heartbeat(struct daemon *d)
 	hb.n_counters = n;
 	hb.counters = cvp;
 	ev.class_uid = OCSF_APPLICATION_LIFECYCLE;
-	ev.activity_id = 99; /* Other */
+	ev.activity_id = OCSF_ACTIVITY_OTHER;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_HEARTBEAT;
 	ev.heartbeat = &hb;
 	stream__emit(&d->stream, &ev);
@@ -923,7 +923,7 @@ static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, 
 	ev.sandbox = &sb;
 	ev.process = &pr;
 	ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	ev.activity_id = 99; /* Other */
+	ev.activity_id = OCSF_ACTIVITY_OTHER;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	ev.tamper = &t;
 	stream__emit(&d->stream, &ev);
@@ -1382,7 +1382,7 @@ static void on_pin_removed(void *ctx, const char *path)
 	t.kind = EGRET__V1__TAMPER__KIND__KIND_PIN_REMOVED;
 	t.detail = detail;
 	ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	ev.activity_id = 99; /* Other */
+	ev.activity_id = OCSF_ACTIVITY_OTHER;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	ev.tamper = &t;
 	if (d->stream.nsinks)

@@ -97,7 +97,7 @@ static void emit_change(struct engine *e, const char *action, const char *actor,
 	pc.rules = (uint32_t)e->pol.n;
 	pc.mode = (char *)policy__mode_name(e->pol.mode);
 	ev.class_uid = OCSF_DEVICE_CONFIG_CHANGE;
-	ev.activity_id = 1;
+	ev.activity_id = OCSF_CONFIG_ACTIVITY_CHANGE;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_POLICY_CHANGE;
 	ev.policy_change = &pc;
 	stream__emit(e->stream, &ev);

@@ -14,7 +14,7 @@
 #include "caps.h"
 #include "cgroup.h"
 #include "decoder.h"
-#include "stream.h"
+#include "egret/ocsf.h"
 #include "egret/confine.h"
 #include "egret/fnv.h"
 #include "redact.h"
@@ -114,7 +114,7 @@ void audit__on_exec(struct decoder_ctx *d, const void *rec, size_t size)
 	posture_of(r, &pos, caps, unnamed);
 	ex.posture = &pos;
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	e.ev.activity_id = 1; /* Launch */
+	e.ev.activity_id = OCSF_PROCESS_ACTIVITY_LAUNCH;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;
 	e.ev.exec = &ex;
 	decoder__emit(d, &e.ev);
@@ -144,7 +144,7 @@ void audit__on_fork(struct decoder_ctx *d, const void *rec, size_t size)
 	decoder__envelope(d, &r->hdr, &e);
 	fk.child_pid = r->child_pid;
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	e.ev.activity_id = 1; /* Launch */
+	e.ev.activity_id = OCSF_PROCESS_ACTIVITY_LAUNCH;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FORK;
 	e.ev.fork = &fk;
 	decoder__emit(d, &e.ev);
@@ -166,7 +166,7 @@ void audit__on_exit(struct decoder_ctx *d, const void *rec, size_t size)
 	}
 	ex.duration_ns = r->duration_ns;
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	e.ev.activity_id = 2; /* Terminate */
+	e.ev.activity_id = OCSF_PROCESS_ACTIVITY_TERMINATE;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXIT;
 	e.ev.exit = &ex;
 	decoder__emit(d, &e.ev);
@@ -176,9 +176,13 @@ void audit__on_exit(struct decoder_ctx *d, const void *rec, size_t size)
 
 /* OCSF File System Activity ids for each op */
 static const uint32_t file_activity[] = {
-	[EGRET_FILE_CREATE] = 1, [EGRET_FILE_WRITE] = 3, [EGRET_FILE_READ] = 2,
-	[EGRET_FILE_UNLINK] = 4, [EGRET_FILE_RMDIR] = 4, [EGRET_FILE_RENAME] = 5,
-	[EGRET_FILE_CHMOD] = 7,
+	[EGRET_FILE_CREATE] = OCSF_FILE_ACTIVITY_CREATE,
+	[EGRET_FILE_WRITE] = OCSF_FILE_ACTIVITY_UPDATE,
+	[EGRET_FILE_READ] = OCSF_FILE_ACTIVITY_READ,
+	[EGRET_FILE_UNLINK] = OCSF_FILE_ACTIVITY_DELETE,
+	[EGRET_FILE_RMDIR] = OCSF_FILE_ACTIVITY_DELETE,
+	[EGRET_FILE_RENAME] = OCSF_FILE_ACTIVITY_RENAME,
+	[EGRET_FILE_CHMOD] = OCSF_FILE_ACTIVITY_SET_SECURITY,
 };
 
 /* The path, and a rename's new path at its fixed offset, lie inside the record. */
@@ -214,7 +218,8 @@ void audit__on_file(struct decoder_ctx *d, const void *rec, size_t size)
 	fa.flags = r->flags;
 	fa.path_truncated = (r->cut & (EGRET_FILE_PATH_CUT | EGRET_FILE_PATH2_CUT)) != 0;
 	e.ev.class_uid = OCSF_FILE_SYSTEM_ACTIVITY;
-	e.ev.activity_id = r->op < ARRAY_SIZE(file_activity) ? file_activity[r->op] : 99;
+	e.ev.activity_id =
+		r->op < ARRAY_SIZE(file_activity) ? file_activity[r->op] : OCSF_ACTIVITY_OTHER;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
 	e.ev.file = &fa;
 	decoder__emit(d, &e.ev);
@@ -228,7 +233,7 @@ void audit__on_file(struct decoder_ctx *d, const void *rec, size_t size)
 		t.kind = EGRET__V1__TAMPER__KIND__KIND_BPFFS;
 		t.detail = detail;
 		e2.ev.class_uid = OCSF_PROCESS_ACTIVITY;
-		e2.ev.activity_id = 99;
+		e2.ev.activity_id = OCSF_ACTIVITY_OTHER;
 		e2.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 		e2.ev.tamper = &t;
 		decoder__emit(d, &e2.ev);
@@ -256,7 +261,7 @@ void audit__on_flow(struct decoder_ctx *d, const void *rec, size_t size)
 	nf.packets_in = r->packets_in;
 	nf.duration_ns = r->duration_ns;
 	e.ev.class_uid = OCSF_NETWORK_ACTIVITY;
-	e.ev.activity_id = 2; /* Close */
+	e.ev.activity_id = OCSF_NET_ACTIVITY_CLOSE;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FLOW;
 	e.ev.flow = &nf;
 	decoder__emit(d, &e.ev);
@@ -276,12 +281,12 @@ void audit__on_limit(struct decoder_ctx *d, const void *rec, size_t size)
 		/* no limit configured reads as PAGE_COUNTER_MAX pages */
 		rl.limit = r->limit < (1ull << 62) ? r->limit : 0;
 		rl.usage = r->usage;
-		e.ev.activity_id = 2; /* Terminate */
+		e.ev.activity_id = OCSF_PROCESS_ACTIVITY_TERMINATE;
 	} else {
 		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_PIDS;
 		rl.limit = r->limit;
 		rl.usage = r->usage;
-		e.ev.activity_id = 99;
+		e.ev.activity_id = OCSF_ACTIVITY_OTHER;
 	}
 	memcpy(cgroup, r->cgroup, EGRET_CGROUP_NAME_LEN);
 	cgroup[EGRET_CGROUP_NAME_LEN] = '\0';

@@ -18,7 +18,7 @@
 #include <bpf/bpf.h>
 
 #include "decoder.h"
-#include "stream.h"
+#include "egret/ocsf.h"
 #include "confine.h"
 #include "egret/events.h"
 #include "control.h"
@@ -42,12 +42,14 @@ static const struct {
 	int activity;
 	const char *cause;
 } cgroup_ops[] = {
-	[EGRET_CG_CREATED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_CREATED, 3, "mkdir" },
-	[EGRET_CG_DESTROYED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_DESTROYED, 4, "rmdir" },
-	[EGRET_CG_FROZEN] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_FROZEN, 7,
-			      "cgroup.freeze written" },
-	[EGRET_CG_THAWED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_THAWED, 6,
-			      "cgroup.freeze written" },
+	[EGRET_CG_CREATED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_CREATED,
+			       OCSF_APP_ACTIVITY_START, "mkdir" },
+	[EGRET_CG_DESTROYED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_DESTROYED,
+				 OCSF_APP_ACTIVITY_STOP, "rmdir" },
+	[EGRET_CG_FROZEN] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_FROZEN,
+			      OCSF_APP_ACTIVITY_DISABLE, "cgroup.freeze written" },
+	[EGRET_CG_THAWED] = { EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_THAWED,
+			      OCSF_APP_ACTIVITY_ENABLE, "cgroup.freeze written" },
 };
 
 void confine__on_cgroup(struct decoder_ctx *d, const void *rec, size_t size)
@@ -195,7 +197,7 @@ void confine__on_tamper(struct decoder_ctx *d, const void *rec, size_t size)
 		t.syscall = (char *)egret_compat_name(r->abi, (__u32)r->target);
 	}
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	e.ev.activity_id = 99; /* Other */
+	e.ev.activity_id = OCSF_ACTIVITY_OTHER;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
 	decoder__emit(d, &e.ev);
@@ -287,7 +289,7 @@ int confine__cmd_seccomp(struct decoder_ctx *d, struct control_req *r)
 	t.n_args = 6;
 	t.args = args;
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	e.ev.activity_id = 99; /* Other */
+	e.ev.activity_id = OCSF_ACTIVITY_OTHER;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
 	decoder__emit(d, &e.ev);
@@ -401,7 +403,7 @@ static void privileged_one(void *ctx, int pid, __u64 sandbox_id)
 	t.other_pid = (uint32_t)pid;
 	t.detail = detail;
 	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	e.ev.activity_id = 99; /* Other */
+	e.ev.activity_id = OCSF_ACTIVITY_OTHER;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	e.ev.tamper = &t;
 	decoder__emit(s->d, &e.ev);

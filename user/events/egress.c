@@ -4,7 +4,7 @@
 
 #include "addr.h"
 #include "decoder.h"
-#include "stream.h"
+#include "egret/ocsf.h"
 #include "egress.h"
 #include "egret/policy.h"
 

@@ -251,7 +251,7 @@ static void emit_limit_change(struct selfwatch *w, const char *detail)
 	t.detail = (char *)detail;
 	ev.process = &pr;
 	ev.class_uid = OCSF_APPLICATION_LIFECYCLE;
-	ev.activity_id = 99; /* Other */
+	ev.activity_id = OCSF_ACTIVITY_OTHER;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	ev.tamper = &t;
 	stream__emit(w->stream, &ev);

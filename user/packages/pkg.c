@@ -11,8 +11,6 @@
 #include "stream.h"
 #include "util.h"
 
-#define OCSF_APP_ACTIVITY_INSTALL 1
-
 int pkg__init(struct pkg_tracker *t, struct stream *s)
 {
 	memset(t, 0, sizeof(*t));
@@ -224,7 +222,7 @@ static void end_run(struct pkg_tracker *t, int idx, const Egret__V1__ProcessExit
 	} else {
 		pr_.duration_ns = now_ns(CLOCK_MONOTONIC) - r->started_ns;
 	}
-	ev.activity_id = 99;
+	ev.activity_id = OCSF_ACTIVITY_OTHER;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_PACKAGE_RUN;
 	ev.package_run = &pr_;
 	stream__emit(t->stream, &ev);
