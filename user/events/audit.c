@@ -22,13 +22,6 @@
 
 #define MAX_ARGS 1024
 
-_Static_assert(sizeof(struct egret_exec_event) == 56 + 64 + EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX,
-	       "egret_exec_event layout");
-_Static_assert(sizeof(struct egret_file_event) == 56 + 24 + 2 * EGRET_PATH_MAX,
-	       "egret_file_event layout");
-_Static_assert(sizeof(struct egret_flow_event) == 56 + 88, "egret_flow_event layout");
-_Static_assert(sizeof(struct egret_limit_event) == 56 + 32 + 64, "egret_limit_event layout");
-
 /* A string of the record as a C string: cut at len, redacted. */
 static char *clean(struct decoder_ctx *d, const __u8 *p, size_t len, char *out, size_t size)
 {

@@ -31,9 +31,6 @@
 
 #include "egret/syscalls32.h"
 
-_Static_assert(sizeof(struct egret_cgroup_event) == 136, "egret_cgroup_event layout");
-_Static_assert(sizeof(struct egret_tamper_event) == 80, "egret_tamper_event layout");
-
 /* What each cgroup op is in the stream: the proto kind, the OCSF Application Lifecycle
  * activity, and the file whose write (or the syscall) caused it, for the reason string.
  */

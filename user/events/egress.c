@@ -8,10 +8,6 @@
 #include "egress.h"
 #include "egret/policy.h"
 
-_Static_assert(sizeof(struct egret_event_hdr) == 56, "egret_event_hdr layout");
-_Static_assert(sizeof(struct egret_connect_event) == 88, "egret_connect_event layout");
-_Static_assert(sizeof(struct egret_sock_meta) == 56, "egret_sock_meta layout");
-
 void egress__on_connect(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_connect_event *r = rec;
