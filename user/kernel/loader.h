@@ -40,7 +40,7 @@ struct loader_config {
 	unsigned int ntrusted_movers;	  /* --trusted-mover: v2 cgroup ids and levels */
 	uint64_t trusted_mover_id[EGRET_TRUSTED_MOVERS_MAX];
 	uint32_t trusted_mover_level[EGRET_TRUSTED_MOVERS_MAX];
-	__u32 compat_mode;		  /* --compat: enum egret_compat_mode */
+	__u32 compat_mode; /* --compat: enum egret_compat_mode */
 };
 
 int loader__specs(const struct egret_prog_spec **specs, unsigned int *n);
