@@ -1,7 +1,9 @@
 /* Sandbox names and cgroups. A sandbox is a direct child cgroup of egret's root; its name is the
  * directory name and its id the cgroup id (the directory's inode). The table is filled by
- * scanning the root, again on a miss, at most every SCAN_INTERVAL_NS so a flood of events from
- * a removed sandbox does not turn into a flood of directory scans. egretctl run creates a
+ * scanning the root, again on a miss, but for the same id at most every SCAN_INTERVAL_NS so a
+ * flood of events from a removed sandbox does not turn into a flood of directory scans. The
+ * throttle is per id: neither an owner's own scans (the engine's, at a cgroup change) nor a miss
+ * for another sandbox may make the lookup of a sandbox created a moment ago give up. egretctl run creates a
  * sandbox's cgroup and removes it again when its command is done.
  */
 #include <dirent.h>
@@ -196,7 +198,6 @@ void sandbox_names__scan(struct sandbox_names *t)
 	struct stat st;
 	DIR *d = opendir(t->root);
 
-	t->last_scan_ns = now_ns(CLOCK_MONOTONIC);
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
@@ -209,6 +210,23 @@ void sandbox_names__scan(struct sandbox_names *t)
 	closedir(d);
 }
 
+/* Whether a lookup scanned for id in vain less than SCAN_INTERVAL_NS ago; if not, id is
+ * recorded as scanned for now (in place of the oldest record). */
+static bool missed_lately(struct sandbox_names *t, uint64_t id)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+	size_t n = sizeof(t->missed) / sizeof(t->missed[0]);
+
+	for (size_t i = 0; i < n; i++) {
+		if (t->missed[i].id == id && now - t->missed[i].ns < SCAN_INTERVAL_NS)
+			return true;
+	}
+	t->missed[t->missed_next].id = id;
+	t->missed[t->missed_next].ns = now;
+	t->missed_next = (t->missed_next + 1) % n;
+	return false;
+}
+
 /* The sandbox's name, "" for the root cgroup itself, NULL when unknown. */
 const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id)
 {
@@ -219,7 +237,7 @@ const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id)
 	e = slot_for(t, id);
 	if (e->id)
 		return e->name;
-	if (now_ns(CLOCK_MONOTONIC) - t->last_scan_ns < SCAN_INTERVAL_NS)
+	if (missed_lately(t, id))
 		return NULL;
 	sandbox_names__scan(t);
 	e = slot_for(t, id);

@@ -27,7 +27,10 @@ struct sandbox_names {
 	char root[4096];
 	struct sandbox_entry *slots;
 	size_t cap, used;
-	uint64_t last_scan_ns;
+	struct {
+		uint64_t id, ns;
+	} missed[8]; /* ids a lookup scanned for in vain lately, and when */
+	unsigned int missed_next;
 };
 
 int sandbox_names__init(struct sandbox_names *t, const char *root);
