@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -67,6 +68,13 @@ void harness_setup_start(const char *policy, const char *const extra[])
 	if (policy)
 		cr_assert_eq(harness_policy(T, policy), 0, "cannot write the test's policy");
 	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+}
+
+void harness_setup_listen(int *fd, const char *addr, uint16_t port)
+{
+	harness_close_at_teardown(fd);
+	*fd = tcp_listen(addr, port);
+	cr_assert(*fd >= 0, "cannot listen on %s port %u: %s", addr, port, strerror(-*fd));
 }
 
 /* Registered by the test process (each test has its own), read at its teardown. */

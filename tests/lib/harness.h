@@ -36,6 +36,8 @@ void harness_setup_netns(void);
  * "mode enforce" of harness_init), then egretd started on T with extra, asserted with its log.
  */
 void harness_setup_start(const char *policy, const char *const extra[]);
+/* A TCP listener on addr:port in *fd, asserted, closed by harness_teardown. */
+void harness_setup_listen(int *fd, const char *addr, uint16_t port);
 /* What harness_teardown ends besides the instances, registered by address and read when the
  * test ends (a test may replace them, or clear them: 0 or -1): a helper process (*pid > 0:
  * killed and reaped, then 0) and a descriptor (*fd >= 0: closed, then -1).
