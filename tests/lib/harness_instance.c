@@ -40,14 +40,19 @@ static unsigned int instance_seq;
 static pid_t cleanup_owner;
 static struct egret_instance *live[16];
 
-static void cleanup_at_exit(void)
+void harness_cleanup_all(void)
 {
 	if (getpid() != cleanup_owner)
 		return;
-	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
+	for (size_t i = sizeof(live) / sizeof(live[0]); i-- > 0;) {
 		if (live[i])
 			harness_cleanup(live[i]);
 	}
+}
+
+static void cleanup_at_exit(void)
+{
+	harness_cleanup_all();
 }
 
 static void remember_instance(struct egret_instance *e)
@@ -70,16 +75,6 @@ static void forget_instance(struct egret_instance *e)
 	for (size_t i = 0; i < sizeof(live) / sizeof(live[0]); i++) {
 		if (live[i] == e)
 			live[i] = NULL;
-	}
-}
-
-void harness_cleanup_all(void)
-{
-	if (getpid() != cleanup_owner)
-		return;
-	for (size_t i = sizeof(live) / sizeof(live[0]); i-- > 0;) {
-		if (live[i])
-			harness_cleanup(live[i]);
 	}
 }
 
