@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "harness_events.h"
 #include "wire.h"
 
@@ -30,9 +31,10 @@ int events_read(const char *path, struct events *out)
 			n = -EBADMSG;
 			break;
 		}
-		if (out->n == cap) {
-			cap = cap ? cap * 2 : 64;
-			out->ev = realloc(out->ev, cap * sizeof(*out->ev));
+		n = ARRAY_RESERVE(out->ev, cap, out->n + 1);
+		if (n) {
+			egret__v1__event__free_unpacked(ev, NULL);
+			break;
 		}
 		out->ev[out->n++] = ev;
 	}
