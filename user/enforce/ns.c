@@ -192,9 +192,12 @@ int ns__pick_ids(const char *root, const char *name, struct sandbox_spec *s)
 pid_t ns__fork(bool new_pid)
 {
 	/* egretctl forks nothing else afterwards: the new namespace is for this child only */
+	pid_t pid;
+
 	if (new_pid && unshare(CLONE_NEWPID))
-		return -1;
-	return fork();
+		return -errno;
+	pid = fork();
+	return pid < 0 ? -errno : pid;
 }
 
 #define HIDE_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
