@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "egret/v1/events.pb-c.h"
 #include "log.h"
 #include "spool.h"
@@ -27,15 +28,8 @@ void spool__seg_path(const struct spool *s, uint64_t id, char *out, size_t size)
 
 struct spool_seg *spool__seg_add(struct spool *s, uint64_t id)
 {
-	if (s->nsegs == s->segs_cap) {
-		size_t cap = s->segs_cap ? s->segs_cap * 2 : 16;
-		struct spool_seg *n = realloc(s->segs, cap * sizeof(*n));
-
-		if (!n)
-			return NULL;
-		s->segs = n;
-		s->segs_cap = cap;
-	}
+	if (ARRAY_RESERVE(s->segs, s->segs_cap, s->nsegs + 1))
+		return NULL;
 	memset(&s->segs[s->nsegs], 0, sizeof(s->segs[0]));
 	s->segs[s->nsegs].id = id;
 	return &s->segs[s->nsegs++];
@@ -159,16 +153,10 @@ int spool__append(struct spool *s, const uint8_t *rec, size_t len, uint64_t seq,
 
 	if (s->len + len > s->cap && s->len)
 		spool__flush(s);
-	while (s->len + len > s->cap) {
-		size_t cap = s->cap * 2;
-		uint8_t *nb;
-
-		if (cap > SPOOL_BUF_MAX || !(nb = realloc(s->buf, cap))) {
-			drop_record(s, seq, stream_id);
-			return -ENOSPC;
-		}
-		s->buf = nb;
-		s->cap = cap;
+	/* the buffer doubles from SPOOL_BUF_BYTES up to SPOOL_BUF_MAX */
+	if (s->len + len > SPOOL_BUF_MAX || ARRAY_RESERVE(s->buf, s->cap, s->len + len)) {
+		drop_record(s, seq, stream_id);
+		return -ENOSPC;
 	}
 	memcpy(s->buf + s->len, rec, len);
 	s->len += len;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "egret/v1/events.pb-c.h"
 #include "log.h"
 #include "spool.h"
@@ -264,28 +265,20 @@ static int cmp_u64(const void *a, const void *b)
 
 static int push_id(uint64_t **ids, size_t *n, size_t *cap, uint64_t id)
 {
-	if (*n == *cap) {
-		uint64_t *nv = realloc(*ids, (*cap ? *cap * 2 : 16) * sizeof(**ids));
+	int err = ARRAY_RESERVE(*ids, *cap, *n + 1);
 
-		if (!nv)
-			return -ENOMEM;
-		*ids = nv;
-		*cap = *cap ? *cap * 2 : 16;
-	}
+	if (err)
+		return err;
 	(*ids)[(*n)++] = id;
 	return 0;
 }
 
 static int push_name(char ***v, size_t *n, size_t *cap, const char *name)
 {
-	if (*n == *cap) {
-		char **nv = realloc(*v, (*cap ? *cap * 2 : 8) * sizeof(**v));
+	int err = ARRAY_RESERVE(*v, *cap, *n + 1);
 
-		if (!nv)
-			return -ENOMEM;
-		*v = nv;
-		*cap = *cap ? *cap * 2 : 8;
-	}
+	if (err)
+		return err;
 	(*v)[*n] = strdup(name);
 	return (*v)[*n] ? (++*n, 0) : -ENOMEM;
 }

@@ -11,6 +11,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "egret/v1/events.pb-c.h"
 #include "log.h"
 #include "pbjson.h"
@@ -55,15 +56,10 @@ static ssize_t feed_read(struct feed *f)
 {
 	ssize_t n;
 
-	if (f->len == f->cap) {
-		size_t cap = f->cap * 2;
-		uint8_t *nb = cap <= WIRE_RECORD_MAX * 2 ? realloc(f->buf, cap) : NULL;
-
-		if (!nb)
-			return -ENOMEM;
-		f->buf = nb;
-		f->cap = cap;
-	}
+	/* doubling from TAIL_CHUNK, never past what two records of ours can take */
+	if (f->len == f->cap &&
+	    (f->cap * 2 > WIRE_RECORD_MAX * 2 || ARRAY_RESERVE(f->buf, f->cap, f->len + 1)))
+		return -ENOMEM;
 	n = read(f->fd, f->buf + f->len, f->cap - f->len);
 	if (n < 0)
 		return errno == EINTR || errno == EAGAIN ? -EAGAIN : -errno;

@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "ns.h"
 #include "util.h"
 
@@ -43,15 +44,8 @@ int ns_protect__add(struct ns_protect *p, const char *kind, const char *path)
 
 	if (!path || !path[0])
 		return 0;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-
-		v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		p->v = v;
-		p->cap = cap;
-	}
+	if (ARRAY_RESERVE(p->v, p->cap, p->n + 1))
+		return -ENOMEM;
 	v = &p->v[p->n];
 	if (strlen(path) >= sizeof(v->path) || strlen(kind) >= sizeof(v->kind))
 		return -ENAMETOOLONG;
