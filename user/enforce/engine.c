@@ -152,17 +152,26 @@ static int write_live(const struct engine *e, const struct policy *p, char *err,
 		return ret;
 	}
 	ret = policy__write_live(p, f);
-	if (!ret && (fflush(f) || fsync(fileno(f))))
+	if (ret)
+		goto out_close;
+	if (fflush(f) || fsync(fileno(f))) {
 		ret = -errno;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, e->live_path))
-		ret = -errno;
-	if (ret) {
-		unlink(tmp);
-		snprintf(err, errsz, "cannot save live rules to %s: %s", e->live_path,
-			 strerror(-ret));
+		goto out_close;
 	}
+	if (fclose(f)) {
+		ret = -errno;
+		goto out_unlink;
+	}
+	if (rename(tmp, e->live_path)) {
+		ret = -errno;
+		goto out_unlink;
+	}
+	return 0;
+out_close:
+	fclose(f);
+out_unlink:
+	unlink(tmp);
+	snprintf(err, errsz, "cannot save live rules to %s: %s", e->live_path, strerror(-ret));
 	return ret;
 }
 

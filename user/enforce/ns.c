@@ -410,11 +410,14 @@ int ns__loopback_up(void)
 
 	if (fd < 0)
 		return -errno;
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
 		err = -errno;
+		goto out;
+	}
 	ifr.ifr_flags |= IFF_UP;
-	if (!err && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
 		err = -errno;
+out:
 	close(fd);
 	return err;
 }

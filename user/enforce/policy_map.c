@@ -263,8 +263,9 @@ int policy_map__check(const struct policy *p, char *err, size_t errsz)
 	int ret = policy_map__compile(p, NULL, &set, err, errsz);
 
 	free(set.v);
-	if (!ret)
-		ret = policy__sandboxes(p, &names, &n);
+	if (ret)
+		return ret;
+	ret = policy__sandboxes(p, &names, &n);
 	for (size_t i = 0; !ret && i < n; i++) {
 		ret = policy_map__compile(p, names[i], &set, err, errsz);
 		if (ret) {

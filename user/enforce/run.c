@@ -158,9 +158,12 @@ static int protect_paths(struct run *r, char *reply)
 	if (n > 0)
 		self[n] = '\0';
 	err = ns_protect__add(&r->protect, "binary", n > 0 ? self : NULL);
-	if (!err)
-		err = ns_protect__add(&r->protect, "control", r->p->control);
-	return err ? err : ns_protect__add(&r->protect, "state-dir", r->p->state_dir);
+	if (err)
+		return err;
+	err = ns_protect__add(&r->protect, "control", r->p->control);
+	if (err)
+		return err;
+	return ns_protect__add(&r->protect, "state-dir", r->p->state_dir);
 }
 
 /* Register the sandbox with egretd: it installs the sandbox's rules, reports its start with
@@ -444,11 +447,14 @@ static int run_setup(struct run *r, pid_t child, int *listener)
 		}
 	}
 	err = enter_sandbox(r, child);
-	if (!err)
-		err = send_msg(r->sock, 'g', NULL, 0, -1);
-	if (!err && s->seccomp && recv_msg(r->sock, NULL, 0, listener, 0) != 's')
-		err = -ECHILD;
-	return err;
+	if (err)
+		return err;
+	err = send_msg(r->sock, 'g', NULL, 0, -1);
+	if (err)
+		return err;
+	if (s->seccomp && recv_msg(r->sock, NULL, 0, listener, 0) != 's')
+		return -ECHILD;
+	return 0;
 }
 
 /* Tell egretd about one refusal (at most REPORTS_PER_S a second one by one; the others are
