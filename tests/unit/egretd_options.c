@@ -165,3 +165,31 @@ Test(egretd_options, repeated_options_are_bounded)
 	cr_expect_eq(run_cmd(argv, out, sizeof(out)), 2, "%s", out);
 	cr_expect(strstr(out, "bad --sink 'stdout': given twice"), "%s", out);
 }
+
+/* The defaults of the audit kinds not given count toward the 32 patterns: 30 --audit-write
+ * leave no room for --audit-read's 7 defaults, a usage error (they used to be written past
+ * the end of the pattern table). The policy named does not exist, so an egretd that got past
+ * its options would stop at its file check, before touching anything.
+ */
+Test(egretd_options, audit_defaults_count_toward_the_pattern_limit)
+{
+	char *argv[80] = { EGRETD_BIN, "--policy", "/nonexistent/egret-unit.policy" };
+	char paths[30][32], out[4096];
+	int n = 3;
+
+	for (int i = 0; i < 30; i++) {
+		snprintf(paths[i], sizeof(paths[i]), "/srv/w%d", i);
+		argv[n++] = "--audit-write";
+		argv[n++] = paths[i];
+	}
+	argv[n] = NULL;
+	cr_expect_eq(run_cmd(argv, out, sizeof(out)), 2, "%s", out);
+	cr_expect(strstr(out, "bad --audit-read default '") && strstr(out, "32 patterns in all"),
+		  "%s", out);
+	cr_expect_eq(lines(out), 1, "%s", out);
+	argv[n - 2] = NULL; /* 29 writes, 7 reads, 3 skips: too many still */
+	cr_expect_eq(run_cmd(argv, out, sizeof(out)), 2, "%s", out);
+	argv[2 * 22 + 3] = NULL; /* 22 + 7 + 3: exactly full, past the options */
+	cr_expect_neq(run_cmd(argv, out, sizeof(out)), 2, "%s", out);
+	cr_expect(strstr(out, "/nonexistent/egret-unit.policy"), "%s", out);
+}

@@ -444,8 +444,10 @@ static int take_list(struct options *o, const struct opt_spec *s, const char *ar
 	return 0;
 }
 
-/* arg (NULL for an option without a value) into o: 0, or a usage error's status */
-static int take(struct options *o, const struct opt_spec *s, const char *arg)
+/* arg (NULL for an option without a value; dflt: the table's default) into o: 0, or a usage
+ * error's status
+ */
+static int take(struct options *o, const struct opt_spec *s, const char *arg, bool dflt)
 {
 	char why[WHY_LEN] = "";
 	int err = 0;
@@ -483,7 +485,9 @@ static int take(struct options *o, const struct opt_spec *s, const char *arg)
 		usage(stdout);
 		return OPTIONS_EXIT;
 	}
-	return err ? log_usage("bad --%s '%s': %s", s->name, arg, why) : 0;
+	if (err)
+		return log_usage("bad --%s %s'%s': %s", s->name, dflt ? "default " : "", arg, why);
+	return 0;
 }
 
 /* getopt_long's view of the table: a long-only option's val is 256 + its index */
@@ -532,7 +536,7 @@ static int parse_argv(struct options *o, int argc, char **argv, bool *given)
 			return log_usage("option '%s' needs a value", argv[optind - 1]);
 		if (!s)
 			return log_usage("unknown option '%s'", argv[optind - 1]);
-		ret = take(o, s, optarg);
+		ret = take(o, s, optarg, false);
 		if (ret)
 			return ret;
 		given[s - specs] = true;
@@ -552,7 +556,7 @@ static int take_defaults(struct options *o)
 	o->dns.timeout_ms = DNS_DEFAULT_TIMEOUT_MS;
 	for (size_t i = 0; !err && i < NSPECS; i++) {
 		if (specs[i].def)
-			err = take(o, &specs[i], specs[i].def);
+			err = take(o, &specs[i], specs[i].def, true);
 	}
 	return err;
 }
@@ -564,7 +568,7 @@ static int take_repeated_defaults(struct options *o, const bool *given)
 
 	for (size_t i = 0; i < NSPECS; i++) {
 		for (const char *const *d = specs[i].defs; !given[i] && d && *d && !err; d++)
-			err = take(o, &specs[i], *d);
+			err = take(o, &specs[i], *d, true);
 	}
 	return err;
 }
