@@ -25,14 +25,6 @@ static int exit_status(int err)
 	return !err ? 0 : err == -EINVAL ? 2 : 1;
 }
 
-/* engine__cmd_* and confine__cmd_seccomp answer with an exit status (1: failed, 2: usage) as
- * -errno, until they return -errno themselves
- */
-static int from_status(int status)
-{
-	return !status ? 0 : status == 2 ? -EINVAL : -EIO;
-}
-
 static void json_str(FILE *f, const char *key, const char *v)
 {
 	fprintf(f, "\"%s\":", key);
@@ -188,7 +180,7 @@ static void list_protected(struct daemon *d, struct control_req *r)
 static int do_prepare(void *ctx, struct control_req *r)
 {
 	struct daemon *d = ctx;
-	int rc = from_status(engine__cmd_prepare(&d->engine, r));
+	int rc = engine__cmd_prepare(&d->engine, r);
 
 	if (!rc && r->argc > 2)
 		list_protected(d, r);
@@ -200,7 +192,7 @@ static int do_seccomp(void *ctx, struct control_req *r)
 {
 	struct daemon *d = ctx;
 
-	return from_status(confine__cmd_seccomp(&d->collector.ctx, r));
+	return confine__cmd_seccomp(&d->collector.ctx, r);
 }
 
 /* egretctl uninstall: root outside every sandbox only. The keeper lets go, every link is
@@ -237,12 +229,12 @@ static int do_uninstall(void *ctx, struct control_req *r)
 	return 0;
 }
 
-#define ENGINE_CMD(name)                                               \
-	static int do_##name(void *ctx, struct control_req *r)         \
-	{                                                              \
-		struct daemon *d = ctx;                                \
-                                                                       \
-		return from_status(engine__cmd_##name(&d->engine, r)); \
+#define ENGINE_CMD(name)                                       \
+	static int do_##name(void *ctx, struct control_req *r) \
+	{                                                      \
+		struct daemon *d = ctx;                        \
+                                                               \
+		return engine__cmd_##name(&d->engine, r);      \
 	}
 ENGINE_CMD(allow)
 ENGINE_CMD(deny)

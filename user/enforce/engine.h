@@ -58,6 +58,8 @@ const char *engine__sandbox_name(const struct engine *e, uint64_t id);
 const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, size_t size);
 void engine__free(struct engine *e);
 
+/* The control commands: each replies through control__out/control__err and returns 0 or
+ * -errno (-EINVAL: the request itself was wrong). */
 int engine__cmd_allow(void *ctx, struct control_req *r);
 int engine__cmd_deny(void *ctx, struct control_req *r);
 int engine__cmd_revoke(void *ctx, struct control_req *r);

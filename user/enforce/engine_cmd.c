@@ -62,7 +62,7 @@ static int cmd_add(struct engine *e, struct control_req *r)
 
 	first = rule_args(r, &sandbox);
 	if (first < 0)
-		return 2;
+		return -EINVAL;
 	/* argv[first - 1] is the verb's slot: reuse it so the words read "allow ..." */
 	r->argv[first - 1] = r->argv[0];
 	n = policy__parse_words(r->argv + first - 1, r->argc - first + 1, sandbox, rules,
@@ -70,12 +70,12 @@ static int cmd_add(struct engine *e, struct control_req *r)
 	join_words(r->argv + first - 1, r->argc - first + 1, detail, sizeof(detail));
 	if (n < 0) {
 		control__err(r, "%s\n", err);
-		return 2;
+		return -EINVAL;
 	}
 	engine__actor_of(&r->peer, actor, sizeof(actor));
 	memcpy(before, e->hash, sizeof(before));
 	if (policy__copy(&p, &e->pol))
-		return 1;
+		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		ssize_t at = policy__find(&p, &rules[i]);
 
@@ -88,7 +88,7 @@ static int cmd_add(struct engine *e, struct control_req *r)
 		}
 		if (policy__add(&p, &rules[i])) {
 			policy__free(&p);
-			return 1;
+			return -ENOMEM;
 		}
 		added++;
 	}
@@ -97,7 +97,7 @@ static int cmd_add(struct engine *e, struct control_req *r)
 	if (ret) {
 		control__err(r, "%s: nothing changed\n", err);
 		engine__emit_change(e, r->argv[0], actor, &r->peer, detail, sandbox, before, err);
-		return 1;
+		return -ECANCELED;
 	}
 	for (int i = 0; added && i < n; i++) {
 		ssize_t at = policy__find(&e->pol, &rules[i]);
@@ -178,10 +178,10 @@ int engine__cmd_revoke(void *ctx, struct control_req *r)
 
 	first = rule_args(r, &sandbox);
 	if (first < 0)
-		return 2;
+		return -EINVAL;
 	if (first >= r->argc) {
 		control__err(r, "revoke needs a rule id or the rule's words\n");
-		return 2;
+		return -EINVAL;
 	}
 	join_words(r->argv + first, r->argc - first, detail, sizeof(detail));
 	at = revoke_target(e, r, first, sandbox, err, sizeof(err));
@@ -193,7 +193,7 @@ int engine__cmd_revoke(void *ctx, struct control_req *r)
 	memcpy(before, e->hash, sizeof(before));
 	gone = e->pol.rules[at];
 	if (policy__copy(&p, &e->pol))
-		return 1;
+		return -ENOMEM;
 	policy__remove(&p, (size_t)at);
 	ret = engine__commit(e, &p, true, err, sizeof(err));
 	policy__free(&p);
@@ -201,7 +201,7 @@ int engine__cmd_revoke(void *ctx, struct control_req *r)
 		control__err(r, "%s: nothing changed\n", err);
 		engine__emit_change(e, "revoke", actor, &r->peer, detail, gone.sandbox, before,
 				    err);
-		return 1;
+		return -ECANCELED;
 	}
 	rule__format(&gone, text, sizeof(text));
 	control__out(r, "revoked: %s%s%s (was rule %u)\n", text,
@@ -239,7 +239,7 @@ int engine__cmd_list(void *ctx, struct control_req *r)
 		only = r->argv[2];
 	else if (r->argc != 1) {
 		control__err(r, "usage: list [--sandbox NAME]\n");
-		return 2;
+		return -EINVAL;
 	}
 	control__out(r, "mode %s\nrule set %s\n", policy__mode_name(e->pol.mode), e->hash);
 	if (!only) {
@@ -248,7 +248,7 @@ int engine__cmd_list(void *ctx, struct control_req *r)
 		list_rules(e, r, "");
 	}
 	if (policy__sandboxes(&e->pol, &names, &n))
-		return 1;
+		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		if (only && strcmp(only, names[i]))
 			continue;
@@ -271,14 +271,14 @@ int engine__cmd_reload(void *ctx, struct control_req *r)
 	for (int i = 1; i < r->argc; i++) {
 		if (strcmp(r->argv[i], "--discard-live")) {
 			control__err(r, "usage: reload [--discard-live]\n");
-			return 2;
+			return -EINVAL;
 		}
 		discard = true;
 	}
 	engine__actor_of(&r->peer, actor, sizeof(actor));
 	if (engine__reload(e, actor, &r->peer, discard, err, sizeof(err))) {
 		control__err(r, "%s: nothing changed\n", err);
-		return 1;
+		return -ECANCELED;
 	}
 	control__out(r, "reloaded %s: mode %s, %zu rules (%zu live), rule set %s\n", e->policy_path,
 		     policy__mode_name(e->pol.mode), e->pol.n, policy__count(&e->pol, true, NULL),
@@ -361,19 +361,19 @@ int engine__cmd_prepare(void *ctx, struct control_req *r)
 
 	if (r->argc < 2 || !sandbox__valid_name(r->argv[1])) {
 		control__err(r, "usage: prepare NAME [KEY=VALUE...]\n");
-		return 2;
+		return -EINVAL;
 	}
 	if (prepare_spec(r, &spec))
-		return 2;
+		return -EINVAL;
 	if (!engine__sandbox_dir_id(e, r->argv[1], &id)) {
 		control__err(r, "no sandbox cgroup %s/%s\n", e->cgroup_root, r->argv[1]);
-		return 1;
+		return -ENOENT;
 	}
 	engine__sandbox_created(e, id, r->argv[1]);
 	if (!engine__installed_name(e, id)) {
 		control__err(r, "sandbox %s could not be registered (see egretd's log)\n",
 			     r->argv[1]);
-		return 1;
+		return -ECANCELED;
 	}
 	if (r->argc > 2)
 		emit_started(e, id, r->argv[1], &spec, &r->peer);

@@ -262,12 +262,12 @@ int confine__cmd_seccomp(struct decoder_ctx *d, struct control_req *r)
 
 	if (seccomp_words(r, v)) {
 		control__err(r, "usage: seccomp NAME TID ARCH NR ERRNO ARG0..ARG5 SUPPRESSED\n");
-		return 2;
+		return -EINVAL;
 	}
 	snprintf(dir, sizeof(dir), "%s/%s", d->names->root, r->argv[1]);
 	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
 		control__err(r, "no sandbox %s\n", r->argv[1]);
-		return 1;
+		return -ENOENT;
 	}
 	/* what the kernel reported before (the caller's exec) goes into the stream first */
 	decoder__drain(d);

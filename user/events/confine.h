@@ -15,7 +15,7 @@ struct control_req;
 void confine__on_cgroup(struct decoder_ctx *d, const void *rec, size_t size);
 void confine__on_tamper(struct decoder_ctx *d, const void *rec, size_t size);
 /* "seccomp NAME TID ARCH NR ERRNO ARG0..ARG5 SUPPRESSED": a call egretctl run's profile
- * refused, reported by egretctl, into a Tamper event
+ * refused, reported by egretctl, into a Tamper event; 0 or -errno (-EINVAL: a bad request)
  */
 int confine__cmd_seccomp(struct decoder_ctx *d, struct control_req *r);
 /* Make the protected_tgids map (map_fd) hold exactly the n tgids given: no egret program kills
