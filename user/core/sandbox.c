@@ -130,64 +130,21 @@ uint64_t sandbox__name_hash(const char *name)
 	return h;
 }
 
-static struct sandbox_entry *slot_for(const struct sandbox_names *t, uint64_t id)
-{
-	size_t mask = t->cap - 1, i = (size_t)(id * 0x9e3779b97f4a7c15ull) & mask;
-
-	while (t->slots[i].id && t->slots[i].id != id)
-		i = (i + 1) & mask;
-	return &t->slots[i];
-}
-
 int sandbox_names__init(struct sandbox_names *t, const char *root)
 {
 	memset(t, 0, sizeof(*t));
 	snprintf(t->root, sizeof(t->root), "%s", root);
-	t->cap = 256;
-	t->slots = calloc(t->cap, sizeof(*t->slots));
-	return t->slots ? 0 : -ENOMEM;
-}
-
-static void grow(struct sandbox_names *t)
-{
-	struct sandbox_entry *old = t->slots;
-	size_t oldcap = t->cap;
-
-	t->slots = calloc(oldcap * 2, sizeof(*t->slots));
-	if (!t->slots) {
-		t->slots = old;
-		return;
-	}
-	t->cap = oldcap * 2;
-	t->used = 0;
-	for (size_t i = 0; i < oldcap; i++) {
-		if (old[i].id) {
-			sandbox_names__set(t, old[i].id, old[i].name);
-			slot_for(t, old[i].id)->flags = old[i].flags;
-		}
-	}
-	free(old);
+	return htab__init(&t->tab, sizeof(struct sandbox_entry), sizeof(uint64_t), 256);
 }
 
 void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name)
 {
-	struct sandbox_entry *e;
+	bool added;
+	struct sandbox_entry *e = htab__insert(&t->tab, &id, &added);
 
-	if (!id)
-		return;
-	if ((t->used + 1) * 4 > t->cap * 3)
-		grow(t);
-	e = slot_for(t, id);
-	if (!e->id) {
-		if ((t->used + 1) * 4 > t->cap * 3)
-			return; /* could not grow: leave unnamed rather than overfill */
-		t->used++;
-		e->flags = 0;
-	} else if (e->flags) {
-		return; /* an entry in use keeps the name it is used under */
-	}
-	e->id = id;
-	snprintf(e->name, sizeof(e->name), "%s", name);
+	if (!e || (!added && e->flags))
+		return; /* no memory: left unnamed; an entry in use keeps the name it is used under */
+	snprintf(e->name, sizeof(e->name), "%.*s", SANDBOX_NAME_MAX, name);
 }
 
 /* Fill the table from the root cgroup's children. */
@@ -230,63 +187,46 @@ static bool missed_lately(struct sandbox_names *t, uint64_t id)
 /* The sandbox's name, "" for the root cgroup itself, NULL when unknown. */
 const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id)
 {
-	struct sandbox_entry *e;
+	const struct sandbox_entry *e;
 
 	if (!id)
 		return "";
-	e = slot_for(t, id);
-	if (e->id)
+	e = htab__find(&t->tab, &id);
+	if (e)
 		return e->name;
 	if (missed_lately(t, id))
 		return NULL;
 	sandbox_names__scan(t);
-	e = slot_for(t, id);
-	return e->id ? e->name : NULL;
+	e = htab__find(&t->tab, &id);
+	return e ? e->name : NULL;
 }
 
 /* The name of id without scanning; NULL when the table does not have it. */
 const char *sandbox_names__get(const struct sandbox_names *t, uint64_t id)
 {
-	struct sandbox_entry *e = id ? slot_for(t, id) : NULL;
+	const struct sandbox_entry *e = sandbox_names__entry(t, id);
 
-	return e && e->id ? e->name : NULL;
+	return e ? e->name : NULL;
 }
 
 struct sandbox_entry *sandbox_names__entry(const struct sandbox_names *t, uint64_t id)
 {
-	struct sandbox_entry *e = id ? slot_for(t, id) : NULL;
-
-	return e && e->id ? e : NULL;
+	return htab__find(&t->tab, &id);
 }
 
-/* Linear-probing delete: shift later entries of the run back into the hole. */
+struct sandbox_entry *sandbox_names__at(const struct sandbox_names *t, size_t i)
+{
+	return htab__at(&t->tab, i);
+}
+
 void sandbox_names__del(struct sandbox_names *t, uint64_t id)
 {
-	size_t mask = t->cap - 1, hole, i;
-	struct sandbox_entry *e = id ? slot_for(t, id) : NULL;
-
-	if (!e || !e->id)
-		return;
-	hole = (size_t)(e - t->slots);
-	t->slots[hole].id = 0;
-	t->used--;
-	for (i = (hole + 1) & mask; t->slots[i].id; i = (i + 1) & mask) {
-		size_t home = (size_t)(t->slots[i].id * 0x9e3779b97f4a7c15ull) & mask;
-
-		/* move it if its home is not in (hole, i] */
-		if ((i > hole && (home <= hole || home > i)) ||
-		    (i < hole && home <= hole && home > i)) {
-			t->slots[hole] = t->slots[i];
-			t->slots[i].id = 0;
-			hole = i;
-		}
-	}
+	htab__remove(&t->tab, &id);
 }
 
 void sandbox_names__free(struct sandbox_names *t)
 {
-	free(t->slots);
-	t->slots = NULL;
+	htab__free(&t->tab);
 }
 
 static const char *const ns_names[] = { "user", "pid", "mount", "ipc", "uts", "cgroup", "net" };

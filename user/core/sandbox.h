@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "htab.h"
+
 #define SANDBOX_NAME_MAX 64
 
 bool sandbox__valid_name(const char *name);
@@ -18,15 +20,14 @@ int sandbox__create(const char *root, const char *name, bool *created);
 int sandbox__remove(const char *root, const char *name, unsigned int wait_ms);
 
 struct sandbox_entry {
-	uint64_t id;
+	uint64_t id;	/* the key: first */
 	uint32_t flags; /* the owner's state of the sandbox (engine.c: rules installed) */
 	char name[SANDBOX_NAME_MAX + 1];
 };
 
 struct sandbox_names {
 	char root[4096];
-	struct sandbox_entry *slots;
-	size_t cap, used;
+	struct htab tab; /* of struct sandbox_entry */
 	struct {
 		uint64_t id, ns;
 	} missed[8]; /* ids a lookup scanned for in vain lately, and when */
@@ -39,6 +40,9 @@ void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name);
 const char *sandbox_names__get(const struct sandbox_names *t, uint64_t id);
 /* The entry of id without scanning, NULL when the table does not have it. */
 struct sandbox_entry *sandbox_names__entry(const struct sandbox_names *t, uint64_t id);
+/* Entry i of the table when it is used, for iterating: i < sandbox_names__slots(t). */
+struct sandbox_entry *sandbox_names__at(const struct sandbox_names *t, size_t i);
+#define sandbox_names__slots(t) ((t)->tab.cap)
 void sandbox_names__del(struct sandbox_names *t, uint64_t id);
 void sandbox_names__scan(struct sandbox_names *t);
 void sandbox_names__free(struct sandbox_names *t);

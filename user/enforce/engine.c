@@ -112,10 +112,10 @@ static int build_trie(struct engine *e, const struct policy *p, char *err, size_
 		return fd;
 	}
 	ret = policy_map__install(fd, p, NULL, 0, err, errsz);
-	for (size_t i = 0; !ret && i < e->reg.cap; i++) {
-		const struct sandbox_entry *s = &e->reg.slots[i];
+	for (size_t i = 0; !ret && i < sandbox_names__slots(&e->reg); i++) {
+		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
-		if (entry_installed(s))
+		if (s && entry_installed(s))
 			ret = policy_map__install(fd, p, s->name, s->id, err, errsz);
 	}
 	if (ret) {
@@ -193,11 +193,11 @@ static int register_id(struct engine *e, uint64_t id, bool rules)
  */
 static void flag_sandboxes(struct engine *e, const struct policy *p, bool unflag)
 {
-	for (size_t i = 0; i < e->reg.cap; i++) {
-		const struct sandbox_entry *s = &e->reg.slots[i];
+	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
+		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 		bool rules;
 
-		if (!entry_installed(s))
+		if (!s || !entry_installed(s))
 			continue;
 		rules = has_rules(p, s->name);
 		if (rules != unflag)
@@ -381,19 +381,23 @@ int engine__start(struct engine *e)
 		return ret;
 	}
 	sandbox_names__scan(&e->reg);
-	for (size_t i = 0; i < e->reg.cap; i++)
-		mark_installed(e, e->reg.slots[i].id, true);
+	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
+		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
+
+		if (s)
+			mark_installed(e, s->id, true);
+	}
 	ret = engine__commit(e, &p, false, err, sizeof(err));
 	policy__free(&p);
 	if (ret) {
 		log_err("policy %s: %s", e->policy_path, err);
 		return ret;
 	}
-	for (size_t i = 0; i < e->reg.cap; i++) {
-		if (entry_installed(&e->reg.slots[i]) &&
-		    register_id(e, e->reg.slots[i].id, has_rules(&e->pol, e->reg.slots[i].name)))
-			log_err("cannot register sandbox %s: %s", e->reg.slots[i].name,
-				strerror(errno));
+	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
+		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
+
+		if (s && entry_installed(s) && register_id(e, s->id, has_rules(&e->pol, s->name)))
+			log_err("cannot register sandbox %s: %s", s->name, strerror(errno));
 	}
 	unregister_stale(e);
 	log_info("policy %s: mode %s, %zu rules (%zu live), %zu sandboxes", e->policy_path,
@@ -458,10 +462,11 @@ void engine__rescan(struct engine *e)
 			engine__sandbox_created(e, id, de->d_name);
 	}
 	closedir(d);
-	for (size_t i = 0; i < e->reg.cap; i++) {
-		struct sandbox_entry *s = &e->reg.slots[i];
+	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
+		struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
-		if (entry_installed(s) && (!engine__sandbox_dir_id(e, s->name, &id) || id != s->id))
+		if (s && entry_installed(s) &&
+		    (!engine__sandbox_dir_id(e, s->name, &id) || id != s->id))
 			engine__sandbox_destroyed(e, s->id);
 	}
 }
