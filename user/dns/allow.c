@@ -11,96 +11,28 @@
 
 #include <bpf/bpf.h>
 
-#include "egret/fnv.h"
 #include "addr.h"
+#include "array.h"
+#include "htab.h"
 #include "log.h"
 #include "resolver.h"
 #include "util.h"
 
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
+/* The mirror of the address k opened (zero expiry when new), or NULL when out of memory. */
+static struct allow_entry *allow_slot(struct resolver *r, const struct egret_dns_allow_key *k)
 {
-	const uint8_t *b = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = egret_fnv64_byte(h, b[i]);
-	return h;
+	return htab__insert(&r->allow, k, NULL);
 }
 
-static struct allow_entry *allow_slot(struct resolver *r, const struct egret_dns_allow_key *k,
-				      bool create)
-{
-	size_t mask, i;
-
-	if (create && (r->allow_used + 1) * 2 > r->allow_cap) {
-		struct allow_entry *old = r->allow;
-		size_t oldcap = r->allow_cap, cap = oldcap ? oldcap * 2 : 1024;
-
-		r->allow = calloc(cap, sizeof(*r->allow));
-		if (!r->allow) {
-			r->allow = old;
-			return NULL;
-		}
-		r->allow_cap = cap;
-		r->allow_used = 0;
-		for (size_t j = 0; j < oldcap; j++) {
-			if (old[j].used)
-				*allow_slot(r, &old[j].key, true) = old[j];
-		}
-		free(old);
-	}
-	if (!r->allow_cap)
-		return NULL;
-	mask = r->allow_cap - 1;
-	i = hash_bytes(k, sizeof(*k), EGRET_FNV64_OFFSET) & mask;
-	while (r->allow[i].used && memcmp(&r->allow[i].key, k, sizeof(*k)))
-		i = (i + 1) & mask;
-	if (!r->allow[i].used) {
-		if (!create)
-			return NULL;
-		r->allow[i].used = true;
-		r->allow[i].key = *k;
-		r->allow[i].expires_ns = 0;
-		r->allow_used++;
-	}
-	return &r->allow[i];
-}
-
+/* The addresses name opened to sandbox (none when new), or NULL when out of memory. */
 static struct name_entry *name_slot(struct resolver *r, uint64_t sandbox, const char *name)
 {
-	uint64_t h = hash_bytes(name, strlen(name), hash_bytes(&sandbox, 8, EGRET_FNV64_OFFSET));
-	size_t mask, i;
+	struct name_key k;
 
-	if ((r->names_used + 1) * 2 > r->names_cap) {
-		struct name_entry *old = r->names;
-		size_t oldcap = r->names_cap, cap = oldcap ? oldcap * 2 : 256;
-
-		r->names = calloc(cap, sizeof(*r->names));
-		if (!r->names) {
-			r->names = old;
-			return NULL;
-		}
-		r->names_cap = cap;
-		r->names_used = 0;
-		for (size_t j = 0; j < oldcap; j++) {
-			if (old[j].used)
-				*name_slot(r, old[j].sandbox, old[j].name) = old[j];
-		}
-		free(old);
-		h = hash_bytes(name, strlen(name), hash_bytes(&sandbox, 8, EGRET_FNV64_OFFSET));
-	}
-	mask = r->names_cap - 1;
-	i = h & mask;
-	while (r->names[i].used &&
-	       (r->names[i].sandbox != sandbox || strcmp(r->names[i].name, name)))
-		i = (i + 1) & mask;
-	if (!r->names[i].used) {
-		memset(&r->names[i], 0, sizeof(r->names[i]));
-		r->names[i].used = true;
-		r->names[i].sandbox = sandbox;
-		snprintf(r->names[i].name, sizeof(r->names[i].name), "%s", name);
-		r->names_used++;
-	}
-	return &r->names[i];
+	memset(&k, 0, sizeof(k)); /* the key is all its bytes: none left over after the name */
+	k.sandbox = sandbox;
+	snprintf(k.name, sizeof(k.name), "%s", name);
+	return htab__insert(&r->names, &k, NULL);
 }
 
 /* Count addr against name's cap; false when the name already holds max_ips live addresses. */
@@ -147,7 +79,7 @@ static bool open_address(struct resolver *r, uint64_t sandbox, struct name_entry
 		r->st.capped++;
 		return false;
 	}
-	ae = allow_slot(r, &k, true);
+	ae = allow_slot(r, &k);
 	/* already open long enough: a repeated answer does not cost a map update */
 	if (ae && ae->expires_ns + 1000000000ull >= expires)
 		return true;
@@ -164,47 +96,46 @@ static bool open_address(struct resolver *r, uint64_t sandbox, struct name_entry
 	return true;
 }
 
+static bool name_live(const struct name_entry *ne, uint64_t now)
+{
+	for (unsigned int j = 0; j < ne->n; j++) {
+		if (ne->ips[j].expires_ns > now)
+			return true;
+	}
+	return false;
+}
+
 /* Delete expired addresses from the map (the kernel already ignores them), and forget names
- * whose addresses all expired.
+ * whose addresses all expired. A removal shifts later entries back into slot i, so slot i is
+ * looked at again; an entry shifted round from the start may be looked at twice, which is
+ * harmless.
  */
 void allow__sweep(struct resolver *r, uint64_t now)
 {
-	struct allow_entry *old = r->allow;
-	struct name_entry *old_names = r->names;
-	size_t oldcap = r->allow_cap, old_names_cap = r->names_cap;
+	for (size_t i = 0; i < r->allow.cap;) {
+		struct allow_entry *ae = htab__at(&r->allow, i);
+		struct egret_dns_allow_key k;
 
-	r->allow = NULL;
-	r->allow_cap = r->allow_used = 0;
-	for (size_t i = 0; i < oldcap; i++) {
-		struct allow_entry *ae;
-
-		if (!old[i].used)
-			continue;
-		if (old[i].expires_ns <= now) {
-			bpf_map_delete_elem(r->m.allow_fd, &old[i].key);
+		if (!ae || ae->expires_ns > now) {
+			i++;
 			continue;
 		}
-		ae = allow_slot(r, &old[i].key, true);
-		if (ae)
-			ae->expires_ns = old[i].expires_ns;
+		k = ae->key;
+		bpf_map_delete_elem(r->m.allow_fd, &k);
+		htab__remove(&r->allow, &k);
 	}
-	free(old);
-	r->names = NULL;
-	r->names_cap = r->names_used = 0;
-	for (size_t i = 0; i < old_names_cap; i++) {
-		struct name_entry *ne = &old_names[i], *kept;
-		bool live = false;
+	for (size_t i = 0; i < r->names.cap;) {
+		struct name_entry *ne = htab__at(&r->names, i);
+		struct name_key k;
 
-		for (unsigned int j = 0; ne->used && j < ne->n; j++)
-			live |= ne->ips[j].expires_ns > now;
-		if (!live || !(kept = name_slot(r, ne->sandbox, ne->name))) {
-			free(ne->ips);
+		if (!ne || name_live(ne, now)) {
+			i++;
 			continue;
 		}
-		kept->n = ne->n;
-		kept->ips = ne->ips;
+		free(ne->ips);
+		k = ne->key;
+		htab__remove(&r->names, &k);
 	}
-	free(old_names);
 }
 
 /* Entries a previous egretd left in the pinned map: learn the live ones, delete the rest. */
@@ -220,21 +151,14 @@ void allow__adopt(struct resolver *r)
 		k = next;
 		have = true;
 		if (bpf_map_lookup_elem(r->m.allow_fd, &k, &v) == 0 && v.expires_ns > now) {
-			struct allow_entry *ae = allow_slot(r, &k, true);
+			struct allow_entry *ae = allow_slot(r, &k);
 
 			if (ae)
 				ae->expires_ns = v.expires_ns;
 			continue;
 		}
-		if (ndead == cap) {
-			struct egret_dns_allow_key *nd;
-
-			cap = cap ? cap * 2 : 256;
-			nd = realloc(dead, cap * sizeof(*nd));
-			if (!nd)
-				break;
-			dead = nd;
-		}
+		if (ARRAY_RESERVE(dead, cap, ndead + 1))
+			break;
 		dead[ndead++] = k;
 	}
 	for (size_t i = 0; i < ndead; i++)
@@ -280,15 +204,32 @@ void allow__open_answers(struct resolver *r, struct dns_query *q, const struct d
 	out->ttl = out->opened ? min_ttl + r->o.grace : 0;
 }
 
+int allow__init(struct resolver *r)
+{
+	int err = htab__init(&r->allow, sizeof(struct allow_entry),
+			     sizeof(struct egret_dns_allow_key), 1024);
+
+	if (err)
+		return err;
+	err = htab__init(&r->names, sizeof(struct name_entry), sizeof(struct name_key), 256);
+	if (err)
+		htab__free(&r->allow);
+	return err;
+}
+
 size_t allow__count(const struct resolver *r)
 {
-	return r->allow_used;
+	return r->allow.used;
 }
 
 void allow__free(struct resolver *r)
 {
-	for (size_t i = 0; i < r->names_cap; i++)
-		free(r->names[i].ips);
-	free(r->names);
-	free(r->allow);
+	for (size_t i = 0; i < r->names.cap; i++) {
+		struct name_entry *ne = htab__at(&r->names, i);
+
+		if (ne)
+			free(ne->ips);
+	}
+	htab__free(&r->names);
+	htab__free(&r->allow);
 }

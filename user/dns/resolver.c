@@ -134,11 +134,16 @@ int resolver__new(struct resolver **out, const struct dns_options *o, const stru
 		err = -errno;
 		goto err_free;
 	}
+	err = allow__init(r);
+	if (err)
+		goto err_close;
 	allow__adopt(r);
 	listener__forget_all(r);
 	*out = r;
 	return 0;
 
+err_close:
+	close(r->own_netns);
 err_free:
 	free(r);
 	return err;

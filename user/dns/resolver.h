@@ -24,6 +24,7 @@
 #include "egret/events.h"
 #include "egret/dns.h"
 #include "dns.h"
+#include "htab.h"
 #include "loop.h"
 
 #define DNS_MSG_MAX	65535
@@ -105,23 +106,26 @@ struct dns_query {
 	struct dns_query *next;
 };
 
-/* an address an answer opened to a sandbox, mirrored from `dns_allow` */
+/* an address an answer opened to a sandbox, mirrored from `dns_allow`: a struct htab entry */
 struct allow_entry {
-	struct egret_dns_allow_key key;
+	struct egret_dns_allow_key key; /* the htab key */
 	uint64_t expires_ns;
-	bool used;
 };
 
-/* the addresses a name opened to a sandbox, for the per-name cap */
-struct name_entry {
+/* the key of the addresses a name opened to a sandbox: all bytes, zero after the name */
+struct name_key {
 	uint64_t sandbox;
 	char name[LDNS_MAX_DOMAINLEN + 1];
+};
+
+/* the addresses a name opened to a sandbox, for the per-name cap: a struct htab entry */
+struct name_entry {
+	struct name_key key;
 	unsigned int n;
 	struct {
 		uint32_t addr[4];
 		uint64_t expires_ns;
 	} * ips;
-	bool used;
 };
 
 struct dns_stats {
@@ -153,10 +157,8 @@ struct resolver {
 	unsigned int next_sock;
 	uint8_t rand[4096];
 	size_t rand_used;
-	struct allow_entry *allow;
-	size_t allow_cap, allow_used;
-	struct name_entry *names;
-	size_t names_cap, names_used;
+	struct htab allow; /* struct allow_entry */
+	struct htab names; /* struct name_entry */
 	uint64_t last_sweep_ns;
 	struct dns_stats st;
 	uint8_t buf[DNS_MSG_MAX + 2];
@@ -203,6 +205,7 @@ void upstream__close_all(struct resolver *r);
 /* allow.c */
 void allow__open_answers(struct resolver *r, struct dns_query *q, const struct dns_answer *ans,
 			 struct answer_list *out);
+int allow__init(struct resolver *r);
 void allow__sweep(struct resolver *r, uint64_t now);
 void allow__adopt(struct resolver *r);
 size_t allow__count(const struct resolver *r);

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "resolver.h"
 #include "util.h"
 
@@ -33,6 +34,7 @@ static void conn_unlink(struct resolver *r, struct dns_conn *c)
 	close(c->w.fd);
 	free(c->out);
 	c->out = NULL;
+	c->out_cap = 0;
 }
 
 static void conn_free(struct resolver *r, struct dns_conn *c)
@@ -63,19 +65,9 @@ void conn__send(struct resolver *r, struct dns_conn *c, const uint8_t *msg, size
 	}
 	c->active_ns = now_ns(CLOCK_MONOTONIC);
 	c->idle_deadline = c->active_ns + TCP_IDLE_NS;
-	if (c->out_len + 2 + len > c->out_cap) {
-		size_t cap = c->out_cap ? c->out_cap * 2 : 4096;
-		uint8_t *nb;
-
-		while (cap < c->out_len + 2 + len)
-			cap *= 2;
-		nb = realloc(c->out, cap);
-		if (!nb) {
-			c->closing = true;
-			return;
-		}
-		c->out = nb;
-		c->out_cap = cap;
+	if (ARRAY_RESERVE(c->out, c->out_cap, c->out_len + 2 + len)) {
+		c->closing = true;
+		return;
 	}
 	c->out[c->out_len] = (uint8_t)(len >> 8);
 	c->out[c->out_len + 1] = (uint8_t)len;
