@@ -555,6 +555,45 @@ Test(dns, addresses_per_name_are_capped)
 	events_free(&evs);
 }
 
+/* The addresses open, as egretctl status counts them; -1 when it says nothing. */
+static int addresses_open(void)
+{
+	char out[8192];
+	const char *p;
+	int n;
+
+	if (egretctl(T, out, sizeof(out), "status", NULL))
+		return -1;
+	p = strstr(out, " addresses open");
+	while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
+		p--;
+	return p && sscanf(p, "%d", &n) == 1 ? n : -1;
+}
+
+/* Expired addresses leave the resolver's table (and dns_allow) at its sweep, several at once,
+ * and a name answered again after the sweep opens its address again.
+ */
+Test(dns, expired_addresses_are_swept)
+{
+	static const char *const names[] = { "allowed.test", "multi.allowed.test",
+					     "www.allowed.test" };
+	char out[8192];
+	int n = -1;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, names[i], false), 0, "%s", out);
+	/* 192.0.2.10, two of multi's three (--dns-max-ips 2), cdn.other.test's 203.0.113.7 */
+	cr_expect_eq(addresses_open(), 4);
+	/* open for TTL 1 + grace 1 s; the sweep runs every 5 s */
+	for (int i = 0; i < 100 && (n = addresses_open()) != 0; i++)
+		usleep(100000);
+	cr_expect_eq(n, 0, "still %d addresses open after TTL, grace and a sweep", n);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), EPERM, "open after the sweep");
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_expect_eq(addresses_open(), 1);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "not opened again");
+}
+
 /* One TCP query answered with its question and an A record for 192.0.2.10, written in two
  * pieces: the first longer than the query, the rest 200 ms later.
  */
