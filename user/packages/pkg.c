@@ -150,13 +150,12 @@ static void emit_install(struct pkg_tracker *t, struct pkg_pending *p)
 	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
 	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
 	Egret__V1__PackageInstall pi = EGRET__V1__PACKAGE_INSTALL__INIT;
-	static const char *const managers[] = { "", "dpkg", "pip", "npm", "gem", "go" };
 	struct pkg_run *r = p->run >= 0 ? &t->runs[p->run] : NULL;
 
 	if (pkgmeta__read(&p->f, r ? r->debs : NULL, r ? r->ndebs : 0, r ? r->registry : NULL))
 		return; /* not there (any more): a failed or undone install */
 	envelope(&p->who, &ev, &sb, &pr);
-	pi.manager = (char *)managers[p->f.layout];
+	pi.manager = (char *)pkgmeta__layout_name(p->f.layout);
 	pi.name = p->f.name;
 	pi.version = p->f.version;
 	pi.source = p->f.source;
