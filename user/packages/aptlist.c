@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "aptlist.h"
+#include "array.h"
 #include "egret/fnv.h"
 #include "metafile.h"
 #include "pkgmeta.h"
@@ -22,7 +23,6 @@
 #define HELPER_MS    5000	  /* apt-helper gets this long to decompress a list */
 #define LISTS_CACHED 8
 #define LIST_IDLE_NS (60ull * 1000000000ull) /* an unused list is dropped after this */
-#define INDEX_FIRST  4096		     /* the index's first size, in stanzas */
 
 static const char apt_helper[] = "/usr/lib/apt/apt-helper";
 
@@ -119,15 +119,8 @@ static bool list_index(struct apt_list *l)
 
 		if (!name)
 			continue;
-		if (l->nix == cap) {
-			struct list_entry *n;
-
-			cap = cap ? cap * 2 : INDEX_FIRST;
-			n = realloc(l->ix, cap * sizeof(*n));
-			if (!n)
-				return false;
-			l->ix = n;
-		}
+		if (ARRAY_RESERVE(l->ix, cap, l->nix + 1))
+			return false;
 		l->ix[l->nix].hash = name_hash(name, strcspn(name, "\n"));
 		l->ix[l->nix++].off = (uint32_t)(s - l->text);
 	}

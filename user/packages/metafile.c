@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "metafile.h"
 #include "sha256.h"
 #include "util.h"
@@ -58,34 +59,42 @@ static bool readable_by(int fd, uint64_t deadline)
 	return now < deadline && poll(&p, 1, (int)((deadline - now) / 1000000ull) + 1) > 0;
 }
 
+/* buf with room for its terminating NUL after n bytes: the one byte more, exactly, when full */
+static char *terminated(char *buf, size_t n, size_t cap)
+{
+	char *nb = n < cap ? buf : realloc(buf, n + 1);
+
+	if (!nb) {
+		free(buf);
+		return NULL;
+	}
+	nb[n] = '\0';
+	return nb;
+}
+
 char *metafile__read_fd(int fd, size_t max, uint64_t deadline, size_t *len)
 {
-	size_t cap = READ_CHUNK, n = 0;
-	char *buf = malloc(cap + 1);
+	size_t cap = 0, n = 0;
+	char *buf = NULL;
 	ssize_t r;
 
-	while (buf) {
+	while (n < max) { /* the first max bytes */
+		size_t want = max - n > READ_CHUNK ? n + READ_CHUNK : max;
+
+		if (n == cap && ARRAY_RESERVE(buf, cap, want))
+			break;
 		if (!readable_by(fd, deadline)) {
 			free(buf);
 			return NULL;
 		}
-		r = read(fd, buf + n, cap - n);
+		r = read(fd, buf + n, (cap < max ? cap : max) - n);
 		if (r <= 0)
 			break;
 		n += (size_t)r;
-		if (n == cap) {
-			char *nb = cap * 2 <= max ? realloc(buf, cap * 2 + 1) : NULL;
-
-			if (!nb)
-				break; /* the first max bytes */
-			buf = nb;
-			cap *= 2;
-		}
 	}
-	if (buf) {
-		buf[n] = '\0';
+	buf = buf ? terminated(buf, n, cap) : NULL;
+	if (buf)
 		*len = n;
-	}
 	return buf;
 }
 
