@@ -34,8 +34,8 @@ struct pkg_registry {
 struct pkg_files {
 	enum pkg_layout layout;
 	const char *name; /* the manager a PackageInstall names */
-	/* Does path mark an installed package? Fills f (zeroed first) as pkgmeta__match says;
-	 * the name may come out empty.
+	/* Does path mark an installed package? Fills f (zeroed, and written only when the
+	 * answer is yes) as pkgmeta__match says; the name may come out empty.
 	 */
 	bool (*match)(const char *path, struct pkg_found *f);
 	/* the rest of f from the files: 0, or -ENOENT when the package is not there */

@@ -235,9 +235,10 @@ void pkgmeta__registry(const char *manager, char *const *argv, size_t argc, cons
 	struct pkg_registry r = { out, size, from, fromsz };
 
 	out[0] = from[0] = '\0';
-	if (!m || m->registry(m, &cmd, &r) || !m->default_registry)
-		return;
-	pkg_registry__set(&r, m->default_registry, "default");
+	if (!m || m->registry(m, &cmd, &r))
+		return; /* not a manager, or the run says its registry */
+	if (m->default_registry)
+		pkg_registry__set(&r, m->default_registry, "default");
 }
 
 /* ---- metadata files -------------------------------------------------------------------------- */
@@ -278,12 +279,11 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 	const struct pkg_files *files;
 	size_t k = 0;
 
+	memset(f, 0, sizeof(*f));
 	while ((files = files_at(&k))) {
-		memset(f, 0, sizeof(*f));
 		if (files->match(path, f))
 			return f->name[0];
 	}
-	memset(f, 0, sizeof(*f));
 	return false;
 }
 
