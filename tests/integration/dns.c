@@ -132,12 +132,14 @@ static void setup(void)
 	char out[8192];
 
 	harness_setup(true);
+	harness_kill_at_teardown(&dnsmasq);
+	harness_kill_at_teardown(&http);
+	harness_kill_at_teardown(&splitter);
 	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++)
 		cr_assert_eq(netns_addr("lo", addrs[i]), 0);
 	start_dnsmasq();
 	start_http();
-	dot_listener = tcp_listen(UPSTREAM, 853);
-	cr_assert(dot_listener >= 0);
+	harness_setup_listen(&dot_listener, UPSTREAM, 853);
 	for (int i = 0; i < 50; i++) {
 		if (dig(NULL, out, sizeof(out), UPSTREAM, "allowed.test", false) == 0 &&
 		    strstr(out, "192.0.2.10"))
@@ -145,30 +147,10 @@ static void setup(void)
 		usleep(100000);
 	}
 	cr_assert(strstr(out, "192.0.2.10"), "dnsmasq did not come up: %s", out);
-	cr_assert_eq(harness_policy(T, policy_text), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+	harness_setup_start(policy_text, extra);
 }
 
-static void teardown(void)
-{
-	if (dnsmasq > 0) {
-		kill(dnsmasq, SIGKILL);
-		waitpid(dnsmasq, NULL, 0);
-	}
-	if (http > 0) {
-		kill(http, SIGKILL);
-		waitpid(http, NULL, 0);
-	}
-	if (splitter > 0) {
-		kill(splitter, SIGKILL);
-		waitpid(splitter, NULL, 0);
-	}
-	if (dot_listener >= 0)
-		close(dot_listener);
-	harness_cleanup(T);
-}
-
-TestSuite(dns, .init = setup, .fini = teardown, .timeout = 90);
+TestSuite(dns, .init = setup, .fini = harness_teardown, .timeout = 90);
 
 static const char *cur_addr;
 static uint16_t cur_port = 8080;

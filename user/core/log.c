@@ -1,6 +1,7 @@
 /* Logging to stderr with a program prefix, and libbpf's output routed through the same filter
  * (libbpf debug chatter only with --verbose).
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,17 @@ void log_msg(enum log_level level, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "%s: %s%s\n", log_prog, tags[level], buf);
+}
+
+void log_note(const char *fmt, ...)
+{
+	char buf[PATH_MAX + 1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: %s\n", log_prog, buf);
 }
 
 /* A usage error: one line naming the problem and where help is; returns exit status 2. */

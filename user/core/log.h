@@ -18,6 +18,10 @@ void log_set_level(enum log_level level);
 bool log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A message to the person running a command (egretctl's refusals and notes): the program's
+ * prefix and no level tag, shown at every level.
+ */
+void log_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int log_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* libbpf's messages into buf (NUL-terminated, cut at size) instead of stderr, until called with
  * size 0; with --verbose they still go to stderr too

@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "log.h"
 #include "stream.h"
 #include "util.h"
@@ -46,16 +47,7 @@ uint64_t stream__unix_ns(const struct stream *s, uint64_t boot_ns)
 
 static uint8_t *scratch(struct stream *s, size_t need)
 {
-	if (need > s->scratch_cap) {
-		size_t cap = need < 4096 ? 4096 : need * 2;
-		uint8_t *nb = realloc(s->scratch, cap);
-
-		if (!nb)
-			return NULL;
-		s->scratch = nb;
-		s->scratch_cap = cap;
-	}
-	return s->scratch;
+	return ARRAY_RESERVE(s->scratch, s->scratch_cap, need) ? NULL : s->scratch;
 }
 
 /* Stamp, encode and spool ev; returns its sequence number. time_unix_nano is left as the

@@ -11,7 +11,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "egret/v1/events.pb-c.h"
+#include "log.h"
 #include "pbjson.h"
 #include "sink.h"
 #include "tail.h"
@@ -54,15 +56,10 @@ static ssize_t feed_read(struct feed *f)
 {
 	ssize_t n;
 
-	if (f->len == f->cap) {
-		size_t cap = f->cap * 2;
-		uint8_t *nb = cap <= WIRE_RECORD_MAX * 2 ? realloc(f->buf, cap) : NULL;
-
-		if (!nb)
-			return -ENOMEM;
-		f->buf = nb;
-		f->cap = cap;
-	}
+	/* doubling from TAIL_CHUNK, never past what two records of ours can take */
+	if (f->len == f->cap &&
+	    (f->cap * 2 > WIRE_RECORD_MAX * 2 || ARRAY_RESERVE(f->buf, f->cap, f->len + 1)))
+		return -ENOMEM;
 	n = read(f->fd, f->buf + f->len, f->cap - f->len);
 	if (n < 0)
 		return errno == EINTR || errno == EAGAIN ? -EAGAIN : -errno;
@@ -85,19 +82,17 @@ static int feed_decode(struct feed *f, FILE *out)
 			fputc('\n', out);
 			egret__v1__event__free_unpacked(ev, NULL);
 		} else {
-			fprintf(stderr,
-				"egretctl: %s: record at byte %llu (%zu bytes) is not an "
-				"egret.v1.Event; skipped\n",
-				f->name, (unsigned long long)(f->offset + off), total - msg);
+			log_note("%s: record at byte %llu (%zu bytes) is not an "
+				 "egret.v1.Event; skipped",
+				 f->name, (unsigned long long)(f->offset + off), total - msg);
 			bad++;
 		}
 		f->records++;
 		off += total;
 	}
 	if (r < 0 && !f->bad) {
-		fprintf(stderr,
-			"egretctl: %s: bad length prefix at byte %llu: not an egret event stream\n",
-			f->name, (unsigned long long)(f->offset + off));
+		log_note("%s: bad length prefix at byte %llu: not an egret event stream", f->name,
+			 (unsigned long long)(f->offset + off));
 		f->bad = true;
 	}
 	memmove(f->buf, f->buf + off, f->len - off);
@@ -110,71 +105,80 @@ static int feed_decode(struct feed *f, FILE *out)
 static bool feed_end(const struct feed *f)
 {
 	if (f->len && !f->bad)
-		fprintf(stderr,
-			"egretctl: %s: stream ends inside the record at byte %llu (half-written "
-			"tail)\n",
-			f->name, (unsigned long long)f->offset);
+		log_note("%s: stream ends inside the record at byte %llu (half-written "
+			 "tail)",
+			 f->name, (unsigned long long)f->offset);
 	return !f->len && !f->bad;
 }
 
 /* ---- files ----------------------------------------------------------------------------------- */
 
+/* A followed file rotated (a new file under the name) or truncated: 1 when f reads the new
+ * one from its start now, 0 when neither happened, -errno when the new one cannot be opened
+ * (f->fd is -1 then).
+ */
+static int feed_reopen(struct feed *f, const char *path)
+{
+	struct stat now, cur;
+
+	if (stat(path, &now) || fstat(f->fd, &cur) ||
+	    (now.st_ino == cur.st_ino && (uint64_t)now.st_size >= f->offset + f->len))
+		return 0;
+	feed_end(f);
+	close(f->fd);
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0)
+		return -errno;
+	f->len = 0;
+	f->offset = 0;
+	return 1;
+}
+
 static int tail_file(const char *path, bool follow, FILE *out)
 {
-	bool is_stdin = !strcmp(path, "-");
-	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+	bool is_stdin = !strcmp(path, "-"), bad = false;
+	int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC), err = 0, r;
 	struct feed f;
 
 	if (fd < 0) {
-		fprintf(stderr, "egretctl: cannot open %s: %s\n", path, strerror(errno));
-		return 1;
+		err = -errno;
+		log_note("cannot open %s: %s", path, strerror(-err));
+		return err;
 	}
-	if (feed_init(&f, fd, is_stdin ? "stdin" : path))
-		return 1;
+	err = feed_init(&f, fd, is_stdin ? "stdin" : path);
+	if (err)
+		goto out_fd;
 	for (;;) {
 		ssize_t n = feed_read(&f);
 
 		if (n > 0) {
-			rc |= feed_decode(&f, out) ? 1 : 0;
+			bad |= feed_decode(&f, out) > 0;
 			if (f.bad)
 				break;
 			continue;
 		}
 		if (n < 0 && n != -EAGAIN) {
-			fprintf(stderr, "egretctl: %s: %s\n", f.name, strerror((int)-n));
-			rc = 1;
+			log_note("%s: %s", f.name, strerror((int)-n));
+			err = (int)n;
 			break;
 		}
 		if (!follow || is_stdin)
 			break;
 		fflush(out);
-		/* rotated (a new file under the name) or truncated: start on the new one */
-		{
-			struct stat now, cur;
-
-			if (!stat(path, &now) && !fstat(fd, &cur) &&
-			    (now.st_ino != cur.st_ino ||
-			     (uint64_t)now.st_size < f.offset + f.len)) {
-				feed_end(&f);
-				close(fd);
-				fd = open(path, O_RDONLY | O_CLOEXEC);
-				if (fd < 0)
-					break;
-				f.fd = fd;
-				f.len = 0;
-				f.offset = 0;
-				continue;
-			}
-		}
-		poll(NULL, 0, FOLLOW_POLL_MS);
+		r = feed_reopen(&f, path);
+		if (r < 0)
+			break;
+		if (r == 0)
+			poll(NULL, 0, FOLLOW_POLL_MS);
 	}
-	if (!feed_end(&f))
-		rc = 1;
-	if (!is_stdin && fd >= 0)
-		close(fd);
+	bad |= !feed_end(&f);
+	fd = f.fd;
 	feed_free(&f);
 	fflush(out);
-	return rc;
+out_fd:
+	if (!is_stdin && fd >= 0)
+		close(fd);
+	return err ? err : bad ? -EBADMSG : 0;
 }
 
 /* ---- as a receiver --------------------------------------------------------------------------- */
@@ -190,7 +194,7 @@ static int listen_on(const char *src)
 		const char *path = src + 12;
 
 		if (path[0] != '/' || strlen(path) >= sizeof(un->sun_path)) {
-			fprintf(stderr, "egretctl: %s: expected unix-listen:/ABSOLUTE/PATH\n", src);
+			log_note("%s: expected unix-listen:/ABSOLUTE/PATH", src);
 			return -EINVAL;
 		}
 		un->sun_family = AF_UNIX;
@@ -206,7 +210,7 @@ static int listen_on(const char *src)
 
 		if (sink__parse_hostport(hp, strlen(hp), NULL, host, port) ||
 		    getaddrinfo(host, port, &hints, &ai) || !ai) {
-			fprintf(stderr, "egretctl: %s: expected tcp-listen://HOST:PORT\n", src);
+			log_note("%s: expected tcp-listen://HOST:PORT", src);
 			return -EINVAL;
 		}
 		memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
@@ -220,7 +224,7 @@ static int listen_on(const char *src)
 	if (bind(fd, (struct sockaddr *)&ss, sl) || listen(fd, 16)) {
 		int err = -errno;
 
-		fprintf(stderr, "egretctl: cannot listen on %s: %s\n", src, strerror(errno));
+		log_note("cannot listen on %s: %s", src, strerror(errno));
 		close(fd);
 		return err;
 	}
@@ -240,16 +244,17 @@ static int tail_listen(const char *src, FILE *out)
 {
 	struct pollfd pfd[1 + TAIL_MAX_CLIENTS];
 	struct feed clients[TAIL_MAX_CLIENTS];
-	int lfd = listen_on(src), n = 0;
+	int lfd = listen_on(src), n = 0, err = 0;
 
 	if (lfd < 0)
-		return 1;
-	fprintf(stderr, "egretctl: listening on %s\n", src);
+		return lfd;
+	log_note("listening on %s", src);
 	pfd[0] = (struct pollfd){ .fd = lfd, .events = POLLIN };
 	for (;;) {
 		if (poll(pfd, (nfds_t)(1 + n), -1) < 0) {
 			if (errno == EINTR)
 				continue;
+			err = -errno;
 			break;
 		}
 		if (pfd[0].revents & POLLIN) {
@@ -293,7 +298,7 @@ static int tail_listen(const char *src, FILE *out)
 		}
 	}
 	close(lfd);
-	return 1;
+	return err;
 }
 
 int tail__run(const char *src, bool follow, FILE *out)

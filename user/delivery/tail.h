@@ -10,7 +10,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* src: a path, "-", "tcp-listen://HOST:PORT" or "unix-listen:PATH". Returns an exit status. */
+/* src: a path, "-", "tcp-listen://HOST:PORT" or "unix-listen:PATH". 0 when every record was
+ * an Event and the stream ended whole, -EBADMSG when not (each reported on stderr), -errno
+ * when the source cannot be read; a receiver returns only on an error.
+ */
 int tail__run(const char *src, bool follow, FILE *out);
 
 #endif /* EGRET_TAIL_H */

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "array.h"
 #include "wire.h"
 
 size_t wire__varint_put(uint64_t v, uint8_t *out)
@@ -91,14 +92,9 @@ int wire_reader__next(struct wire_reader *r, const uint8_t **msg, size_t *len)
 	}
 	if (err || size > WIRE_RECORD_MAX)
 		return -EBADMSG;
-	if (size > r->cap) {
-		uint8_t *nb = realloc(r->buf, size);
-
-		if (!nb)
-			return -ENOMEM;
-		r->buf = nb;
-		r->cap = size;
-	}
+	err = ARRAY_RESERVE(r->buf, r->cap, size);
+	if (err)
+		return err;
 	if (size && fread(r->buf, 1, size, r->f) != size)
 		return ferror(r->f) ? -EIO : -EPIPE;
 	r->offset += used + size;

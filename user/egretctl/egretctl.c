@@ -494,7 +494,7 @@ static int do_tail(int argc, char **argv)
 		src = argv[optind++];
 	if (optind < argc)
 		return log_usage("unexpected argument '%s'", argv[optind]);
-	return tail__run(src, follow, stdout);
+	return tail__run(src, follow, stdout) ? 1 : 0;
 }
 
 /* egretd holds its state dir's lock for its life (see egretd's setup_instance): while it is

@@ -32,6 +32,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "ns.h"
 #include "util.h"
 
@@ -43,15 +44,8 @@ int ns_protect__add(struct ns_protect *p, const char *kind, const char *path)
 
 	if (!path || !path[0])
 		return 0;
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 16;
-
-		v = realloc(p->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		p->v = v;
-		p->cap = cap;
-	}
+	if (ARRAY_RESERVE(p->v, p->cap, p->n + 1))
+		return -ENOMEM;
 	v = &p->v[p->n];
 	if (strlen(path) >= sizeof(v->path) || strlen(kind) >= sizeof(v->kind))
 		return -ENAMETOOLONG;
@@ -192,9 +186,12 @@ int ns__pick_ids(const char *root, const char *name, struct sandbox_spec *s)
 pid_t ns__fork(bool new_pid)
 {
 	/* egretctl forks nothing else afterwards: the new namespace is for this child only */
+	pid_t pid;
+
 	if (new_pid && unshare(CLONE_NEWPID))
-		return -1;
-	return fork();
+		return -errno;
+	pid = fork();
+	return pid < 0 ? -errno : pid;
 }
 
 #define HIDE_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -413,11 +410,14 @@ int ns__loopback_up(void)
 
 	if (fd < 0)
 		return -errno;
-	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0)
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) < 0) {
 		err = -errno;
+		goto out;
+	}
 	ifr.ifr_flags |= IFF_UP;
-	if (!err && ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr) < 0)
 		err = -errno;
+out:
 	close(fd);
 	return err;
 }

@@ -48,6 +48,7 @@ void ns_protect__free(struct ns_protect *p);
  */
 int ns__pick_ids(const char *root, const char *name, struct sandbox_spec *s);
 int ns__delegate(const char *dir, uid_t uid, gid_t gid);
+/* fork(2), the child in a new pid namespace when new_pid: its pid, 0 in it, or -errno */
 pid_t ns__fork(bool new_pid);
 int ns__write_maps(pid_t pid, const struct sandbox_spec *s);
 

@@ -12,6 +12,7 @@
 
 #include <linux/types.h>
 
+#include "array.h"
 #include "egret/policy.h"
 #include "addr.h"
 #include "policy.h"
@@ -50,15 +51,8 @@ int policy__copy(struct policy *dst, const struct policy *src)
 
 int policy__add(struct policy *p, const struct rule *r)
 {
-	if (p->n == p->cap) {
-		size_t cap = p->cap ? p->cap * 2 : 64;
-		struct rule *nr = realloc(p->rules, cap * sizeof(*nr));
-
-		if (!nr)
-			return -ENOMEM;
-		p->rules = nr;
-		p->cap = cap;
-	}
+	if (ARRAY_RESERVE(p->rules, p->cap, p->n + 1))
+		return -ENOMEM;
 	p->rules[p->n++] = *r;
 	return 0;
 }

@@ -12,6 +12,7 @@
 #include <bpf/bpf.h>
 #include <linux/types.h>
 
+#include "array.h"
 #include "egret/policy.h"
 #include "addr.h"
 #include "policy_map.h"
@@ -79,15 +80,8 @@ static int add_rule(struct policy_entries *set, const struct rule *r)
 {
 	struct policy_entry *p;
 
-	if (set->n == set->cap) {
-		size_t cap = set->cap ? set->cap * 2 : 256;
-		struct policy_entry *nv = realloc(set->v, cap * sizeof(*nv));
-
-		if (!nv)
-			return -ENOMEM;
-		set->v = nv;
-		set->cap = cap;
-	}
+	if (ARRAY_RESERVE(set->v, set->cap, set->n + 1))
+		return -ENOMEM;
 	p = &set->v[set->n++];
 	memset(p, 0, sizeof(*p));
 	memcpy(p->addr, r->addr, 16);
@@ -269,8 +263,9 @@ int policy_map__check(const struct policy *p, char *err, size_t errsz)
 	int ret = policy_map__compile(p, NULL, &set, err, errsz);
 
 	free(set.v);
-	if (!ret)
-		ret = policy__sandboxes(p, &names, &n);
+	if (ret)
+		return ret;
+	ret = policy__sandboxes(p, &names, &n);
 	for (size_t i = 0; !ret && i < n; i++) {
 		ret = policy_map__compile(p, names[i], &set, err, errsz);
 		if (ret) {

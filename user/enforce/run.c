@@ -34,6 +34,7 @@
 #include "cgroup.h"
 #include "control.h"
 #include "loader.h"
+#include "log.h"
 #include "ns.h"
 #include "run.h"
 #include "seccomp.h"
@@ -94,23 +95,21 @@ static int require_enforcement(struct egret_paths *p)
 	int n;
 
 	if (paths__open_root(p)) {
-		fprintf(stderr,
-			"egretctl: refusing to run: egret's root cgroup %s does not exist "
-			"(is egretd running?)\n",
-			p->cgroup_root);
+		log_note("refusing to run: egret's root cgroup %s does not exist "
+			 "(is egretd running?)",
+			 p->cgroup_root);
 		return -ENOENT;
 	}
 	n = loader__check(p, missing, sizeof(missing));
 	if (n < 0) {
-		fprintf(stderr, "egretctl: refusing to run: cannot check enforcement on %s: %s\n",
-			p->cgroup_root, strerror(-n));
+		log_note("refusing to run: cannot check enforcement on %s: %s", p->cgroup_root,
+			 strerror(-n));
 		return n;
 	}
 	if (n > 0) {
-		fprintf(stderr,
-			"egretctl: refusing to run: egret enforcement is not attached to %s "
-			"(missing: %s); start egretd first\n",
-			p->cgroup_root, missing);
+		log_note("refusing to run: egret enforcement is not attached to %s "
+			 "(missing: %s); start egretd first",
+			 p->cgroup_root, missing);
 		return -ENOLINK;
 	}
 	return 0;
@@ -133,13 +132,13 @@ static int run_create(struct run *r, char *gen, size_t size, bool *created)
 		if (!err && !*created)
 			err = -EEXIST;
 		if (!err && !o->quiet)
-			fprintf(stderr, "egretctl: sandbox %s\n", gen);
+			log_note("sandbox %s", gen);
 	}
 	if (!err)
 		err = join_path(r->dir, sizeof(r->dir), r->p->cgroup_root, o->name);
 	if (err)
-		fprintf(stderr, "egretctl: failed to create sandbox cgroup %s/%s: %s\n",
-			r->p->cgroup_root, o->name, strerror(-err));
+		log_note("failed to create sandbox cgroup %s/%s: %s", r->p->cgroup_root, o->name,
+			 strerror(-err));
 	return err;
 }
 
@@ -159,9 +158,12 @@ static int protect_paths(struct run *r, char *reply)
 	if (n > 0)
 		self[n] = '\0';
 	err = ns_protect__add(&r->protect, "binary", n > 0 ? self : NULL);
-	if (!err)
-		err = ns_protect__add(&r->protect, "control", r->p->control);
-	return err ? err : ns_protect__add(&r->protect, "state-dir", r->p->state_dir);
+	if (err)
+		return err;
+	err = ns_protect__add(&r->protect, "control", r->p->control);
+	if (err)
+		return err;
+	return ns_protect__add(&r->protect, "state-dir", r->p->state_dir);
 }
 
 /* Register the sandbox with egretd: it installs the sandbox's rules, reports its start with
@@ -188,25 +190,22 @@ static int prepare_sandbox(struct run *r)
 	if (out)
 		fclose(out);
 	if (rc < 0 && need) {
-		fprintf(stderr,
-			"egretctl: refusing to run: egretd is not answering on %s (%s), and only it "
-			"can say which of its files to hide from the sandbox (--share mount or "
-			"--privileged runs without)\n",
-			r->p->control, strerror(-rc));
+		log_note("refusing to run: egretd is not answering on %s (%s), and only it "
+			 "can say which of its files to hide from the sandbox (--share mount or "
+			 "--privileged runs without)",
+			 r->p->control, strerror(-rc));
 		err = rc;
 	} else if (rc < 0) {
-		fprintf(stderr,
-			"egretctl: warning: egretd is not answering on %s (%s): sandbox %s "
-			"has no network until egretd registers it\n",
-			r->p->control, strerror(-rc), r->o->name);
+		log_warn("egretd is not answering on %s (%s): sandbox %s "
+			 "has no network until egretd registers it",
+			 r->p->control, strerror(-rc), r->o->name);
 	} else if (rc > 0) {
-		fprintf(stderr, "egretctl: egretd could not prepare sandbox %s\n", r->o->name);
+		log_note("egretd could not prepare sandbox %s", r->o->name);
 		err = -EPERM;
 	} else if (need && (err = protect_paths(r, reply ? reply : (char *)""))) {
-		fprintf(stderr,
-			"egretctl: refusing to run: egretd did not say which of its files to hide "
-			"from the sandbox (%s; an egretd older than this egretctl?)\n",
-			strerror(-err));
+		log_note("refusing to run: egretd did not say which of its files to hide "
+			 "from the sandbox (%s; an egretd older than this egretctl?)",
+			 strerror(-err));
 	}
 	free(reply);
 	return err;
@@ -278,7 +277,7 @@ static void close_inherited(int keep)
 
 __attribute__((noreturn)) static void child_fail(const char *what, int err)
 {
-	fprintf(stderr, "egretctl: cannot start the sandbox: %s: %s\n", what, strerror(-err));
+	log_note("cannot start the sandbox: %s: %s", what, strerror(-err));
 	_exit(EXIT_RUN_FAILED);
 }
 
@@ -293,7 +292,7 @@ __attribute__((noreturn)) static void child_exec(const struct run_opts *o, const
 	sigprocmask(SIG_SETMASK, mask, NULL);
 	execvp(o->argv[0], o->argv);
 	err = errno;
-	fprintf(stderr, "egretctl: cannot run %s: %s\n", o->argv[0], strerror(err));
+	log_note("cannot run %s: %s", o->argv[0], strerror(err));
 	_exit(err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC);
 }
 
@@ -359,7 +358,7 @@ static void child_namespaces(struct run *r)
 	if (s->ns & SANDBOX_NS_MOUNT) {
 		err = ns__stage(&st, what, sizeof(what));
 		if (err)
-			fprintf(stderr, "egretctl: cannot hide egret's state from the sandbox\n");
+			log_note("cannot hide egret's state from the sandbox");
 	}
 	if (err)
 		child_fail(what, err);
@@ -417,16 +416,15 @@ static int enter_sandbox(struct run *r, pid_t child)
 	int err = cgroup__join(r->dir, child);
 
 	if (err) {
-		fprintf(stderr, "egretctl: failed to move the command into sandbox cgroup %s: %s\n",
-			r->dir, strerror(-err));
+		log_note("failed to move the command into sandbox cgroup %s: %s", r->dir,
+			 strerror(-err));
 		return err;
 	}
 	err = cgroup__of_pid(child, r->p->cgroup_mount, self, sizeof(self));
 	if (err || strcmp(self, r->dir) != 0) {
-		fprintf(stderr,
-			"egretctl: the command is not in sandbox cgroup %s after joining it "
-			"(in %s)\n",
-			r->dir, err ? strerror(-err) : self);
+		log_note("the command is not in sandbox cgroup %s after joining it "
+			 "(in %s)",
+			 r->dir, err ? strerror(-err) : self);
 		return -EPERM;
 	}
 	return 0;
@@ -443,18 +441,20 @@ static int run_setup(struct run *r, pid_t child, int *listener)
 	if (s->ns & SANDBOX_NS_USER) {
 		err = ns__write_maps(child, s);
 		if (err) {
-			fprintf(stderr,
-				"egretctl: cannot map root of the sandbox to host uid %u: %s\n",
-				s->uid, strerror(-err));
+			log_note("cannot map root of the sandbox to host uid %u: %s", s->uid,
+				 strerror(-err));
 			return err;
 		}
 	}
 	err = enter_sandbox(r, child);
-	if (!err)
-		err = send_msg(r->sock, 'g', NULL, 0, -1);
-	if (!err && s->seccomp && recv_msg(r->sock, NULL, 0, listener, 0) != 's')
-		err = -ECHILD;
-	return err;
+	if (err)
+		return err;
+	err = send_msg(r->sock, 'g', NULL, 0, -1);
+	if (err)
+		return err;
+	if (s->seccomp && recv_msg(r->sock, NULL, 0, listener, 0) != 's')
+		return -ECHILD;
+	return 0;
 }
 
 /* Tell egretd about one refusal (at most REPORTS_PER_S a second one by one; the others are
@@ -494,10 +494,9 @@ static void report_refusal(struct run *r, const struct seccomp_refusal *f)
 		r->suppressed = 0;
 	else if (!r->report_failed) {
 		r->report_failed = true;
-		fprintf(stderr,
-			"egretctl: warning: egretd did not take the report of a refused system call "
-			"(%s); refusals are still refused, but not all are in the event stream\n",
-			rc < 0 ? strerror(-rc) : "refused");
+		log_warn("egretd did not take the report of a refused system call "
+			 "(%s); refusals are still refused, but not all are in the event stream",
+			 rc < 0 ? strerror(-rc) : "refused");
 	}
 }
 
@@ -596,8 +595,8 @@ static int run_command(struct run *r, int *wstatus)
 	close(sv[1]);
 	r->sock = sv[0];
 	if (child < 0) {
-		err = -errno;
-		fprintf(stderr, "egretctl: cannot fork: %s\n", strerror(errno));
+		err = (int)child;
+		log_note("cannot fork: %s", strerror(-err));
 		close(sv[0]);
 		return err;
 	}
@@ -643,13 +642,11 @@ static void run_cleanup(struct run *r, bool created)
 		return;
 	err = sandbox__remove(r->p->cgroup_root, r->o->name, RUN_REMOVE_WAIT_MS);
 	if (err == -EBUSY)
-		fprintf(stderr,
-			"egretctl: sandbox %s still has processes %u ms after the command ended; "
-			"its cgroup %s is left in place\n",
-			r->o->name, RUN_REMOVE_WAIT_MS, r->dir);
+		log_note("sandbox %s still has processes %u ms after the command ended; "
+			 "its cgroup %s is left in place",
+			 r->o->name, RUN_REMOVE_WAIT_MS, r->dir);
 	else if (err)
-		fprintf(stderr, "egretctl: cannot remove sandbox cgroup %s: %s\n", r->dir,
-			strerror(-err));
+		log_note("cannot remove sandbox cgroup %s: %s", r->dir, strerror(-err));
 }
 
 /* Host ids for the user namespace, and the sandbox's cgroup delegated to them. */
@@ -662,8 +659,7 @@ static int run_ids(struct run *r)
 		return 0;
 	err = ns__pick_ids(r->p->cgroup_root, r->o->name, s);
 	if (err)
-		fprintf(stderr, "egretctl: cannot give sandbox %s host ids: %s\n", r->o->name,
-			strerror(-err));
+		log_note("cannot give sandbox %s host ids: %s", r->o->name, strerror(-err));
 	return err;
 }
 

@@ -237,6 +237,7 @@ int loader__open(struct loader *l, const struct egret_paths *paths, const struct
 	int err;
 
 	memset(l, 0, sizeof(*l));
+	l->cgroup_fd = -1; /* loader__close is safe from here on */
 	l->paths = paths;
 	l->cfg = cfg ? cfg : &defaults;
 	if (!loader__nprogs())
