@@ -7,9 +7,12 @@
 #include <time.h>
 
 #include "log.h"
+#include "metafile.h"
 #include "pkg.h"
 #include "stream.h"
 #include "util.h"
+
+#define DEB ".deb" /* a package file dpkg -i is given */
 
 int pkg__init(struct pkg_tracker *t, struct stream *s)
 {
@@ -122,16 +125,17 @@ static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const c
 	r->started_ns = now_ns(CLOCK_MONOTONIC);
 	snprintf(r->manager, sizeof(r->manager), "%s", manager);
 	for (size_t i = 0; i < x->n_args && r->nargs < PKG_MAX_ARGS; i++) {
-		size_t l = strlen(x->args[i]);
+		const char *arg = x->args[i];
 
-		r->args[r->nargs++] = strdup(x->args[i]);
-		if (l > 4 && !strcmp(x->args[i] + l - 4, ".deb") && r->ndebs < 8) {
+		r->args[r->nargs++] = strdup(arg);
+		if (strlen(arg) > strlen(DEB) && pkg_ends_with(arg, DEB) &&
+		    r->ndebs < ARRAY_SIZE(r->debs)) {
 			char abs[PATH_MAX * 2];
 
-			if (x->args[i][0] == '/')
-				snprintf(abs, sizeof(abs), "%s", x->args[i]);
+			if (arg[0] == '/')
+				snprintf(abs, sizeof(abs), "%s", arg);
 			else
-				snprintf(abs, sizeof(abs), "%s/%s", x->cwd, x->args[i]);
+				snprintf(abs, sizeof(abs), "%s/%s", x->cwd, arg);
 			r->debs[r->ndebs++] = strdup(abs);
 		}
 	}
@@ -150,13 +154,12 @@ static void emit_install(struct pkg_tracker *t, struct pkg_pending *p)
 	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
 	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
 	Egret__V1__PackageInstall pi = EGRET__V1__PACKAGE_INSTALL__INIT;
-	static const char *const managers[] = { "", "dpkg", "pip", "npm", "gem", "go" };
 	struct pkg_run *r = p->run >= 0 ? &t->runs[p->run] : NULL;
 
 	if (pkgmeta__read(&p->f, r ? r->debs : NULL, r ? r->ndebs : 0, r ? r->registry : NULL))
 		return; /* not there (any more): a failed or undone install */
 	envelope(&p->who, &ev, &sb, &pr);
-	pi.manager = (char *)managers[p->f.layout];
+	pi.manager = (char *)pkgmeta__layout_name(p->f.layout);
 	pi.name = p->f.name;
 	pi.version = p->f.version;
 	pi.source = p->f.source;

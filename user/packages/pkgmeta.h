@@ -2,7 +2,8 @@
  * the registry it will use (arguments, environment, config files), and reading the metadata
  * files an install writes (dpkg status and lists, apt's Packages lists, Python dist-info,
  * npm's package.json and lockfile, gem specifications, Go's module cache). Pure functions over
- * strings and files, so the unit tests can feed them fixtures.
+ * strings and files, so the unit tests can feed them fixtures. Each manager is an entry of the
+ * table in managers.h, in a file of its own (pip.c, npm.c, apt.c, dpkg.c, gem.c, cargo.c, go.c).
  */
 #ifndef EGRET_PKGMETA_H
 #define EGRET_PKGMETA_H
@@ -10,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
+
+#include "pkgjson.h"
 
 #define PKG_NAME_MAX 128
 #define PKG_VER_MAX  64
@@ -45,7 +48,7 @@ struct pkg_found {
 	char source[PKG_URL_MAX];
 	char hash[PKG_HASH_MAX];
 	char hash_source[288]; /* "apt lists (<list file name>)" and shorter */
-	char key[4096];	 /* the metadata path it was recognised by (deduplication) */
+	char key[4096];	       /* the metadata path it was recognised by (deduplication) */
 	char root[4096]; /* dpkg: the root dpkg installed into; pip/npm: the package directory */
 };
 
@@ -64,10 +67,10 @@ int pkgmeta__read(struct pkg_found *f, char *const *debs, size_t ndebs, const ch
  */
 void pkgmeta__expire(uint64_t now);
 
-/* helpers, exported for the tests */
-bool pkgmeta__json_string(const char *json, size_t len, const char *key, char *out, size_t size);
-bool pkgmeta__json_object(const char *json, size_t len, const char *key, const char **obj,
-			  size_t *objlen);
+/* the manager a layout's PackageInstall names ("dpkg", "pip", ...; "" for PKG_NONE) */
+const char *pkgmeta__layout_name(enum pkg_layout layout);
+
+/* helpers, exported for the tests (and the JSON reader, pkgjson.h) */
 bool pkgmeta__stanza(const char *text, const char *pkg, const char *version, const char *field,
 		     char *out, size_t size);
 /* sha256 of a regular file of at most max bytes (-EFBIG when larger, -EINVAL when not a
