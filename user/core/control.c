@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "cgroup.h"
 #include "control.h"
 #include "log.h"
@@ -44,18 +45,8 @@ static void reply_append(struct control_req *r, char tag, const void *data, size
 {
 	size_t need = r->len + 3 + len;
 
-	if (need > r->cap) {
-		size_t cap = r->cap ? r->cap : 4096;
-		char *nb;
-
-		while (cap < need)
-			cap *= 2;
-		nb = realloc(r->reply, cap);
-		if (!nb)
-			return;
-		r->reply = nb;
-		r->cap = cap;
-	}
+	if (ARRAY_RESERVE(r->reply, r->cap, need))
+		return;
 	/* internal framing: tag, 2-byte length, data; split into messages on send */
 	r->reply[r->len] = tag;
 	r->reply[r->len + 1] = (char)(len >> 8);

@@ -128,7 +128,6 @@ void audit__on_fork(struct decoder_ctx *d, const void *rec, size_t size)
 		if (child) {
 			if (parent)
 				*child = copy;
-			child->used = 1;
 			child->pid = r->child_pid;
 			child->ppid = r->hdr.pid;
 			child->exec_id = r->exec_id;

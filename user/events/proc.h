@@ -6,19 +6,20 @@
 
 #include <stdint.h>
 
+#include "htab.h"
+
 #define PROC_EXE_MAX  256
 #define PROC_MAX_LIVE 65536
 
 struct proc_info {
-	uint32_t pid, ppid, euid;
+	uint32_t pid; /* the key: first */
+	uint32_t ppid, euid;
 	uint64_t exec_id, parent_exec_id;
 	char exe[PROC_EXE_MAX];
-	int used; /* 0 free, 1 live, -1 deleted (a tombstone for linear probing) */
 };
 
 struct proc_cache {
-	struct proc_info *slots;
-	size_t cap, live, tombs;
+	struct htab procs; /* of struct proc_info */
 };
 
 int proc_cache__init(struct proc_cache *c);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "array.h"
 #include "redact.h"
 #include "util.h"
 
@@ -319,14 +320,8 @@ static void mark_patterns(const struct redactor *r, const char *in, size_t n, un
 /* The mask of in's secret bytes, in r's scratch space; NULL when there is no memory. */
 static unsigned char *mask_of(struct redactor *r, const char *in, size_t n)
 {
-	if (n + 1 > r->maskcap) {
-		unsigned char *m = realloc(r->mask, n + 1);
-
-		if (!m)
-			return NULL;
-		r->mask = m;
-		r->maskcap = n + 1;
-	}
+	if (ARRAY_RESERVE(r->mask, r->maskcap, n + 1))
+		return NULL;
 	memset(r->mask, 0, n + 1);
 	mark_rules(r, in, n, r->mask);
 	mark_patterns(r, in, n, r->mask);
