@@ -494,25 +494,31 @@ static int keeper_spawn(struct keeper *k)
 	k->pid = pid;
 	k->sock = sv[0];
 	k->pidfd = sys_pidfd_open(pid);
-	err = k->pidfd < 0 ? -errno : await_ready(k);
-	if (!err) {
-		k->pw = (struct watch){ .fd = k->pidfd, .fn = on_keeper_exit, .data = k };
-		k->sw = (struct watch){ .fd = k->sock, .fn = on_keeper_report, .data = k };
-		err = loop__add(k->loop, &k->pw, EPOLLIN);
-		if (!err)
-			err = loop__add(k->loop, &k->sw, EPOLLIN);
+	if (k->pidfd < 0) {
+		err = -errno;
+		goto fail;
 	}
-	if (err) {
-		log_err("keeper (pid %d) did not start: %s", (int)pid, strerror(-err));
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		keeper_forget(k);
-		return err;
-	}
+	err = await_ready(k);
+	if (err)
+		goto fail;
+	k->pw = (struct watch){ .fd = k->pidfd, .fn = on_keeper_exit, .data = k };
+	k->sw = (struct watch){ .fd = k->sock, .fn = on_keeper_report, .data = k };
+	err = loop__add(k->loop, &k->pw, EPOLLIN);
+	if (err)
+		goto fail;
+	err = loop__add(k->loop, &k->sw, EPOLLIN);
+	if (err)
+		goto fail;
 	log_info("keeper (pid %d) holds %u pins of %s", (int)pid, k->nitems, k->state_dir);
 	if (k->on_started)
 		k->on_started(k->ctx, pid);
 	return 0;
+fail: /* keeper_forget: its watches, pidfd and socket */
+	log_err("keeper (pid %d) did not start: %s", (int)pid, strerror(-err));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	keeper_forget(k);
+	return err;
 }
 
 void keeper__tick(struct keeper *k, int signals_fd)

@@ -80,30 +80,39 @@ static int adopt_link(struct loader *l, struct bpf_program *prog,
 	if (fd < 0)
 		return errno == ENOENT ? -ENOENT : -errno;
 	err = link_state(fd, l, spec, &state);
-	if (!err && state == LINK_FOREIGN) {
+	if (err)
+		goto fail;
+	if (state == LINK_FOREIGN) {
 		log_err("pinned link %s is attached to another cgroup than %s: give each cgroup "
 			"root its own --state-dir",
 			pin, l->paths->cgroup_root);
 		err = -EXDEV;
-	} else if (!err && state == LINK_STALE) {
+		goto fail;
+	}
+	if (state == LINK_STALE) {
 		log_info("pinned link %s is no longer attached: replacing it", pin);
 		unlink(pin);
 		err = -ENOENT;
-	} else if (!err && !spec->cgroup) {
-		err = replace_link(l, prog, spec, pin, fd);
-		return err ? (close(fd), err) : 0;
-	} else if (!err && bpf_link_update(fd, bpf_program__fd(prog), NULL)) {
+		goto fail;
+	}
+	if (!spec->cgroup) {
+		err = replace_link(l, prog, spec, pin, fd); /* closes fd once replaced */
+		if (err)
+			goto fail;
+		return 0;
+	}
+	if (bpf_link_update(fd, bpf_program__fd(prog), NULL)) {
 		err = -errno;
 		log_err("failed to update pinned link %s with '%s' on %s: %s", pin, spec->name,
 			l->paths->cgroup_root, strerror(errno));
-	}
-	if (err) {
-		close(fd);
-		return err;
+		goto fail;
 	}
 	l->link_fds[l->nlinks++] = fd;
 	l->adopted++;
 	return 0;
+fail:
+	close(fd);
+	return err;
 }
 
 static int attach_new(struct loader *l, struct bpf_program *prog,
