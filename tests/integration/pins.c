@@ -78,12 +78,14 @@ static int missing(char *names, size_t size)
 /* programs attached to the instance's root cgroup, over every attach type egret uses */
 static unsigned int attached_to_root(void)
 {
-	const struct egret_prog_spec *s;
+	static struct loader_specs specs;
+	const struct egret_prog_spec *s = specs.spec;
 	unsigned int n, total = 0;
 	int fd = open(T->cgroup_root, O_RDONLY | O_DIRECTORY);
 
-	if (fd < 0 || loader__specs(&s, &n))
+	if (fd < 0 || loader__specs(&specs))
 		return fd < 0 ? 0 : 1000;
+	n = specs.n;
 	for (unsigned int i = 0; i < n; i++) {
 		__u32 ids[64], cnt = 64;
 		bool seen = false;

@@ -93,6 +93,17 @@ void log_note(const char *fmt, ...)
 	fprintf(stderr, "%s: %s\n", log_prog, buf);
 }
 
+void log_text(enum log_level level, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!log_enabled(level))
+		return;
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+}
+
 /* A usage error: one line naming the problem and where help is; returns exit status 2. */
 int log_usage(const char *fmt, ...)
 {

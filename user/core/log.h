@@ -17,6 +17,8 @@ void log_init(const char *prog, enum log_level level);
 void log_set_level(enum log_level level);
 bool log_enabled(enum log_level level);
 void log_msg(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* text as it is (no prefix, no newline added, no length limit), when level is enabled */
+void log_text(enum log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* A message to the person running a command (egretctl's refusals and notes): the program's
  * prefix and no level tag, shown at every level.

@@ -6,7 +6,7 @@
  * replaces stay as it leaves them; that keeper acknowledges by renaming itself
  * egret-keeper-q and goes on holding every fd. Once the new egretd is attached and its own
  * keeper holds every pin, the old keeper is killed. At no moment is a link held by its pin
- * alone.
+ * alone. systemd's fd store, a second holder, is keeper_store.c.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -34,8 +34,8 @@
 #include "egret/events.h"
 #include "egret/confine.h"
 #include "keeper.h"
+#include "loader.h"
 #include "log.h"
-#include "notify.h"
 #include "paths.h"
 #include "util.h"
 
@@ -324,8 +324,9 @@ static void keeper_loop(struct keeper_run *r)
 /* the keeper's handle of the signal_senders map, -1 when it holds none */
 static int senders_fd(const struct keeper *k)
 {
-	static const char name[] = "/maps/signal_senders";
-	size_t n = sizeof(name) - 1;
+	char name[64];
+	size_t n =
+		(size_t)snprintf(name, sizeof(name), "/maps/%s", LOADER_MAP_NAME(signal_senders));
 
 	for (unsigned int i = 0; i < k->nitems; i++) {
 		size_t len = strlen(k->items[i].path);
@@ -493,25 +494,31 @@ static int keeper_spawn(struct keeper *k)
 	k->pid = pid;
 	k->sock = sv[0];
 	k->pidfd = sys_pidfd_open(pid);
-	err = k->pidfd < 0 ? -errno : await_ready(k);
-	if (!err) {
-		k->pw = (struct watch){ .fd = k->pidfd, .fn = on_keeper_exit, .data = k };
-		k->sw = (struct watch){ .fd = k->sock, .fn = on_keeper_report, .data = k };
-		err = loop__add(k->loop, &k->pw, EPOLLIN);
-		if (!err)
-			err = loop__add(k->loop, &k->sw, EPOLLIN);
+	if (k->pidfd < 0) {
+		err = -errno;
+		goto fail;
 	}
-	if (err) {
-		log_err("keeper (pid %d) did not start: %s", (int)pid, strerror(-err));
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		keeper_forget(k);
-		return err;
-	}
+	err = await_ready(k);
+	if (err)
+		goto fail;
+	k->pw = (struct watch){ .fd = k->pidfd, .fn = on_keeper_exit, .data = k };
+	k->sw = (struct watch){ .fd = k->sock, .fn = on_keeper_report, .data = k };
+	err = loop__add(k->loop, &k->pw, EPOLLIN);
+	if (err)
+		goto fail;
+	err = loop__add(k->loop, &k->sw, EPOLLIN);
+	if (err)
+		goto fail;
 	log_info("keeper (pid %d) holds %u pins of %s", (int)pid, k->nitems, k->state_dir);
 	if (k->on_started)
 		k->on_started(k->ctx, pid);
 	return 0;
+fail: /* keeper_forget: its watches, pidfd and socket */
+	log_err("keeper (pid %d) did not start: %s", (int)pid, strerror(-err));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	keeper_forget(k);
+	return err;
 }
 
 void keeper__tick(struct keeper *k, int signals_fd)
@@ -632,90 +639,4 @@ void keeper__close(struct keeper *k)
 	free(k->items);
 	k->items = NULL;
 	k->nitems = 0;
-}
-
-/* ---- systemd's fd store: one more holder, which survives egretd and the keeper ------------ */
-
-/* "link-NAME" or "map-NAME" for a pin's path; NULL for anything else */
-static const char *store_name(const char *path, char *out, size_t size)
-{
-	const char *base = strrchr(path, '/');
-
-	if (!base || base - path < 6)
-		return NULL;
-	if (!strncmp(base - 6, "/links", 6))
-		snprintf(out, size, "link-%s", base + 1);
-	else if (!strncmp(base - 5, "/maps", 5))
-		snprintf(out, size, "map-%s", base + 1);
-	else
-		return NULL;
-	return out;
-}
-
-/* Only a service systemd started (it sets $INVOCATION_ID) has a store: another supervisor's
- * notify socket (a test harness, one that only waits for READY=1) would get hundreds of
- * datagrams it does not read, and READY=1 would wait behind them.
- */
-static void store_each(const struct keeper *k, bool add)
-{
-	char name[300], msg[340];
-	int err;
-
-	if (!getenv("INVOCATION_ID"))
-		return;
-	for (unsigned int i = 0; i < k->nitems; i++) {
-		if (!store_name(k->items[i].path, name, sizeof(name)))
-			continue;
-		/* a previous egretd's fds of that name go first: one per name */
-		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
-		err = notify__send(msg);
-		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s", name);
-		if (!err && add)
-			err = notify__send_fd(msg, k->items[i].fd);
-		if (err) {
-			log_warn("systemd's fd store: %s: %s", name, strerror(-err));
-			return;
-		}
-	}
-}
-
-void keeper__store(const struct keeper *k)
-{
-	store_each(k, true);
-}
-
-void keeper__unstore(const struct keeper *k)
-{
-	store_each(k, false);
-}
-
-/* At start: a pin that is gone but whose object systemd kept is put back, so the loader adopts
- * it (rather than attach a second link beside the one the store holds). Every passed fd is
- * closed: the fds this egretd stores replace them.
- */
-void keeper__restore(const char *state_dir)
-{
-	const char *names[KEEPER_MAX_ITEMS];
-	int n = notify__listen_fds(names, KEEPER_MAX_ITEMS);
-	char path[PATH_MAX + 320];
-
-	for (int i = 0; i < n; i++) {
-		int fd = notify__listen_fd(i), cur;
-		const char *sub = !strncmp(names[i], "link-", 5)  ? "links"
-				  : !strncmp(names[i], "map-", 4) ? "maps"
-								  : NULL;
-
-		if (sub && snprintf(path, sizeof(path), "%s/%s/%s", state_dir, sub,
-				    strchr(names[i], '-') + 1) < (int)sizeof(path)) {
-			cur = bpf_obj_get(path);
-			if (cur >= 0)
-				close(cur);
-			else if (errno == ENOENT && !bpf_obj_pin(fd, path))
-				log_warn("pin %s was gone: put back from systemd's fd store", path);
-		}
-		close(fd);
-	}
-	unsetenv("LISTEN_FDS");
-	unsetenv("LISTEN_PID");
-	unsetenv("LISTEN_FDNAMES");
 }

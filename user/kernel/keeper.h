@@ -6,6 +6,7 @@
 #ifndef EGRET_KEEPER_H
 #define EGRET_KEEPER_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>

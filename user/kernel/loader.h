@@ -43,10 +43,52 @@ struct loader_config {
 	__u32 compat_mode; /* --compat: enum egret_compat_mode */
 };
 
-int loader__specs(const struct egret_prog_spec **specs, unsigned int *n);
-unsigned int loader__nprogs(void);
+/* The programs of the objects, in order (egretctl's checks read the same table). */
+struct loader_specs {
+	unsigned int n;
+	struct egret_prog_spec spec[LOADER_MAX_PROGS];
+};
 
-struct loader_unit;
+/* The programs of every object, read from the objects opened (not loaded); 0 or -errno. */
+int loader__specs(struct loader_specs *out);
+
+/* The maps of the objects, each under the first object that declares it (the later ones share
+ * its map). struct loader_maps has a field of each name, filled from the skeleton's member of
+ * that name, so a map renamed in bpf/ breaks the build here instead of a lookup at run time.
+ */
+/* clang-format off */
+#define LOADER_EGRESS_MAPS(X)                                                                \
+	X(events) X(counters) X(sock_meta) X(policy_v1) X(sandboxes) X(sandbox_rules)        \
+	X(dns_listeners) X(dns_clients) X(dns_allow) X(sock_flows) X(netns_reported)
+#define LOADER_CONFINE_MAPS(X)                                                               \
+	X(task_sandbox) X(sandbox_pids) X(protected_tgids) X(doomed) X(compat_seen)          \
+	X(socketcall_fam) X(signal_senders)
+#define LOADER_AUDIT_MAPS(X)                                                                 \
+	X(match_state) X(selftest) X(path_scratch) X(task_info) X(exec_seq) X(exec_scratch)  \
+	X(pending_file)
+/* clang-format on */
+#define LOADER_MAPS(X) LOADER_EGRESS_MAPS(X) LOADER_CONFINE_MAPS(X) LOADER_AUDIT_MAPS(X)
+
+/* egretd's handles of the maps, by name: -ENOENT until the object that has it is loaded */
+struct loader_maps {
+#define LOADER_MAP_FIELD(name) int name;
+	LOADER_MAPS(LOADER_MAP_FIELD)
+#undef LOADER_MAP_FIELD
+};
+
+/* a map's name, as its pin under <state>/maps has it, checked against struct loader_maps */
+#define LOADER_MAP_NAME(name) ((void)sizeof(((struct loader_maps *)0)->name), #name)
+
+struct bpf_object;
+struct loader_unit_ops;
+
+/* One BPF object: its skeleton, and whether bpf_object__load() refused it. */
+struct loader_unit {
+	const struct loader_unit_ops *ops;
+	void *skel;
+	struct bpf_object *obj;
+	bool load_failed;
+};
 
 enum map_origin {
 	MAP_NEW,      /* created by this load */
@@ -54,6 +96,9 @@ enum map_origin {
 	MAP_REPLACED, /* its pin held an incompatible map; swapped after the programs switch */
 };
 
+/* Every map of the objects (but .rodata/.bss), by the name libbpf gives it: what is shared
+ * between the objects and pinned.
+ */
 struct loader_map {
 	char name[32];
 	int fd;
@@ -64,14 +109,18 @@ struct loader {
 	const struct egret_paths *paths;
 	const struct loader_config *cfg;
 	int cgroup_fd;
+	struct loader_specs specs;
 	unsigned int nunits;
-	struct loader_unit *units[LOADER_MAX_UNITS];
-	unsigned int nmaps;
-	struct loader_map maps[LOADER_MAX_MAPS];
+	struct loader_unit units[LOADER_MAX_UNITS];
+	struct loader_maps maps;
+	unsigned int nshared;
+	struct loader_map shared[LOADER_MAX_MAPS];
 	unsigned int nlinks;
 	int link_fds[LOADER_MAX_PROGS];
 	unsigned int attached; /* programs in force */
 	unsigned int adopted;  /* of those, pinned links updated in place */
+	char *load_log;	       /* while loading: a program's verifier log */
+	char *load_msgs;       /* and libbpf's messages about it */
 };
 
 /* egretd */
@@ -79,6 +128,7 @@ int loader__open(struct loader *l, const struct egret_paths *paths,
 		 const struct loader_config *cfg);
 int loader__load(struct loader *l);
 int loader__attach(struct loader *l);
+/* l->maps.NAME by its name (until egretd uses the fields); -ENOENT for another name */
 int loader__map_fd(const struct loader *l, const char *name);
 int loader__prog_fd(const struct loader *l, const char *name);
 void loader__release_links(struct loader *l);

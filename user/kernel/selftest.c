@@ -150,25 +150,30 @@ int selftest__path_matcher(int prog_fd, int map_fd, const struct loader_config *
 	static const char *const fixed[] = { "/", "/egret-selftest", "/proc/1/environ", "/dev/null",
 					     "/etc/hostname" };
 	char path[EGRET_PATTERN_LEN + sizeof(SAMPLE_TAIL)];
-	int err = 0;
+	int err;
 
 	if (prog_fd < 0 || map_fd < 0) {
 		log_err("the path matcher's self-test (egret_selftest) is not loaded");
 		return -ENOENT;
 	}
-	for (unsigned int i = 0; !err && i < cfg->npatterns; i++) {
+	for (unsigned int i = 0; i < cfg->npatterns; i++) {
 		if (!cfg->pattern_text[i][0] ||
 		    selftest__sample(cfg->pattern_text[i], path, EGRET_PATTERN_LEN))
 			continue;
 		err = check_path(prog_fd, map_fd, cfg, path);
-		if (!err && strlen(path) > 1)
+		if (err)
+			return err;
+		if (strlen(path) > 1)
 			strcat(path, SAMPLE_TAIL);
-		if (!err)
-			err = check_path(prog_fd, map_fd, cfg, path);
+		err = check_path(prog_fd, map_fd, cfg, path);
+		if (err)
+			return err;
 	}
-	for (size_t i = 0; !err && i < ARRAY_SIZE(fixed); i++)
+	for (size_t i = 0; i < ARRAY_SIZE(fixed); i++) {
 		err = check_path(prog_fd, map_fd, cfg, fixed[i]);
-	if (!err)
-		log_debug("path matcher self-test passed (%u patterns)", cfg->npatterns);
-	return err;
+		if (err)
+			return err;
+	}
+	log_debug("path matcher self-test passed (%u patterns)", cfg->npatterns);
+	return 0;
 }
