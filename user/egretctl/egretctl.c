@@ -334,7 +334,7 @@ static void status_gather(struct status *st, bool json)
 
 static void print_counters(const struct egret_paths *p)
 {
-	int fd = loader__pinned_map(p, "counters");
+	int fd = loader__pinned_map(p, LOADER_MAP_NAME(counters));
 	char buf[2048];
 
 	if (fd < 0)
@@ -399,7 +399,7 @@ static void status_json_enforcement(const struct status *st)
 static void status_json_counters(const struct status *st)
 {
 	struct counter_value v[COLLECTOR_COUNTERS];
-	int fd = loader__pinned_map(&st->p, "counters");
+	int fd = loader__pinned_map(&st->p, LOADER_MAP_NAME(counters));
 	size_t n = fd >= 0 ? collector__counters(fd, v, COLLECTOR_COUNTERS) : 0;
 
 	printf("\"counters\":{");

@@ -75,8 +75,7 @@ void daemon__emit_heartbeat(struct daemon *d)
 	Egret__V1__SinkState st[MAX_SINKS], *stp[MAX_SINKS];
 	Egret__V1__Counter cv[COLLECTOR_COUNTERS], *cvp[COLLECTOR_COUNTERS];
 	struct counter_value counters[COLLECTOR_COUNTERS];
-	size_t n = collector__counters(loader__map_fd(&d->loader, "counters"), counters,
-				       COLLECTOR_COUNTERS);
+	size_t n = collector__counters(d->loader.maps.counters, counters, COLLECTOR_COUNTERS);
 
 	hb.last_seq = d->stream.seq;
 	hb.spool_bytes = d->stream.spool.bytes;

@@ -112,8 +112,7 @@ static int do_status(void *ctx, struct control_req *r)
 	control__out(r, "programs: %u in force, %u adopted from a previous egretd\n",
 		     d->loader.attached, d->loader.adopted);
 	control__status(&d->control, r);
-	collector__format_counters(loader__map_fd(&d->loader, "counters"), counters,
-				   sizeof(counters));
+	collector__format_counters(d->loader.maps.counters, counters, sizeof(counters));
 	control__out(r, "%s", counters);
 	return 0;
 }

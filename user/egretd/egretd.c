@@ -60,7 +60,7 @@ static void run(struct daemon *d)
 			stream__tick(&d->stream);
 			selfwatch__tick(&d->self);
 			selfcg__check(&d->selfcg);
-			keeper__tick(&d->keeper, loader__map_fd(&d->loader, "signal_senders"));
+			keeper__tick(&d->keeper, d->loader.maps.signal_senders);
 			pkg__tick(&d->pkg);
 			if (watchdog)
 				notify__send("WATCHDOG=1");
@@ -89,7 +89,7 @@ static void start(struct daemon *d)
 	/* what execs and moves will never show: privileged processes already in sandboxes */
 	if (d->opt.loader.require_unpriv || d->engine.pol.require_unpriv)
 		confine__scan_privileged(&d->collector.ctx, d->paths.cgroup_root,
-					 loader__map_fd(&d->loader, "task_sandbox"),
+					 d->loader.maps.task_sandbox,
 					 d->engine.pol.mode == POLICY_ENFORCE);
 	daemon__setup_selfwatch(d);
 	snprintf(ready, sizeof(ready), "READY=1\nMAINPID=%d\nSTATUS=enforcing on %s", getpid(),

@@ -116,8 +116,7 @@ int daemon__protect_self(struct daemon *d)
 
 	if (keeper > 0)
 		tgids[1] = (__u32)keeper;
-	err = confine__protect(loader__map_fd(&d->loader, "protected_tgids"), tgids,
-			       keeper > 0 ? 2 : 1);
+	err = confine__protect(d->loader.maps.protected_tgids, tgids, keeper > 0 ? 2 : 1);
 	if (err)
 		log_err("failed to write egretd's pid into protected_tgids: %s", strerror(-err));
 	return err;
@@ -171,8 +170,7 @@ static int trusted_movers(struct daemon *d)
  */
 static void seed_pids(struct daemon *d)
 {
-	int n = confine__seed_pids(loader__map_fd(&d->loader, "sandbox_pids"),
-				   d->paths.cgroup_root);
+	int n = confine__seed_pids(d->loader.maps.sandbox_pids, d->paths.cgroup_root);
 
 	if (n < 0)
 		log_err("failed to seed sandbox_pids from %s: %s", d->paths.cgroup_root,
@@ -213,7 +211,7 @@ static int load_programs(struct daemon *d)
 	if (err)
 		return err;
 	return selftest__path_matcher(loader__prog_fd(&d->loader, "egret_selftest"),
-				      loader__map_fd(&d->loader, "selftest"), &d->opt.loader);
+				      d->loader.maps.selftest, &d->opt.loader);
 }
 
 /* The rules in force, then the programs that read them attached, then what they must know of
@@ -241,7 +239,7 @@ static int arm_enforcement(struct daemon *d)
 	if (err)
 		return err;
 	engine__rescan(&d->engine);
-	taskseed__run(loader__map_fd(&d->loader, "task_sandbox"), d->paths.cgroup_root);
+	taskseed__run(d->loader.maps.task_sandbox, d->paths.cgroup_root);
 	if (!d->kf.task_from_pid)
 		seed_pids(d);
 	return 0;
@@ -264,9 +262,8 @@ int daemon__setup_enforcement(struct daemon *d)
 	if (err)
 		goto out_loader;
 	err = engine__init(&d->engine, d->opt.policy, d->opt.live_rules, d->paths.cgroup_root,
-			   loader__map_fd(&d->loader, "policy_v1"),
-			   loader__map_fd(&d->loader, "sandboxes"),
-			   loader__map_fd(&d->loader, "sandbox_rules"));
+			   d->loader.maps.policy_v1, d->loader.maps.sandboxes,
+			   d->loader.maps.sandbox_rules);
 	d->engine.spool_dir = d->opt.spool;
 	if (err)
 		goto out_engine;
@@ -370,9 +367,8 @@ int daemon__setup_pipeline(struct daemon *d)
 			return err;
 	}
 	stream__report_damage(&d->stream);
-	err = collector__init(&d->collector, &d->stream, &d->engine.reg,
-			      loader__map_fd(&d->loader, "events"),
-			      loader__map_fd(&d->loader, "counters"));
+	err = collector__init(&d->collector, &d->stream, &d->engine.reg, d->loader.maps.events,
+			      d->loader.maps.counters);
 	if (err)
 		return err;
 	err = decoders__register(&d->collector);
@@ -411,9 +407,9 @@ void daemon__close_pipeline(struct daemon *d)
 int daemon__setup_dns(struct daemon *d)
 {
 	struct dns_maps m = {
-		.listeners_fd = loader__map_fd(&d->loader, "dns_listeners"),
-		.clients_fd = loader__map_fd(&d->loader, "dns_clients"),
-		.allow_fd = loader__map_fd(&d->loader, "dns_allow"),
+		.listeners_fd = d->loader.maps.dns_listeners,
+		.clients_fd = d->loader.maps.dns_clients,
+		.allow_fd = d->loader.maps.dns_allow,
 	};
 	int err = resolver__new(&d->resolver, &d->opt.dns, &m, &d->loop, &d->engine);
 

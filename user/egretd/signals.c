@@ -48,7 +48,7 @@ static bool signal_recorded(struct daemon *d, const struct signalfd_siginfo *si,
 			    size_t size)
 {
 	struct egret_signal_key k = { .tgid = (__u32)getpid(), .sig = si->ssi_signo };
-	int fd = loader__map_fd(&d->loader, "signal_senders");
+	int fd = d->loader.maps.signal_senders;
 	struct egret_signal_sender v;
 	const char *name;
 

@@ -134,20 +134,12 @@ UNIT_OPS(audit, audit_config(skel, cfg), LOADER_AUDIT_MAPS)
 static const struct loader_unit_ops *const unit_table[] = { &egress_ops, &confine_ops, &audit_ops };
 _Static_assert(ARRAY_SIZE(unit_table) <= LOADER_MAX_UNITS, "LOADER_MAX_UNITS is too small");
 
-/* loader__map_fd's names: the fields of struct loader_maps */
-static const struct {
-	const char *name;
-	size_t offset;
-} map_fields[] = {
-#define MAP_FIELD(name) { #name, offsetof(struct loader_maps, name) },
-	LOADER_MAPS(MAP_FIELD)
-#undef MAP_FIELD
-};
-
+/* Every handle reads -ENOENT until its object is loaded. */
 static void maps_unset(struct loader_maps *maps)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(map_fields); i++)
-		*(int *)((char *)maps + map_fields[i].offset) = -ENOENT;
+#define MAP_UNSET(name) maps->name = -ENOENT;
+	LOADER_MAPS(MAP_UNSET)
+#undef MAP_UNSET
 }
 
 static bool is_cgroup_type(enum bpf_prog_type t)
@@ -262,15 +254,6 @@ int loader__prog_fd(const struct loader *l, const char *name)
 
 		if (prog && bpf_program__fd(prog) >= 0)
 			return bpf_program__fd(prog);
-	}
-	return -ENOENT;
-}
-
-int loader__map_fd(const struct loader *l, const char *name)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(map_fields); i++) {
-		if (!strcmp(map_fields[i].name, name))
-			return *(const int *)((const char *)&l->maps + map_fields[i].offset);
 	}
 	return -ENOENT;
 }

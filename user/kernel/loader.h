@@ -128,8 +128,6 @@ int loader__open(struct loader *l, const struct egret_paths *paths,
 		 const struct loader_config *cfg);
 int loader__load(struct loader *l);
 int loader__attach(struct loader *l);
-/* l->maps.NAME by its name (until egretd uses the fields); -ENOENT for another name */
-int loader__map_fd(const struct loader *l, const char *name);
 int loader__prog_fd(const struct loader *l, const char *name);
 void loader__release_links(struct loader *l);
 void loader__close(struct loader *l);
