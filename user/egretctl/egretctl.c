@@ -511,13 +511,11 @@ static int lock_state_dir(const struct egret_paths *p)
 	if (fd >= 0 || fd == -ENOENT)
 		return 0;
 	if (fd == -EWOULDBLOCK)
-		fprintf(stderr,
-			"egretctl: state dir %s is in use by %s, which would attach again when it "
-			"restarts: stop it first, or pass --force\n",
-			p->state_dir, lockfile__describe(&h, who, sizeof(who)));
+		log_note("state dir %s is in use by %s, which would attach again when it "
+			 "restarts: stop it first, or pass --force",
+			 p->state_dir, lockfile__describe(&h, who, sizeof(who)));
 	else
-		fprintf(stderr, "egretctl: cannot lock state dir %s: %s\n", p->state_dir,
-			strerror(-fd));
+		log_note("cannot lock state dir %s: %s", p->state_dir, strerror(-fd));
 	return fd;
 }
 
@@ -530,7 +528,7 @@ static void stop_keeper(const struct egret_paths *p)
 		return;
 	keeper__kill(pid, 3000);
 	if (kill(pid, 0) == 0)
-		fprintf(stderr, "egretctl: egret's keeper (pid %d) did not exit\n", (int)pid);
+		log_note("egret's keeper (pid %d) did not exit", (int)pid);
 }
 
 static int do_uninstall(int argc, char **argv)
@@ -565,8 +563,7 @@ static int do_uninstall(int argc, char **argv)
 	stop_keeper(&p);
 	err = loader__uninstall(&p);
 	if (err) {
-		fprintf(stderr, "egretctl: uninstall from %s incomplete: %s\n", p.state_dir,
-			strerror(-err));
+		log_note("uninstall from %s incomplete: %s", p.state_dir, strerror(-err));
 		return 1;
 	}
 	printf("egret enforcement removed from %s (pins under %s deleted); sandboxes are no "
@@ -599,8 +596,7 @@ static int do_forward(int argc, char **argv)
 		return 1;
 	rc = control__call(p.control, n, words, stdout, stderr, 120);
 	if (rc < 0) {
-		fprintf(stderr, "egretctl: egretd is not answering on %s: %s\n", p.control,
-			strerror(-rc));
+		log_note("egretd is not answering on %s: %s", p.control, strerror(-rc));
 		return 1;
 	}
 	return rc;
