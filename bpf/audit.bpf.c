@@ -5,6 +5,7 @@
  * forks. Records are built once in a per-CPU (or per-task) buffer, filtered by scope and path
  * pattern in the kernel, and sent with their exact length.
  */
+#define EGRET_OBJ_AUDIT /* its maps, lib/maps.bpf.h */
 #include "lib/audit.bpf.h"
 #include "lib/caps.bpf.h"
 #include "lib/dns.bpf.h"
@@ -13,13 +14,6 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* ---- processes ---------------------------------------------------------------------------- */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct egret_exec_event);
-} exec_scratch SEC(".maps");
 
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(egret_aexec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
@@ -142,24 +136,6 @@ int BPF_PROG(egret_aexit, struct task_struct *task)
 }
 
 /* ---- files ---------------------------------------------------------------------------------- */
-
-/* A file operation between its syscall's entry and exit, kept per task. */
-struct pending_file {
-	__u64 name;  /* user pointer to the path argument */
-	__u64 name2; /* rename: the new path */
-	__s32 dfd, dfd2;
-	__u32 active;
-	__u32 pad;
-	struct egret_file_event e;
-	char slack[EGRET_PATH_MAX]; /* lets the verifier see "dir/name" writes stay inside */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct pending_file);
-} pending_file SEC(".maps");
 
 static __always_inline void file_begin(__u16 op, __u32 flags, int dfd, const char *name, int dfd2,
 				       const char *name2)
@@ -772,13 +748,6 @@ int egret_umount(struct trace_event_raw_sys_enter *ctx)
 }
 
 /* ---- start-up self-test ------------------------------------------------------------------- */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct egret_selftest);
-} selftest SEC(".maps");
 
 /* Whether the path in `selftest` would be reported: egretd runs this with BPF_PROG_TEST_RUN
  * before it attaches anything and compares with what the patterns say in user space, so a
