@@ -251,7 +251,7 @@ struct {
 	__type(value, struct match_state);
 } match_state SEC(".maps");
 
-/* an exec record being built (egret_aexec) */
+/* an exec record being built (lib/proc.bpf.h) */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -259,7 +259,7 @@ struct {
 	__type(value, struct egret_exec_event);
 } exec_scratch SEC(".maps");
 
-/* A file operation between its syscall's entry and exit, kept per task (audit.bpf.c). */
+/* A file operation between its syscall's entry and exit, kept per task (lib/file.bpf.h). */
 struct pending_file {
 	__u64 name;  /* user pointer to the path argument */
 	__u64 name2; /* rename: the new path */
