@@ -107,7 +107,7 @@ static __always_inline bool patterns_match(const struct match_state *m, __u8 kin
 /* Whether a file event at path (len bytes) is reported by the patterns: a read when a read
  * pattern names it; anything else when a write pattern does and no skip pattern does. A global
  * function: the verifier checks it once, alike in every program, so egretd's start-up self-test
- * (egret_selftest, user/selftest.c) runs the very code the file programs run.
+ * (egret_selftest, user/kernel/selftest.c) runs the very code the file programs run.
  */
 __noinline int path_wanted(const struct path_window *path, __u32 len, __u32 kind)
 {

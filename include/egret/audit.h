@@ -167,7 +167,7 @@ struct egret_pattern {
 };
 
 /* `selftest` map value: a path egretd asks the kernel's pattern matcher about at start, by
- * running egret_selftest with BPF_PROG_TEST_RUN (its return value: reported or not); user/selftest.c
+ * running egret_selftest with BPF_PROG_TEST_RUN (its return value: reported or not); user/kernel/selftest.c
  */
 #define EGRET_SELFTEST_PATH 256 /* also the bytes of a path the matcher looks at */
 

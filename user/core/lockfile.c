@@ -98,15 +98,12 @@ static int write_pid(int fd)
 
 int lockfile__take(const char *path, struct lock_holder *holder)
 {
-	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600), err;
-	struct stat st;
+	int fd = open_regular(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600,
+			      NULL),
+	    err;
 
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
+		return fd;
 	fd = lock_fd(fd, true, holder);
 	if (fd < 0)
 		return fd;

@@ -70,6 +70,22 @@ int read_file(const char *path, char *buf, size_t size)
 	return n;
 }
 
+int open_regular(const char *path, int flags, mode_t mode, uint64_t *size)
+{
+	int fd = open(path, flags, mode);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (size)
+		*size = (uint64_t)st.st_size;
+	return fd;
+}
+
 int join_path(char *out, size_t size, const char *dir, const char *name)
 {
 	int n = snprintf(out, size, "%s/%s", dir, name);

@@ -14,6 +14,9 @@
 int mkdir_p(const char *path, mode_t mode);
 int write_file(const char *path, const char *data);
 int read_file(const char *path, char *buf, size_t size);
+/* open(path, flags, mode) that refuses what is not a regular file (-EINVAL); *size (when not
+ * NULL) is its size. The fd or -errno. */
+int open_regular(const char *path, int flags, mode_t mode, uint64_t *size);
 int join_path(char *out, size_t size, const char *dir, const char *name);
 bool str_starts_with(const char *s, const char *prefix);
 size_t str_copy(char *dst, size_t size, const char *src);

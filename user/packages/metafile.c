@@ -18,18 +18,7 @@
 
 int metafile__open(const char *path, uint64_t *size)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	struct stat st;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return -EINVAL;
-	}
-	if (size)
-		*size = (uint64_t)st.st_size;
-	return fd;
+	return open_regular(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0, size);
 }
 
 int metafile__read_small(const char *path, char *buf, size_t size)
