@@ -6,6 +6,7 @@
  * process dies on its way back to user space, before it can use what the call returned. Also
  * reports the sandbox cgroups coming and going, so egretd installs their rules.
  */
+#define EGRET_OBJ_CONFINE /* its maps, lib/maps.bpf.h */
 #include "lib/caps.bpf.h"
 #include "lib/confine.bpf.h"
 #include "lib/dns.bpf.h"
@@ -488,22 +489,6 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 
 const volatile __u32 compat_mode = EGRET_COMPAT_REFUSE; /* --compat, set by egretd */
 
-/* refuse mode under an audit policy: the processes already reported, once each */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u64);
-	__type(value, __u8);
-} compat_seen SEC(".maps");
-
-/* socketcall(SYS_SOCKET) between entry and exit: the family egret_csys judged, by thread */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1024);
-	__type(key, __u32);
-	__type(value, __u32);
-} socketcall_fam SEC(".maps");
-
 /* whether this process's first compat call is the current one (keyed by tgid and start) */
 static __always_inline bool compat_first(struct task_struct *t)
 {
@@ -658,13 +643,6 @@ int BPF_PROG(egret_cxsys, struct pt_regs *regs, long ret)
 #define TRACE_SIGNAL_IGNORED_ 1 /* signal_generate's result: the target ignores it */
 
 const volatile bool kill_cross_signals = false; /* --kill-cross-signals */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, EGRET_SIGNAL_SENDERS_MAX);
-	__type(key, struct egret_signal_key);
-	__type(value, struct egret_signal_sender);
-} signal_senders SEC(".maps");
 
 static __always_inline bool stop_signal(int sig)
 {

@@ -4,6 +4,7 @@
  * to egret's resolver), recvmsg and getpeername (show DNS answers coming from the server asked),
  * and the egress skb backstop for every packet the socket hooks did not judge.
  */
+#define EGRET_OBJ_EGRESS /* its maps, lib/maps.bpf.h */
 #include "lib/egress.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";

@@ -5,6 +5,10 @@
 #include "lib/confine.bpf.h"
 #include "lib/path.bpf.h"
 
+#ifndef EGRET_OBJ_AUDIT
+#error "lib/audit.bpf.h needs the audit maps: define EGRET_OBJ_AUDIT first"
+#endif
+
 #define AT_FDCWD_     (-100)
 #define O_WRONLY_     01
 #define O_RDWR_	      02
@@ -18,21 +22,6 @@ const volatile bool audit_host = false; /* --audit-scope host */
 const volatile struct egret_pattern patterns[EGRET_PATTERNS_MAX] = {};
 const volatile __u32 npatterns = 0;
 const volatile bool have_read_patterns = false;
-
-/* per task: the process image it runs (exec_id) and when the process started */
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct egret_task_info);
-} task_info SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} exec_seq SEC(".maps");
 
 static __always_inline bool in_scope(void)
 {
@@ -65,27 +54,6 @@ struct path_window {
 	char c[HASH_WINDOW];
 };
 
-/* The hashing walk's state, in a per-CPU map and not on the stack: 6.1's verifier checks a
- * bpf_loop() callback once, with the values of the first iteration, and drops the code that
- * looks dead then (no component was ever stored: no read pattern matched, no skip pattern
- * applied). Of a map value it knows nothing, on any kernel.
- */
-struct match_state {
-	__u64 hash[EGRET_PATTERN_DEPTH]; /* FNV-1a of each of the first components */
-	__u64 h;			 /* of the component being read */
-	__u32 n;			 /* components hashed */
-	__u32 len;			 /* bytes of the path looked at */
-	__u32 in;			 /* inside a component */
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct match_state);
-} match_state SEC(".maps");
-
 /* One character: a bpf_loop() step, so the verifier checks it once, not once per character. */
 static long hash_step(__u32 j, void *ctx)
 {
@@ -100,7 +68,7 @@ static long hash_step(__u32 j, void *ctx)
 	c = j < m->len ? p->c[j & (HASH_WINDOW - 1)] : '/';
 	if (c != '/') {
 		m->in = 1;
-		m->h = (m->h ^ (__u8)c) * EGRET_FNV64_PRIME;
+		m->h = egret_fnv64_byte(m->h, (__u8)c);
 		return 0;
 	}
 	if (m->in && m->n < EGRET_PATTERN_DEPTH)
@@ -139,7 +107,7 @@ static __always_inline bool patterns_match(const struct match_state *m, __u8 kin
 /* Whether a file event at path (len bytes) is reported by the patterns: a read when a read
  * pattern names it; anything else when a write pattern does and no skip pattern does. A global
  * function: the verifier checks it once, alike in every program, so egretd's start-up self-test
- * (egret_selftest, user/selftest.c) runs the very code the file programs run.
+ * (egret_selftest, user/kernel/selftest.c) runs the very code the file programs run.
  */
 __noinline int path_wanted(const struct path_window *path, __u32 len, __u32 kind)
 {

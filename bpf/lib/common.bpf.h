@@ -9,6 +9,7 @@
 #include <bpf/bpf_tracing.h>
 
 #include "egret/events.h"
+#include "egret/fnv.h"
 #include "egret/egress.h"
 #include "egret/policy.h"
 #include "egret/confine.h"

@@ -1,7 +1,7 @@
 /* What differs between the kernels egret runs on, Debian 12's 6.1 to the newest (README
  * "Kernels"): layouts of older kernels as CO-RE flavors of the checked-in vmlinux.h's types,
  * kfuncs declared weak (absent ones resolve to 0), and the switches egretd sets before load from
- * what it probed (user/kfeatures.c): a switch that is off makes the verifier drop the code that
+ * what it probed (user/kernel/kfeatures.c): a switch that is off makes the verifier drop the code that
  * needs the feature, so the same object loads everywhere.
  */
 #ifndef EGRET_COMPAT_BPF_H

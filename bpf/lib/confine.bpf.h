@@ -10,61 +10,14 @@
 #define NOT_A_SANDBOX (~0ull) /* the cgroup is not under egret's root */
 #define SYS_SECCOMP   1	      /* si_code of a SIGSYS sent by a seccomp filter */
 
-/* The sandbox each task entered, kept per task: when a task moves itself, the tracepoint runs
- * after the move, and only this remembers where it came from.
- */
-struct task_sandbox {
-	__u64 sandbox_id;
-	__u32 doomed; /* a group leader's: kill_task() marked its process (1), egret_reap killed it (2) */
-	__u32 flags; /* a group leader's: TASK_FOREIGN */
-};
-
-/* task_sandbox.flags: the process was moved into its sandbox from outside by someone else (a
- * pull): it is in the sandbox's cgroup, so its egress follows the sandbox's rules, but it is not
- * the sandbox's code, and egret never kills it for what it does.
- */
-#define TASK_FOREIGN 1u
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct task_sandbox);
-} task_sandbox SEC(".maps");
-
-/* Without bpf_task_from_pid (before 6.3): the sandbox of every sandboxed task by its pid, kept
- * by the fork, exec, exit and cgroup-move programs, so that ptrace's target can be placed.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__uint(max_entries, EGRET_PIDS_MAX);
-	__type(key, __u32);
-	__type(value, __u64);
-} sandbox_pids SEC(".maps");
-
-/* egretd and its own helpers (EGRET_PROTECTED_MAX), keyed by tgid; written by egretd at start */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, EGRET_PROTECTED_MAX);
-	__type(key, __u32);
-	__type(value, __u32);
-} protected_tgids SEC(".maps");
+#ifndef EGRET_MAPS_TASKS
+#error "lib/confine.bpf.h needs the task maps: define EGRET_OBJ_CONFINE or EGRET_OBJ_AUDIT first"
+#endif
 
 static __always_inline bool tgid_protected(__u32 tgid)
 {
 	return bpf_map_lookup_elem(&protected_tgids, &tgid) != NULL;
 }
-
-/* How many processes kill_task() marked have not yet passed a syscall exit (egret_reap); a
- * pinned map, so a restarted egretd's programs see the marks of the previous one's.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u64);
-} doomed SEC(".maps");
 
 static __always_inline void doomed_add(__s64 n)
 {
@@ -246,7 +199,7 @@ static __always_inline __u64 name_hash(const __u8 *name)
 	for (int i = 0; i < EGRET_CGROUP_NAME_LEN; i++) {
 		if (!name[i])
 			break;
-		h = (h ^ name[i]) * EGRET_FNV64_PRIME;
+		h = egret_fnv64_byte(h, name[i]);
 	}
 	return h;
 }

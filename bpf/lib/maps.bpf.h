@@ -1,6 +1,9 @@
-/* Maps every egret BPF object shares. Each object declares them; egretd loads the first object
- * that owns them, pins them under its state dir and hands the same map to the other objects, so
- * there is one ring buffer, one counter array and one socket store per egret instance.
+/* Every map of egret's BPF objects, and the layout of the values only BPF code reads. The first
+ * part is in every object. The rest is in some objects only: an object names itself before its
+ * first include (EGRET_OBJ_EGRESS, EGRET_OBJ_CONFINE, EGRET_OBJ_AUDIT) and gets the maps it owns,
+ * and no others. egretd shares maps by name: it loads the first object that has one, pins it
+ * under its state dir and hands the same map to the other objects that have it, so there is one
+ * ring buffer, one counter array and one socket store per egret instance.
  */
 #ifndef EGRET_MAPS_BPF_H
 #define EGRET_MAPS_BPF_H
@@ -97,6 +100,192 @@ struct {
 	__type(value, __u64);
 } netns_reported SEC(".maps");
 
+/* ---- confine and audit: tracepoints on the sandboxes' tasks -------------------------------- */
+
+#if defined(EGRET_OBJ_CONFINE) || defined(EGRET_OBJ_AUDIT)
+#define EGRET_MAPS_TASKS
+
+/* The sandbox each task entered, kept per task: when a task moves itself, the tracepoint runs
+ * after the move, and only this remembers where it came from.
+ */
+struct task_sandbox {
+	__u64 sandbox_id;
+	__u32 doomed; /* a group leader's: kill_task() marked its process (1), egret_reap killed it (2) */
+	__u32 flags; /* a group leader's: TASK_FOREIGN */
+};
+
+/* task_sandbox.flags: the process was moved into its sandbox from outside by someone else (a
+ * pull): it is in the sandbox's cgroup, so its egress follows the sandbox's rules, but it is not
+ * the sandbox's code, and egret never kills it for what it does.
+ */
+#define TASK_FOREIGN 1u
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_sandbox);
+} task_sandbox SEC(".maps");
+
+/* Without bpf_task_from_pid (before 6.3): the sandbox of every sandboxed task by its pid, kept
+ * by the fork, exec, exit and cgroup-move programs, so that ptrace's target can be placed.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EGRET_PIDS_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} sandbox_pids SEC(".maps");
+
+/* egretd and its own helpers (EGRET_PROTECTED_MAX), keyed by tgid; written by egretd at start */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_PROTECTED_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} protected_tgids SEC(".maps");
+
+/* How many processes kill_task() marked have not yet passed a syscall exit (egret_reap); a
+ * pinned map, so a restarted egretd's programs see the marks of the previous one's.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} doomed SEC(".maps");
+#endif
+
+/* ---- confine only ---------------------------------------------------------------------------- */
+
+#ifdef EGRET_OBJ_CONFINE
+/* refuse mode under an audit policy: the processes already reported, once each */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u8);
+} compat_seen SEC(".maps");
+
+/* socketcall(SYS_SOCKET) between entry and exit: the family egret_csys judged, by thread */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, __u32);
+} socketcall_fam SEC(".maps");
+
+/* the last sandboxed sender of each signal to a protected process (include/egret/confine.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EGRET_SIGNAL_SENDERS_MAX);
+	__type(key, struct egret_signal_key);
+	__type(value, struct egret_signal_sender);
+} signal_senders SEC(".maps");
+#endif
+
+/* ---- audit only ------------------------------------------------------------------------------ */
+
+#ifdef EGRET_OBJ_AUDIT
+#define PATH_SCRATCH 4096 /* power of two: offsets are masked with PATH_SCRATCH - 1 */
+
+/* Room past PATH_SCRATCH, so the verifier can see that masked offsets plus a bounded length
+ * stay inside; and the walk's state (lib/path.bpf.h). The state is kept here and not on the
+ * stack: a bpf_loop() callback's stack state made 6.12's verifier walk 400,000 instructions for
+ * one exec program (it follows each iteration's known values), and 6.1's check it with the first
+ * iteration's values only; of a map value's contents neither knows anything.
+ */
+struct path_scratch {
+	char buf[PATH_SCRATCH + EGRET_PATH_MAX];
+	__u64 dentry;	   /* struct dentry *, the walk's position */
+	__u64 vfsmnt;	   /* struct vfsmount * it is on */
+	__u64 mnt;	   /* the struct mount around vfsmnt */
+	__u64 root_dentry; /* the task's root, where the walk stops */
+	__u64 root_mnt;
+	__u32 pos; /* where the next name ends in buf: the path is written backwards */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct path_scratch);
+} path_scratch SEC(".maps");
+
+/* per task: the process image it runs (exec_id) and when the process started */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct egret_task_info);
+} task_info SEC(".maps");
+
+/* exec ids: a sequence per CPU (lib/audit.bpf.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} exec_seq SEC(".maps");
+
+/* The path pattern matcher's state (lib/audit.bpf.h), in a per-CPU map and not on the stack:
+ * 6.1's verifier checks a bpf_loop() callback once, with the values of the first iteration, and
+ * drops the code that looks dead then (no component was ever stored: no read pattern matched, no
+ * skip pattern applied). Of a map value it knows nothing, on any kernel.
+ */
+struct match_state {
+	__u64 hash[EGRET_PATTERN_DEPTH]; /* FNV-1a of each of the first components */
+	__u64 h;			 /* of the component being read */
+	__u32 n;			 /* components hashed */
+	__u32 len;			 /* bytes of the path looked at */
+	__u32 in;			 /* inside a component */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct match_state);
+} match_state SEC(".maps");
+
+/* an exec record being built (lib/proc.bpf.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct egret_exec_event);
+} exec_scratch SEC(".maps");
+
+/* A file operation between its syscall's entry and exit, kept per task (lib/file.bpf.h). */
+struct pending_file {
+	__u64 name;  /* user pointer to the path argument */
+	__u64 name2; /* rename: the new path */
+	__s32 dfd, dfd2;
+	__u32 active;
+	__u32 pad;
+	struct egret_file_event e;
+	char slack[EGRET_PATH_MAX]; /* lets the verifier see "dir/name" writes stay inside */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct pending_file);
+} pending_file SEC(".maps");
+
+/* the start-up self-test's path and pattern kind, written by egretd (egret_selftest) */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct egret_selftest);
+} selftest SEC(".maps");
+#endif
+
 static __always_inline void counter_inc(__u32 idx)
 {
 	__u64 *v = bpf_map_lookup_elem(&counters, &idx);
@@ -107,7 +296,7 @@ static __always_inline void counter_inc(__u32 idx)
 
 static __always_inline void counter_verdict(__u8 hook, __u8 verdict)
 {
-	counter_inc(EGRET_CNT_VERDICT_BASE + (hook & 7) * 4 + (verdict & 3));
+	counter_inc(EGRET_CNT_VERDICT(hook, verdict));
 }
 
 #endif /* EGRET_MAPS_BPF_H */

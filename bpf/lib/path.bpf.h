@@ -5,35 +5,14 @@
 #ifndef EGRET_PATH_BPF_H
 #define EGRET_PATH_BPF_H
 
-#include "lib/common.bpf.h"
+#include "lib/maps.bpf.h"
 #include "egret/audit.h"
 
-#define PATH_SCRATCH 4096 /* power of two: offsets are masked with PATH_SCRATCH - 1 */
-#define NAME_MAX_    255
+#ifndef EGRET_OBJ_AUDIT
+#error "lib/path.bpf.h needs the audit maps: define EGRET_OBJ_AUDIT first"
+#endif
 
-/* Room past PATH_SCRATCH, so the verifier can see that masked offsets plus a bounded length
- * stay inside; and the walk's state. The state is kept here and not on the stack: a bpf_loop()
- * callback's stack state made 6.12's verifier walk 400,000 instructions for one exec program
- * (it follows each iteration's known values), and 6.1's check it with the first iteration's
- * values only; of a map value's contents neither knows anything.
- */
-struct path_scratch {
-	char buf[PATH_SCRATCH + EGRET_PATH_MAX];
-	__u64 dentry;	   /* struct dentry *, the walk's position */
-	__u64 vfsmnt;	   /* struct vfsmount * it is on */
-	__u64 mnt;	   /* the struct mount around vfsmnt */
-	__u64 root_dentry; /* the task's root, where the walk stops */
-	__u64 root_mnt;
-	__u32 pos; /* where the next name ends in buf: the path is written backwards */
-	__u32 pad;
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct path_scratch);
-} path_scratch SEC(".maps");
+#define NAME_MAX_ 255
 
 /* One step up: a name written before the previous ones, or a hop from a mount's root to its
  * mount point. bpf_loop() runs it, so the verifier checks it once, not once per level.

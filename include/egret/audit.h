@@ -1,4 +1,4 @@
-/* Audit records shared by bpf/audit.bpf.c and user/audit.c: processes, files, flows, sandbox
+/* Audit records shared by bpf/audit.bpf.c and user/events/audit.c: processes, files, flows, sandbox
  * lifecycle and resource limits, captured where the sandbox cannot suppress them. Mirrored by
  * ProcessExec, ProcessFork, ProcessExit, FileActivity, NetFlow, SandboxLifecycle and
  * ResourceLimit in proto/egret/v1/events.proto.
@@ -13,15 +13,9 @@
 #define EGRET_PATTERN_LEN   128	 /* characters of a pattern's text */
 #define EGRET_PATTERN_DEPTH 8	 /* components a pattern may have */
 
-/* record types continue enum egret_event_type (include/egret/events.h) */
-enum egret_audit_event_type {
-	EGRET_EV_EXEC = 16,  /* struct egret_exec_event */
-	EGRET_EV_FORK = 17,  /* struct egret_fork_event */
-	EGRET_EV_EXIT = 18,  /* struct egret_exit_event */
-	EGRET_EV_FILE = 19,  /* struct egret_file_event */
-	EGRET_EV_FLOW = 20,  /* struct egret_flow_event */
-	EGRET_EV_LIMIT = 21, /* struct egret_limit_event */
-};
+/* the record types (EGRET_EV_EXEC ... EGRET_EV_LIMIT) are in enum egret_event_type,
+ * include/egret/events.h
+ */
 
 /* egret_exec_event.flags */
 #define EGRET_EXEC_ARGS_CUT 0x1 /* argv was longer than EGRET_ARGS_MAX */
@@ -173,7 +167,7 @@ struct egret_pattern {
 };
 
 /* `selftest` map value: a path egretd asks the kernel's pattern matcher about at start, by
- * running egret_selftest with BPF_PROG_TEST_RUN (its return value: reported or not); user/selftest.c
+ * running egret_selftest with BPF_PROG_TEST_RUN (its return value: reported or not); user/kernel/selftest.c
  */
 #define EGRET_SELFTEST_PATH 256 /* also the bytes of a path the matcher looks at */
 

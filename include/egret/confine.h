@@ -1,4 +1,4 @@
-/* Confinement ABI shared by bpf/confine.bpf.c and user/confine.c: what tracepoints see that
+/* Confinement ABI shared by bpf/confine.bpf.c and user/events/confine.c: what tracepoints see that
  * the cgroup socket hooks cannot (socket families without inet hooks, bpf(), leaving the
  * sandbox's cgroup), and the sandbox cgroups coming and going.
  */

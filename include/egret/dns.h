@@ -1,4 +1,4 @@
-/* DNS redirection ABI shared by bpf/lib/dns.bpf.h and user/dns.c. Every DNS query a sandbox
+/* DNS redirection ABI shared by bpf/lib/dns.bpf.h and user/dns. Every DNS query a sandbox
  * sends (UDP or TCP to port 53, any address) is steered to egret's resolver listening in the
  * sandbox's own network namespace; the resolver learns from `dns_clients` which sandbox (and
  * process) asked and what server it asked, and writes the addresses of allowed answers into

@@ -40,6 +40,21 @@ enum egret_hook {
 	EGRET_HOOK_MAX = 8,
 };
 
+/* Names of the hooks and verdicts as egretd's counters show them, indexed by enum egret_hook
+ * and enum egret_verdict: initializers for `static const char *const x[] = ...`.
+ */
+/* clang-format off */
+#define EGRET_HOOK_NAMES \
+	{ "", "connect4", "connect6", "sendmsg4", "sendmsg6", "sock_create", "egress", "syscall" }
+#define EGRET_VERDICT_NAMES { "", "allowed", "denied", "audited" }
+
+/* The `counters` index (include/egret/events.h) counting a hook's verdicts; the masks keep a
+ * bad value inside the array.
+ */
+#define EGRET_CNT_VERDICT(hook, verdict) \
+	(EGRET_CNT_VERDICT_BASE + ((hook) & 7) * 4 + ((verdict) & 3))
+/* clang-format on */
+
 /* Per-socket state in the `sock_meta` sk_storage map, made on a socket's first sendmsg (or a
  * redirected DNS connect): the last destination allowed, so that a flow of datagrams is
  * reported once, not per datagram; whether the skb backstop already reported a drop on it; and

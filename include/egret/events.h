@@ -9,12 +9,21 @@
 #define EGRET_COMM_LEN	      16
 #define EGRET_CGROUP_NAME_LEN 64 /* a cgroup directory name as records carry it */
 
-/* Record types; the first field of every record is struct egret_event_hdr. */
+/* Record types, every one egret's programs write; the first field of every record is
+ * struct egret_event_hdr. user/events/decoders.c registers a decoder for each.
+ */
 enum egret_event_type {
 	EGRET_EV_CONNECT = 1, /* struct egret_connect_event, include/egret/egress.h */
 	EGRET_EV_CGROUP = 2,  /* struct egret_cgroup_event, include/egret/confine.h */
 	EGRET_EV_TAMPER = 3,  /* struct egret_tamper_event, include/egret/confine.h */
 	EGRET_EV_NETNS = 4,   /* struct egret_netns_event, include/egret/dns.h */
+	/* the audit stream, include/egret/audit.h */
+	EGRET_EV_EXEC = 16,  /* struct egret_exec_event */
+	EGRET_EV_FORK = 17,  /* struct egret_fork_event */
+	EGRET_EV_EXIT = 18,  /* struct egret_exit_event */
+	EGRET_EV_FILE = 19,  /* struct egret_file_event */
+	EGRET_EV_FLOW = 20,  /* struct egret_flow_event */
+	EGRET_EV_LIMIT = 21, /* struct egret_limit_event */
 };
 
 /* Indexes into the per-CPU `counters` array. */

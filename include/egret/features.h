@@ -1,6 +1,6 @@
 /* What egretd learns about the kernel at start and tells the BPF objects before load (their
  * .rodata): which fallbacks the programs take where the kernel lacks a helper or kfunc. Set by
- * user/kfeatures.c, read by bpf/lib/compat.bpf.h; README "Kernels" says what each one is for.
+ * user/kernel/kfeatures.c, read by bpf/lib/compat.bpf.h; README "Kernels" says what each one is for.
  */
 #ifndef EGRET_FEATURES_H
 #define EGRET_FEATURES_H

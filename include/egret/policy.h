@@ -1,5 +1,5 @@
 /* The compiled egress policy as BPF sees it, shared by bpf/lib/policy.bpf.h and
- * user/policy_map.c.
+ * user/enforce/policy_map.c.
  *
  * One LPM trie holds every rule set: the key is (scope, address prefix), scope 0 for global rules
  * and the sandbox's cgroup id for that sandbox's rules, so a global and a sandbox rule are one
@@ -47,13 +47,11 @@ struct egret_policy_val {
 	struct egret_port_rule rules[EGRET_PORT_RULES];
 };
 
-/* `sandbox_rules` holds the FNV-1a 64 hash of every sandbox name that has rules of its own. A
- * sandbox cgroup whose name is not there is registered by the kernel the moment it is created
- * (the global rules are all it needs); one whose name is waits, denied, until egretd has
- * installed its rules.
+/* `sandbox_rules` holds the FNV-1a 64 hash (include/egret/fnv.h) of every sandbox name that
+ * has rules of its own. A sandbox cgroup whose name is not there is registered by the kernel the
+ * moment it is created (the global rules are all it needs); one whose name is waits, denied,
+ * until egretd has installed its rules.
  */
-#define EGRET_FNV64_OFFSET 0xcbf29ce484222325ull
-#define EGRET_FNV64_PRIME  0x100000001b3ull
 
 /* `sandboxes` map value: a sandbox's rules are in the trie. A socket of a sandbox that is not
  * registered yet is denied everything (fail closed) until egretd has installed its rules.

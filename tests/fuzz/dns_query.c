@@ -1,5 +1,5 @@
 /* Fuzz target: a DNS query as a sandbox sends it to egret's resolver (dns__parse_query, the
- * parse handle_query() runs before any rule is looked at), and the same bytes as a wire name
+ * parse query__handle() runs before any rule is looked at), and the same bytes as a wire name
  * (dns__host_name).
  * Invariants: a name accepted is a host name (labels of 1-63 letters, digits, '-', '_', at most
  * 253 characters, lower case) that stands for exactly the labels of the question; the domain

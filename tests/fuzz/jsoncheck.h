@@ -1,7 +1,7 @@
 /* A strict JSON checker for tests (RFC 8259, one value, nothing after it but whitespace), with
  * its own UTF-8 check (RFC 3629: no overlong forms, surrogates or code points above U+10FFFF)
- * written apart from user/pbjson.c's, so the two do not share a mistake. Header-only, used by
- * the fuzz targets and the unit tests.
+ * written apart from user/delivery/pbjson.c's, so the two do not share a mistake. Header-only,
+ * used by the fuzz targets and the unit tests.
  */
 #ifndef EGRET_JSONCHECK_H
 #define EGRET_JSONCHECK_H

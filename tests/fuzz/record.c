@@ -10,12 +10,14 @@
 #include <string.h>
 
 #include "collector.h"
+#include "decoders.h"
 #include "log.h"
 #include "proc.h"
 #include "redact.h"
 #include "stream.h"
 
 static struct stream stream;
+static struct sandbox_names names;
 static struct collector col;
 static struct proc_cache procs;
 static struct redactor red;
@@ -47,14 +49,12 @@ static void setup(void)
 	if (proc_cache__init(&procs))
 		abort();
 	redact__init(&red);
-	memset(&col, 0, sizeof(col));
-	col.stream = &stream;
-	col.procs = &procs;
-	col.redactor = &red;
-	col.counters_fd = -1;
-	if (sandbox_names__init(&col.names, "/nonexistent/egret-fuzz"))
+	if (sandbox_names__init(&names, "/nonexistent/egret-fuzz") ||
+	    collector__init_offline(&col, &stream, &names) || decoders__register(&col))
 		abort();
-	col.hooks = (struct collector_hooks){ .rule_text = rule_text, .observe = observe };
+	col.ctx.procs = &procs;
+	col.ctx.redactor = &red;
+	col.ctx.hooks = (struct collector_hooks){ .rule_text = rule_text, .observe = observe };
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

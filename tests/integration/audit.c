@@ -27,7 +27,7 @@
 #include "pbjson.h"
 #include "util.h"
 
-static int listener;
+static int listener = -1;
 static pid_t http;
 
 static void start_http(void)
@@ -55,25 +55,16 @@ static void start_http(void)
 static void setup(void)
 {
 	harness_setup(true);
+	harness_kill_at_teardown(&http);
+	harness_close_at_teardown(&listener);
 	cr_assert_eq(netns_addr("lo", "192.0.2.10/32"), 0);
 	start_http();
 	listener = udp_bind("192.0.2.10", 5000);
 	cr_assert(listener >= 0);
-	cr_assert_eq(harness_policy(T, "allow 192.0.2.10\n"), 0);
-	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
+	harness_setup_start("allow 192.0.2.10\n", NULL);
 }
 
-static void teardown(void)
-{
-	if (http > 0) {
-		kill(http, SIGKILL);
-		waitpid(http, NULL, 0);
-	}
-	close(listener);
-	harness_cleanup(T);
-}
-
-TestSuite(audit, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(audit, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 /* The events of one process, in stream order. */
 static size_t of_pid(const struct events *evs, uint32_t pid, const Egret__V1__Event **out,

@@ -27,17 +27,7 @@
 
 static const char *const require[] = { "--require-unprivileged", NULL };
 
-static void setup(void)
-{
-	harness_setup(true);
-}
-
-static void teardown(void)
-{
-	harness_cleanup(T);
-}
-
-TestSuite(caps, .init = setup, .fini = teardown, .timeout = 90);
+TestSuite(caps, .init = harness_setup_netns, .fini = harness_teardown, .timeout = 90);
 
 static void start_ok(const char *const extra[])
 {

@@ -29,17 +29,7 @@
 #define AF_PACKET_ "17"
 #define SOCK_RAW_  "3"
 
-static void setup(void)
-{
-	harness_setup(true);
-}
-
-static void teardown(void)
-{
-	harness_cleanup(T);
-}
-
-TestSuite(compat, .init = setup, .fini = teardown, .timeout = 90);
+TestSuite(compat, .init = harness_setup_netns, .fini = harness_teardown, .timeout = 90);
 
 static void start_ok(const char *const extra[])
 {

@@ -24,15 +24,10 @@
 static void setup(void)
 {
 	harness_setup(true);
-	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
+	harness_setup_start(NULL, NULL);
 }
 
-static void teardown(void)
-{
-	harness_cleanup(T);
-}
-
-TestSuite(confine, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(confine, .init = setup, .fini = harness_teardown, .timeout = 60);
 
 static bool is_tamper(const Egret__V1__Event *ev, const void *arg)
 {

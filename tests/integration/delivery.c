@@ -35,26 +35,12 @@ static unsigned int nreceivers;
 static void setup(void)
 {
 	harness_setup(true);
+	for (unsigned int i = 0; i < sizeof(receivers) / sizeof(receivers[0]); i++)
+		harness_kill_at_teardown(&receivers[i]);
+	harness_kill_at_teardown(&load_pid);
 }
 
-static void stop_pid(pid_t *p)
-{
-	if (*p > 0) {
-		kill(*p, SIGKILL);
-		waitpid(*p, NULL, 0);
-	}
-	*p = 0;
-}
-
-static void teardown(void)
-{
-	for (unsigned int i = 0; i < nreceivers; i++)
-		stop_pid(&receivers[i]);
-	stop_pid(&load_pid);
-	harness_cleanup(T);
-}
-
-TestSuite(delivery, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(delivery, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 /* ---- receivers ------------------------------------------------------------------------------ */
 

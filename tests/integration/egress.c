@@ -55,6 +55,7 @@ static int nlisteners;
 static void add_listener(int fd)
 {
 	cr_assert(fd >= 0, "listener: %s", strerror(-fd));
+	harness_close_at_teardown(&listeners[nlisteners]);
 	listeners[nlisteners++] = fd;
 }
 
@@ -62,8 +63,7 @@ static void setup(void)
 {
 	char addr[64];
 
-	harness_setup(false);
-	cr_assert_eq(netns_new(), 0, "cannot create a network namespace");
+	harness_setup(true);
 	for (size_t i = 0; i < sizeof(hard_deny_addrs) / sizeof(hard_deny_addrs[0]); i++) {
 		cr_assert_eq(netns_addr("lo", hard_deny_addrs[i]), 0);
 		snprintf(addr, sizeof(addr), "%s", hard_deny_addrs[i]);
@@ -73,14 +73,7 @@ static void setup(void)
 		add_listener(tcp_listen(addr, PORT));
 		add_listener(udp_bind(addr, PORT));
 	}
-	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
-}
-
-static void teardown(void)
-{
-	for (int i = 0; i < nlisteners; i++)
-		close(listeners[i]);
-	harness_cleanup(T);
+	harness_setup_start(NULL, NULL);
 }
 
 static const struct target *cur;
@@ -100,7 +93,7 @@ static int do_udp_connected(void *arg)
 	return udp_connect_send(cur->addr, PORT, cur->family);
 }
 
-TestSuite(hard_deny, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(hard_deny, .init = setup, .fini = harness_teardown, .timeout = 60);
 
 Test(hard_deny, every_target_every_call)
 {

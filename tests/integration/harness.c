@@ -20,21 +20,12 @@
 
 static void setup(void)
 {
-	static struct egret_instance inst;
-
-	harness_require_root();
-	T = &inst;
-	cr_assert_eq(harness_init(T), 0);
+	harness_setup(false);
 	/* egretd makes the root when it starts; these tests run without it */
 	cr_assert_eq(mkdir(T->cgroup_root, 0755), 0);
 }
 
-static void teardown(void)
-{
-	harness_cleanup(T);
-}
-
-TestSuite(harness, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(harness, .init = setup, .fini = harness_teardown, .timeout = 60);
 
 static int hog(void *arg)
 {

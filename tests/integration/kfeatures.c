@@ -23,17 +23,7 @@
 #include "cgroup.h"
 #include "harness.h"
 
-static void setup(void)
-{
-	harness_setup(true);
-}
-
-static void teardown(void)
-{
-	harness_cleanup(T);
-}
-
-TestSuite(kfeatures, .init = setup, .fini = teardown, .timeout = 90);
+TestSuite(kfeatures, .init = harness_setup_netns, .fini = harness_teardown, .timeout = 90);
 
 static bool killed(int status)
 {

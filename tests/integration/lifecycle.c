@@ -37,8 +37,8 @@
 #define NSTARTING 8 /* egretds released at once to race for the mounts */
 #define NREADY	  4 /* of them, brought all the way up in the last round */
 
-static int listener;
-/* further instances of a test, cleaned up with T */
+static int listener = -1;
+/* further instances of a test, cleaned up with T (harness_teardown) */
 static struct egret_instance others[NOTHERS];
 static unsigned int nothers;
 
@@ -57,16 +57,7 @@ static void setup(void)
 	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", "169.254.169.254/32"), 0);
 	cr_assert_eq(netns_addr("lo", "fd00:ec2::254/128"), 0);
-	listener = tcp_listen("169.254.169.254", PORT);
-	cr_assert(listener >= 0);
-}
-
-static void teardown(void)
-{
-	close(listener);
-	for (unsigned int i = 0; i < nothers; i++)
-		harness_cleanup(&others[i]);
-	harness_cleanup(T);
+	harness_setup_listen(&listener, "169.254.169.254", PORT);
 }
 
 static struct egret_instance *other_instance(void)
@@ -84,7 +75,7 @@ static int connect_metadata(void *arg)
 	return tcp_connect("169.254.169.254", PORT, AF_INET, 2000);
 }
 
-TestSuite(lifecycle, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(lifecycle, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 Test(lifecycle, sigkill_leaves_enforcement_attached)
 {

@@ -53,6 +53,8 @@ static void setup(void)
 	char *argv[] = { "/bin/sh", script, fx, NULL };
 
 	harness_setup(false);
+	harness_kill_at_teardown(&servers[0]);
+	harness_kill_at_teardown(&servers[1]);
 	snprintf(fx, sizeof(fx), "%s/fx", T->tmpdir);
 	snprintf(script, sizeof(script), "%s/tests/tools/pkg_fixtures.sh", EGRET_SOURCE_DIR);
 	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "fixtures: %s", out);
@@ -61,22 +63,10 @@ static void setup(void)
 	cr_assert_eq(netns_addr("lo", DENIED "/32"), 0);
 	servers[0] = serve(ALLOWED);
 	servers[1] = serve(DENIED);
-	cr_assert_eq(harness_policy(T, "allow " ALLOWED " tcp/8000\n"), 0);
-	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
+	harness_setup_start("allow " ALLOWED " tcp/8000\n", NULL);
 }
 
-static void teardown(void)
-{
-	for (int i = 0; i < 2; i++) {
-		if (servers[i] > 0) {
-			kill(servers[i], SIGKILL);
-			waitpid(servers[i], NULL, 0);
-		}
-	}
-	harness_cleanup(T);
-}
-
-TestSuite(packages, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(packages, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 /* the contents of a fixture file (a hash the fixtures computed) */
 static const char *fixture(const char *name)

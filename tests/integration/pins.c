@@ -41,19 +41,10 @@ static void setup(void)
 {
 	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", DENIED "/32"), 0);
-	listener = tcp_listen("0.0.0.0", DENIED_PORT);
-	cr_assert(listener >= 0);
+	harness_setup_listen(&listener, "0.0.0.0", DENIED_PORT);
 }
 
-static void teardown(void)
-{
-	if (listener >= 0)
-		close(listener);
-	listener = -1;
-	harness_cleanup(T);
-}
-
-TestSuite(pins, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(pins, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 static int connect_denied(void *arg)
 {
@@ -87,12 +78,14 @@ static int missing(char *names, size_t size)
 /* programs attached to the instance's root cgroup, over every attach type egret uses */
 static unsigned int attached_to_root(void)
 {
-	const struct egret_prog_spec *s;
+	static struct loader_specs specs;
+	const struct egret_prog_spec *s = specs.spec;
 	unsigned int n, total = 0;
 	int fd = open(T->cgroup_root, O_RDONLY | O_DIRECTORY);
 
-	if (fd < 0 || loader__specs(&s, &n))
+	if (fd < 0 || loader__specs(&specs))
 		return fd < 0 ? 0 : 1000;
+	n = specs.n;
 	for (unsigned int i = 0; i < n; i++) {
 		__u32 ids[64], cnt = 64;
 		bool seen = false;

@@ -47,6 +47,7 @@ static int nfds;
 static void keep(int fd)
 {
 	cr_assert(fd >= 0, "listener: %s", strerror(-fd));
+	harness_close_at_teardown(&fds[nfds]);
 	fds[nfds++] = fd;
 }
 
@@ -70,19 +71,10 @@ static void setup(void)
 {
 	harness_setup(false);
 	netns_with_listeners();
-	cr_assert_eq(harness_policy(T, policy_text), 0);
-	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
+	harness_setup_start(policy_text, NULL);
 }
 
-static void teardown(void)
-{
-	for (int i = 0; i < nfds; i++)
-		close(fds[i]);
-	nfds = 0;
-	harness_cleanup(T);
-}
-
-TestSuite(policy, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(policy, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 enum op {
 	TCP,

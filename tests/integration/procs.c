@@ -47,15 +47,7 @@ static void setup(void)
 	harness_setup(false);
 }
 
-/* never leave egretd stopped, whatever failed */
-static void teardown(void)
-{
-	if (T->egretd)
-		kill(T->egretd, SIGCONT);
-	harness_cleanup(T);
-}
-
-TestSuite(procs, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(procs, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 static void start_ok(const char *const extra[])
 {

@@ -32,16 +32,13 @@ static void setup(void)
 {
 	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", DENIED "/32"), 0);
-	listener = tcp_listen("0.0.0.0", DENIED_PORT);
-	cr_assert(listener >= 0);
+	harness_setup_listen(&listener, "0.0.0.0", DENIED_PORT);
 }
 
+/* the runtime's cgroup goes after its processes */
 static void teardown(void)
 {
-	if (listener >= 0)
-		close(listener);
-	listener = -1;
-	harness_cleanup(T);
+	harness_teardown();
 	if (trusted[0])
 		rmdir(trusted);
 }

@@ -30,17 +30,11 @@ static char shared[PATH_MAX];
 static void setup(void)
 {
 	harness_setup(true);
-	cr_assert_eq(harness_policy(T, POLICY_TEXT), 0);
-	cr_assert_eq(harness_start(T, NULL), 0, "egretd did not start:\n%s", harness_log(T));
+	harness_setup_start(POLICY_TEXT, NULL);
 	cr_assert_eq(harness_shared_dir(T, shared, sizeof(shared)), 0);
 }
 
-static void teardown(void)
-{
-	harness_cleanup(T);
-}
-
-TestSuite(sandbox, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(sandbox, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 /* `egretctl run --sandbox box [OPT...] -- sh -c script`; opts end at NULL (up to 3) */
 static int run_sh(char *out, size_t size, const char *script, const char *o1, const char *o2,

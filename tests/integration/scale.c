@@ -16,7 +16,7 @@
 
 #define NRULES 100000
 
-static int listener;
+static int listener = -1;
 
 static void setup(void)
 {
@@ -25,8 +25,7 @@ static void setup(void)
 	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", "198.18.100.50/32"), 0);
 	cr_assert_eq(netns_addr("lo", "198.19.200.1/32"), 0);
-	listener = tcp_listen("0.0.0.0", 443);
-	cr_assert(listener >= 0);
+	harness_setup_listen(&listener, "0.0.0.0", 443);
 	f = fopen(T->policy_path, "w");
 	cr_assert(f);
 	fprintf(f, "mode enforce\n");
@@ -36,13 +35,7 @@ static void setup(void)
 	fclose(f);
 }
 
-static void teardown(void)
-{
-	close(listener);
-	harness_cleanup(T);
-}
-
-TestSuite(scale, .init = setup, .fini = teardown, .timeout = 300);
+TestSuite(scale, .init = setup, .fini = harness_teardown, .timeout = 300);
 
 static int connect_listed(void *arg)
 {

@@ -42,21 +42,10 @@ static void setup(void)
 {
 	harness_setup(true);
 	cr_assert_eq(netns_addr("lo", DENIED "/32"), 0);
-	listener = tcp_listen("0.0.0.0", DENIED_PORT);
-	cr_assert(listener >= 0);
+	harness_setup_listen(&listener, "0.0.0.0", DENIED_PORT);
 }
 
-static void teardown(void)
-{
-	if (T->egretd)
-		kill(T->egretd, SIGCONT);
-	if (listener >= 0)
-		close(listener);
-	listener = -1;
-	harness_cleanup(T);
-}
-
-TestSuite(selfprot, .init = setup, .fini = teardown, .timeout = 120);
+TestSuite(selfprot, .init = setup, .fini = harness_teardown, .timeout = 120);
 
 static void start_ok(const char *const extra[])
 {

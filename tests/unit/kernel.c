@@ -121,3 +121,35 @@ Test(kernel, a_pattern_s_sample_path_is_one_it_names)
 	cr_expect_str_eq(out, "/");
 	cr_expect_eq(selftest__sample("/a-long-component/*", out, 8), -ENAMETOOLONG);
 }
+
+/* A map's pin name is its field's: LOADER_MAP_NAME does not compile for a map the skeletons do
+ * not have. */
+Test(kernel, loader_map_names_are_the_typed_fields)
+{
+	struct loader l = { 0 };
+
+	l.maps.signal_senders = 42;
+	cr_expect_str_eq(LOADER_MAP_NAME(signal_senders), "signal_senders");
+	cr_expect_str_eq(LOADER_MAP_NAME(policy_v1), "policy_v1");
+	cr_expect_str_eq(LOADER_MAP_NAME(pending_file), "pending_file");
+	cr_expect_eq(l.maps.signal_senders, 42);
+}
+
+/* the objects are only opened (parsed), which needs no root */
+Test(kernel, the_program_table_lists_every_attached_program_once)
+{
+	static struct loader_specs s;
+	bool connect4 = false;
+
+	cr_assert_eq(loader__specs(&s), 0);
+	cr_assert_gt(s.n, 10);
+	for (unsigned int i = 0; i < s.n; i++) {
+		cr_expect_str_neq(s.spec[i].name, "egret_selftest", "a run-only program");
+		for (unsigned int j = 0; j < i; j++)
+			cr_expect_str_neq(s.spec[i].name, s.spec[j].name);
+		if (!strcmp(s.spec[i].name, "egret_connect4"))
+			connect4 = s.spec[i].cgroup &&
+				   s.spec[i].attach_type == BPF_CGROUP_INET4_CONNECT;
+	}
+	cr_expect(connect4, "egret_connect4 attaches to the root cgroup at connect(2)");
+}

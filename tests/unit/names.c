@@ -1,6 +1,10 @@
 /* Sandbox names, addresses, control requests: the small parsers egretd and egretctl share. */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -43,6 +47,60 @@ Test(names, sandbox_table)
 	cr_expect_str_eq(sandbox_names__lookup(&t, 0), "");
 	cr_expect_null(sandbox_names__lookup(&t, 5));
 	sandbox_names__free(&t);
+}
+
+static uint64_t dir_ino(const char *path)
+{
+	struct stat st;
+
+	cr_assert_eq(stat(path, &st), 0, "stat %s", path);
+	return st.st_ino;
+}
+
+/* The table several owners share (the engine and the collector): an entry in use keeps the name
+ * it is used under, growing keeps the flags, and an owner's own scan does not stop a lookup's
+ * miss from scanning for a sandbox made a moment later. */
+Test(names, sandbox_table_kept_names_and_scans)
+{
+	char root[] = "/tmp/egret-names-XXXXXX", a[64], b[64];
+	struct sandbox_names t;
+	struct sandbox_entry *e;
+	uint64_t ida, idb;
+
+	cr_assert_not_null(mkdtemp(root));
+	snprintf(a, sizeof(a), "%s/alpha", root);
+	snprintf(b, sizeof(b), "%s/beta", root);
+	cr_assert_eq(mkdir(a, 0700), 0);
+	ida = dir_ino(a);
+	cr_assert_eq(sandbox_names__init(&t, root), 0);
+	cr_expect_str_eq(sandbox_names__lookup(&t, ida), "alpha", "a miss scans the root");
+
+	e = sandbox_names__entry(&t, ida);
+	cr_assert_not_null(e);
+	e->flags = 1;
+	sandbox_names__set(&t, ida, "renamed");
+	cr_expect_str_eq(sandbox_names__get(&t, ida), "alpha", "an entry in use keeps its name");
+	for (uint64_t id = 1; id <= 2000; id++)
+		sandbox_names__set(&t, (id << 32) | 1, "filler");
+	e = sandbox_names__entry(&t, ida);
+	cr_assert_not_null(e, "growing lost an entry");
+	cr_expect_eq(e->flags, 1u, "growing lost the flags");
+	cr_expect_str_eq(e->name, "alpha");
+
+	sandbox_names__scan(&t); /* an owner's scan, then a sandbox appears */
+	cr_assert_eq(mkdir(b, 0700), 0);
+	idb = dir_ino(b);
+	cr_expect_str_eq(sandbox_names__lookup(&t, idb), "beta",
+			 "an owner's scan throttled the next miss");
+	cr_expect_null(sandbox_names__lookup(&t, 12345), "unknown id");
+
+	sandbox_names__del(&t, ida);
+	cr_expect_null(sandbox_names__get(&t, ida));
+	cr_expect_str_eq(sandbox_names__get(&t, idb), "beta", "delete moved a neighbour away");
+	sandbox_names__free(&t);
+	rmdir(b);
+	rmdir(a);
+	rmdir(root);
 }
 
 Test(names, addresses)

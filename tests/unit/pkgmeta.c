@@ -154,6 +154,29 @@ Test(pkgmeta, metadata_paths)
 	cr_expect_not(pkgmeta__match("/var/lib/dpkg/status", &f));
 }
 
+/* The manager a PackageInstall names comes from the table entry whose files the path is. */
+Test(pkgmeta, layouts_name_their_managers)
+{
+	static const struct {
+		const char *path, *manager;
+		enum pkg_layout layout;
+	} cases[] = {
+		{ "/r/var/lib/dpkg/info/hello.list", "dpkg", PKG_DPKG },
+		{ "/s/demo-1.0.dist-info/METADATA", "pip", PKG_PIP },
+		{ "/p/node_modules/demo/package.json", "npm", PKG_NPM },
+		{ "/g/specifications/rack-3.0.8.gemspec", "gem", PKG_GEM },
+		{ "/go/pkg/mod/cache/download/example.com/m/@v/v1.0.0.ziphash", "go", PKG_GO },
+	};
+	struct pkg_found f;
+
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		cr_assert(pkgmeta__match(cases[i].path, &f), "%s", cases[i].path);
+		cr_expect_eq(f.layout, cases[i].layout, "%s", cases[i].path);
+		cr_expect_str_eq(pkgmeta__layout_name(f.layout), cases[i].manager);
+	}
+	cr_expect_str_eq(pkgmeta__layout_name(PKG_NONE), "");
+}
+
 /* Paths that look like metadata but name no package: an empty name (dpkg's, a gem's, a
  * dist-info's, npm's), a go module path or version that is empty or not one component.
  */

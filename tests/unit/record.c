@@ -14,10 +14,12 @@
 #include <linux/types.h>
 
 #include "collector.h"
+#include "decoders.h"
 #include "egret/audit.h"
 #include "stream.h"
 
 static struct stream stream;
+static struct sandbox_names names;
 static struct collector col;
 static char *page_end;
 static char last_args[256], last_path[2][256];
@@ -49,16 +51,16 @@ static void setup(void)
 	cr_assert_eq(mprotect(map + 3 * page, page, PROT_NONE), 0);
 	page_end = map + 3 * page;
 	stream__init(&stream);
-	memset(&col, 0, sizeof(col));
-	col.stream = &stream;
-	col.counters_fd = -1;
-	cr_assert_eq(sandbox_names__init(&col.names, "/nonexistent/egret-unit"), 0);
-	col.hooks.observe = observe;
+	cr_assert_eq(sandbox_names__init(&names, "/nonexistent/egret-unit"), 0);
+	cr_assert_eq(collector__init_offline(&col, &stream, &names), 0);
+	cr_assert_eq(decoders__register(&col), 0);
+	col.ctx.hooks.observe = observe;
 }
 
 static void teardown(void)
 {
-	sandbox_names__free(&col.names);
+	collector__free(&col);
+	sandbox_names__free(&names);
 	stream__free(&stream);
 }
 

@@ -1,0 +1,273 @@
+/* The audit stream's file records: a file call's arguments are noted per task at the syscall's
+ * entry and, at its exit, resolved to absolute paths, filtered by the path patterns and sent with
+ * the call's result. Native calls come through the syscalls tracepoints, compat ones (ia32, x32)
+ * through the raw syscall tracepoints.
+ */
+#ifndef EGRET_FILE_BPF_H
+#define EGRET_FILE_BPF_H
+
+#include "lib/audit.bpf.h"
+#include "lib/syscalls32.bpf.h"
+
+static __always_inline void file_begin(__u16 op, __u32 flags, int dfd, const char *name, int dfd2,
+				       const char *name2)
+{
+	struct pending_file *pf;
+
+	if (!in_scope())
+		return;
+	/* reads are reported only for paths a read pattern names */
+	if (op == EGRET_FILE_READ && !have_read_patterns)
+		return;
+	pf = bpf_task_storage_get(&pending_file, bpf_get_current_task_btf(), 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!pf)
+		return;
+	pf->active = 1;
+	pf->e.op = op;
+	pf->e.flags = flags;
+	pf->dfd = dfd;
+	pf->name = (__u64)name;
+	pf->dfd2 = dfd2;
+	pf->name2 = (__u64)name2;
+}
+
+/* "dir/name": the directory of dfd (or the cwd), then the name as the caller gave it; an
+ * absolute name alone.
+ */
+static __always_inline __u32 join_path(char *out, int dfd, __u64 name, bool *cut)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 dlen = 0;
+	char first = 0;
+	long n;
+
+	bpf_probe_read_user(&first, 1, (void *)name);
+	if (first != '/') {
+		if (dfd == AT_FDCWD_) {
+			dlen = path_of(&task->fs->pwd, out, cut);
+		} else {
+			struct file *f = fd_file(dfd);
+
+			if (f)
+				dlen = path_of(&f->f_path, out, cut);
+		}
+		if (dlen > 1 && dlen < EGRET_PATH_MAX - 1)
+			out[dlen++ & (EGRET_PATH_MAX - 1)] = '/';
+		else if (dlen >= EGRET_PATH_MAX - 1)
+			return dlen;
+		else
+			dlen = dlen == 1 ? 1 : 0;
+	}
+	/* clang knows dlen is in range here and would drop the mask, which 6.12's verifier needs
+	 * to bound the read ("R2 unbounded memory access"): hide what it knows
+	 */
+	asm volatile("" : "+r"(dlen));
+	dlen &= EGRET_PATH_MAX - 1;
+	n = bpf_probe_read_user_str(out + dlen, EGRET_PATH_MAX - dlen, (void *)name);
+	if (n <= 0)
+		return dlen;
+	if (dlen + n >= EGRET_PATH_MAX)
+		*cut = true;
+	return dlen + n - 1; /* without the NUL */
+}
+
+/* the path is on /sys/fs/bpf, where egretd pins its maps */
+static __always_inline bool under_bpffs(const char *p, __u32 len)
+{
+	return len >= 11 && p[0] == '/' && p[1] == 's' && p[2] == 'y' && p[3] == 's' &&
+	       p[4] == '/' && p[5] == 'f' && p[6] == 's' && p[7] == '/' && p[8] == 'b' &&
+	       p[9] == 'p' && p[10] == 'f' && (len == 11 || p[11] == '/');
+}
+
+/* The path the call acted on, into e->data: an opened file is named by what was opened
+ * (symlinks and .. resolved); a deleted or renamed one, and an open that failed (EACCES,
+ * ENOENT...), by its parent and name as given. False when there is no such file.
+ */
+static __always_inline bool file_path(struct pending_file *pf, long ret, bool *cut)
+{
+	struct egret_file_event *e = &pf->e;
+
+	/* a failed open (read or write) is named by the path as given, as a delete is */
+	if ((e->op == EGRET_FILE_CREATE || e->op == EGRET_FILE_WRITE || e->op == EGRET_FILE_READ) &&
+	    ret >= 0) {
+		struct file *f = fd_file((int)ret);
+
+		if (!f)
+			return false;
+		e->path_len = (__u16)path_of(&f->f_path, (char *)e->data, cut);
+	} else if (pf->name) {
+		e->path_len = (__u16)join_path((char *)e->data, pf->dfd, pf->name, cut);
+	} else {
+		struct file *f = fd_file(pf->dfd); /* fchmod */
+
+		if (!f)
+			return false;
+		e->path_len = (__u16)path_of(&f->f_path, (char *)e->data, cut);
+	}
+	return true;
+}
+
+/* At the syscall's exit: resolve the path(s), filter, send. */
+static __always_inline void file_end(long ret)
+{
+	struct pending_file *pf;
+	struct egret_file_event *e;
+	__u32 len2 = 0, size;
+	bool cut = false, cut2 = false, bpffs;
+	__u8 kind;
+
+	pf = bpf_task_storage_get(&pending_file, bpf_get_current_task_btf(), 0, 0);
+	if (!pf || !pf->active)
+		return;
+	pf->active = 0;
+	e = &pf->e;
+	if (!file_path(pf, ret, &cut) || e->path_len > EGRET_PATH_MAX)
+		return;
+	kind = e->op == EGRET_FILE_READ ? EGRET_PATTERN_READ : EGRET_PATTERN_WRITE;
+	bpffs = under_bpffs((char *)e->data, e->path_len);
+	/* a sandbox removing a pin dies (after this first one: the body has run); the keeper
+	 * puts the pin back
+	 */
+	if (bpffs &&
+	    (e->op == EGRET_FILE_UNLINK || e->op == EGRET_FILE_RMDIR ||
+	     e->op == EGRET_FILE_RENAME) &&
+	    confined())
+		tamper_report(EGRET_TAMPER_PIN_REMOVED, e->op, 0, kill_current());
+	/* skip patterns thin out writes; a read pattern is a precise ask and always wins */
+	if (!bpffs && !path_wanted((const struct path_window *)e->data, e->path_len, kind))
+		return;
+	if (e->op == EGRET_FILE_RENAME && pf->name2)
+		len2 = join_path((char *)&e->data[EGRET_PATH_MAX], pf->dfd2, pf->name2, &cut2);
+	e->path2_len = (__u16)(len2 & (EGRET_PATH_MAX * 2 - 1));
+	e->cut = (cut ? EGRET_FILE_PATH_CUT : 0) | (cut2 ? EGRET_FILE_PATH2_CUT : 0) |
+		 (bpffs ? EGRET_FILE_BPFFS : 0);
+	e->result = (__s32)ret;
+	event_fill_hdr(&e->hdr, EGRET_EV_FILE, sandbox_of_current());
+	e->exec_id = exec_id_of(bpf_get_current_task_btf());
+	/* the path, then the new path of a rename at a fixed offset */
+	size = offsetof(struct egret_file_event, data) +
+	       (e->op == EGRET_FILE_RENAME ? EGRET_PATH_MAX + e->path2_len : e->path_len);
+	if (size > sizeof(*e))
+		return;
+	event_output(e, size);
+}
+
+static __always_inline __u16 open_op(__u64 flags)
+{
+	if (flags & O_CREAT_)
+		return EGRET_FILE_CREATE;
+	if (flags & (O_WRONLY_ | O_RDWR_ | O_TRUNC_))
+		return EGRET_FILE_WRITE;
+	return EGRET_FILE_READ;
+}
+
+/* A compat file call's arguments, as file_begin() takes them. */
+struct compat_file {
+	__u16 op;
+	__u32 flags;
+	int dfd, dfd2;
+	__u64 name, name2;
+};
+
+/* the native program's file_begin() arguments, from the compat call's; false: not a file call */
+static __always_inline bool compat_file_args(__u32 action, const __u64 a[5], struct compat_file *c)
+{
+	__u64 how_flags = 0;
+
+	c->dfd = c->dfd2 = AT_FDCWD_;
+	c->name2 = 0;
+	switch (action) {
+	case EGRET_CC_OPEN:
+		c->op = open_op(a[1]);
+		c->flags = (__u32)a[1];
+		c->name = a[0];
+		return true;
+	case EGRET_CC_CREAT:
+		c->op = EGRET_FILE_CREATE;
+		c->flags = O_CREAT_ | O_WRONLY_ | O_TRUNC_;
+		c->name = a[0];
+		return true;
+	case EGRET_CC_OPENAT:
+	case EGRET_CC_OPENAT2:
+		if (action == EGRET_CC_OPENAT2)
+			bpf_probe_read_user(&how_flags, sizeof(how_flags), (void *)a[2]);
+		else
+			how_flags = a[2];
+		c->op = open_op(how_flags);
+		c->flags = (__u32)how_flags;
+		c->dfd = (int)a[0];
+		c->name = a[1];
+		return true;
+	case EGRET_CC_UNLINK:
+		c->op = EGRET_FILE_UNLINK;
+		c->flags = 0;
+		c->name = a[0];
+		return true;
+	case EGRET_CC_UNLINKAT:
+		c->op = a[2] & AT_REMOVEDIR_ ? EGRET_FILE_RMDIR : EGRET_FILE_UNLINK;
+		c->flags = 0;
+		c->dfd = (int)a[0];
+		c->name = a[1];
+		return true;
+	case EGRET_CC_RENAME:
+		c->op = EGRET_FILE_RENAME;
+		c->flags = 0;
+		c->name = a[0];
+		c->name2 = a[1];
+		return true;
+	case EGRET_CC_RENAMEAT:
+	case EGRET_CC_RENAMEAT2:
+		c->op = EGRET_FILE_RENAME;
+		c->flags = action == EGRET_CC_RENAMEAT2 ? (__u32)a[4] : 0;
+		c->dfd = (int)a[0];
+		c->name = a[1];
+		c->dfd2 = (int)a[2];
+		c->name2 = a[3];
+		return true;
+	case EGRET_CC_CHMOD:
+		c->op = EGRET_FILE_CHMOD;
+		c->flags = (__u32)a[1];
+		c->name = a[0];
+		return true;
+	case EGRET_CC_FCHMOD:
+		c->op = EGRET_FILE_CHMOD;
+		c->flags = (__u32)a[1];
+		c->dfd = (int)a[0];
+		c->name = 0;
+		return true;
+	case EGRET_CC_FCHMODAT:
+		c->op = EGRET_FILE_CHMOD;
+		c->flags = (__u32)a[2];
+		c->dfd = (int)a[0];
+		c->name = a[1];
+		return true;
+	}
+	return false;
+}
+
+/* A compat syscall's entry (egret_acsys): note it as the native program would, if it is a file
+ * call.
+ */
+static __always_inline void compat_file_begin(struct pt_regs *regs, long id)
+{
+	__u8 abi = compat_abi(bpf_get_current_task_btf(), id);
+	struct compat_file c;
+	__u64 a[5];
+
+	if (abi == EGRET_ABI_NATIVE)
+		return;
+	compat_args(regs, abi, a);
+	if (compat_file_args(egret_compat_action(abi, compat_nr(abi, id)), a, &c))
+		file_begin(c.op, c.flags, c.dfd, (const char *)c.name, c.dfd2,
+			   (const char *)c.name2);
+}
+
+/* A compat syscall's exit (egret_acxsys); a native one returns after two loads. */
+static __always_inline void compat_file_end(struct pt_regs *regs, long ret)
+{
+	if (compat_abi(bpf_get_current_task_btf(), (long)(int)regs->orig_ax) != EGRET_ABI_NATIVE)
+		file_end(ret);
+}
+
+#endif /* EGRET_FILE_BPF_H */

@@ -1,0 +1,146 @@
+/* The audit stream's process records: an exec with its argv, executable and working directory,
+ * a fork, and the exit of a process's last thread; each tags the task with its image's exec_id.
+ */
+#ifndef EGRET_PROC_BPF_H
+#define EGRET_PROC_BPF_H
+
+#include "lib/audit.bpf.h"
+#include "lib/caps.bpf.h"
+
+/* Who runs the new image: a fresh exec_id for the task, its parent's, its ids and creds. */
+static __always_inline void exec_fill_task(struct egret_exec_event *e, struct egret_task_info *ti,
+					   struct task_struct *task, struct linux_binprm *bprm)
+{
+	struct task_struct *parent = task->real_parent;
+	struct egret_task_info *pti = bpf_task_storage_get(&task_info, parent, 0, 0);
+	struct task_caps caps;
+
+	event_fill_hdr(&e->hdr, EGRET_EV_EXEC, sandbox_of_current());
+	ti->exec_id = exec_id_new();
+	if (!ti->start_ns)
+		ti->start_ns = task->start_boottime;
+	e->exec_id = ti->exec_id;
+	e->parent_exec_id = pti ? pti->exec_id : 0;
+	e->ppid = parent->tgid;
+	e->euid = BPF_CORE_READ(task, cred, euid.val);
+	e->egid = BPF_CORE_READ(task, cred, egid.val);
+	e->flags = 0;
+	e->argc = (__u16)bprm->argc;
+	/* the new image's creds: begin_new_exec() committed them before this tracepoint */
+	task_caps_of(task, &caps);
+	e->cap_eff = caps.eff;
+	e->cap_prm = caps.prm;
+	e->userns_level = caps.userns_level;
+	e->pad = 0;
+}
+
+/* The argv block, then the executable's path, then the cwd's, one after the other in e->data;
+ * then the record is sent with its exact length.
+ */
+static __always_inline void exec_send(struct egret_exec_event *e, struct task_struct *task,
+				      struct linux_binprm *bprm)
+{
+	unsigned long arg_start, arg_end;
+	__u32 n, off;
+	bool cut;
+
+	arg_start = BPF_CORE_READ(task, mm, arg_start);
+	arg_end = BPF_CORE_READ(task, mm, arg_end);
+	n = arg_end > arg_start ? arg_end - arg_start : 0;
+	if (n > EGRET_ARGS_MAX) {
+		n = EGRET_ARGS_MAX;
+		e->flags |= EGRET_EXEC_ARGS_CUT;
+	}
+	if (n && bpf_probe_read_user(e->data, n & (2 * EGRET_ARGS_MAX - 1), (void *)arg_start))
+		n = 0;
+	e->args_len = (__u16)n;
+	off = n & (2 * EGRET_ARGS_MAX - 1);
+	if (off > EGRET_ARGS_MAX)
+		return;
+	e->exe_len = (__u16)path_of(&bprm->file->f_path, (char *)&e->data[off], &cut);
+	if (cut)
+		e->flags |= EGRET_EXEC_EXE_CUT;
+	off += e->exe_len & (2 * EGRET_PATH_MAX - 1);
+	if (off > EGRET_ARGS_MAX + EGRET_PATH_MAX)
+		return;
+	e->cwd_len = (__u16)path_of(&task->fs->pwd, (char *)&e->data[off], &cut);
+	if (cut)
+		e->flags |= EGRET_EXEC_CWD_CUT;
+	off += e->cwd_len & (2 * EGRET_PATH_MAX - 1);
+	if (off > sizeof(e->data))
+		return;
+	event_output(e, offsetof(struct egret_exec_event, data) + off);
+}
+
+/* The current task (task) has begun running bprm's image: an exec record, built in a per-CPU
+ * buffer and sent with its exact length.
+ */
+static __always_inline void exec_report(struct task_struct *task, struct linux_binprm *bprm)
+{
+	struct egret_task_info *ti;
+	struct egret_exec_event *e;
+	__u32 zero = 0;
+
+	if (!in_scope())
+		return;
+	e = bpf_map_lookup_elem(&exec_scratch, &zero);
+	ti = bpf_task_storage_get(&task_info, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!e || !ti)
+		return;
+	exec_fill_task(e, ti, task, bprm);
+	exec_send(e, task, bprm);
+}
+
+/* A new process (not a thread): it runs its parent's image until it execs. */
+static __always_inline void fork_report(struct task_struct *parent, struct task_struct *child)
+{
+	struct egret_task_info *ti;
+	struct egret_fork_event *e;
+	__u64 exec_id;
+
+	if (child->pid != child->tgid || !in_scope())
+		return;
+	exec_id = exec_id_of(parent);
+	ti = bpf_task_storage_get(&task_info, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ti) {
+		ti->exec_id = exec_id;
+		ti->start_ns = child->start_boottime;
+	}
+	e = event_reserve(sizeof(*e));
+	if (!e)
+		return;
+	event_fill_hdr(&e->hdr, EGRET_EV_FORK, sandbox_of_current());
+	e->exec_id = exec_id;
+	e->child_pid = child->tgid;
+	e->pad = 0;
+	event_submit(e);
+}
+
+/* The last thread of a process ends. Kernels before group_dead was passed (6.1, 6.12) give the
+ * task only: do_exit() has counted signal->live down before this tracepoint, so 0 means the
+ * group is dead. Threads ending together may each see 0: the group leader's task storage says
+ * whether one of them reported it already.
+ */
+static __always_inline void exit_report(struct task_struct *task)
+{
+	struct egret_task_info *ti;
+	struct egret_exit_event *e;
+
+	if (BPF_CORE_READ(task, signal, live.counter) != 0 || !in_scope())
+		return;
+	ti = bpf_task_storage_get(&task_info, task->group_leader, 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (ti && __sync_val_compare_and_swap(&ti->exited, 0, 1) != 0)
+		return;
+	e = event_reserve(sizeof(*e));
+	if (!e)
+		return;
+	event_fill_hdr(&e->hdr, EGRET_EV_EXIT, sandbox_of_current());
+	e->exec_id = ti ? ti->exec_id : 0;
+	e->duration_ns = bpf_ktime_get_boot_ns() - task->start_boottime;
+	e->exit_code = (__u32)task->exit_code;
+	e->pad = 0;
+	event_submit(e);
+}
+
+#endif /* EGRET_PROC_BPF_H */

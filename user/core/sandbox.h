@@ -1,0 +1,87 @@
+/* Sandbox names: validation, generated names, creating and removing a sandbox's cgroup, the
+ * cgroup id -> name table egretd uses to label events, and the confinement egretctl run gives a
+ * sandbox's command (its spec), which egretctl sends egretd when it registers the sandbox.
+ */
+#ifndef EGRET_SANDBOX_H
+#define EGRET_SANDBOX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "htab.h"
+
+#define SANDBOX_NAME_MAX 64
+
+bool sandbox__valid_name(const char *name);
+void sandbox__generate_name(char *out, size_t size);
+uint64_t sandbox__name_hash(const char *name);
+int sandbox__create(const char *root, const char *name, bool *created);
+int sandbox__remove(const char *root, const char *name, unsigned int wait_ms);
+
+struct sandbox_entry {
+	uint64_t id;	/* the key: first */
+	uint32_t flags; /* the owner's state of the sandbox (engine.c: rules installed) */
+	char name[SANDBOX_NAME_MAX + 1];
+};
+
+struct sandbox_names {
+	char root[4096];
+	struct htab tab; /* of struct sandbox_entry */
+	struct {
+		uint64_t id, ns;
+	} missed[8]; /* ids a lookup scanned for in vain lately, and when */
+	unsigned int missed_next;
+};
+
+int sandbox_names__init(struct sandbox_names *t, const char *root);
+const char *sandbox_names__lookup(struct sandbox_names *t, uint64_t id);
+void sandbox_names__set(struct sandbox_names *t, uint64_t id, const char *name);
+const char *sandbox_names__get(const struct sandbox_names *t, uint64_t id);
+/* The entry of id without scanning, NULL when the table does not have it. */
+struct sandbox_entry *sandbox_names__entry(const struct sandbox_names *t, uint64_t id);
+/* Entry i of the table when it is used, for iterating: i < sandbox_names__slots(t). */
+struct sandbox_entry *sandbox_names__at(const struct sandbox_names *t, size_t i);
+#define sandbox_names__slots(t) ((t)->tab.cap)
+void sandbox_names__del(struct sandbox_names *t, uint64_t id);
+void sandbox_names__scan(struct sandbox_names *t);
+void sandbox_names__free(struct sandbox_names *t);
+
+/* The namespaces of its own a command egretctl run starts gets (sandbox_spec.ns). */
+enum sandbox_ns {
+	SANDBOX_NS_USER = 1 << 0,
+	SANDBOX_NS_PID = 1 << 1,
+	SANDBOX_NS_MOUNT = 1 << 2,
+	SANDBOX_NS_IPC = 1 << 3,
+	SANDBOX_NS_UTS = 1 << 4,
+	SANDBOX_NS_CGROUP = 1 << 5,
+	SANDBOX_NS_NET = 1 << 6,
+};
+#define SANDBOX_NS_ALL 0x7fu
+#define SANDBOX_NS_DEFAULT \
+	(SANDBOX_NS_ALL & ~SANDBOX_NS_NET) /* the host's network: egret judges it */
+
+/* What egretctl run gives a command; recorded in the sandbox's start event. */
+struct sandbox_spec {
+	unsigned int ns;   /* SANDBOX_NS_*: namespaces of its own */
+	uint32_t uid, gid; /* SANDBOX_NS_USER: the host ids root inside maps to */
+	uint32_t ids;	   /* SANDBOX_NS_USER: ids mapped from uid and gid on */
+	bool seccomp;	   /* egret's seccomp profile (user/enforce/seccomp.c) */
+	bool no_new_privs; /* PR_SET_NO_NEW_PRIVS */
+	bool privileged;   /* --privileged: host root, host namespaces, no profile */
+	bool user_given;   /* --user picked uid and gid */
+};
+
+#define SANDBOX_SPEC_WORDS 7 /* sandbox_spec__words() */
+#define SANDBOX_SPEC_WORD  96
+
+void sandbox_spec__default(struct sandbox_spec *s);
+/* "pid,mount,net" (or "all") into SANDBOX_NS_* bits; -EINVAL naming an unknown one in *bad */
+int sandbox_spec__parse_ns(const char *list, unsigned int *mask, const char **bad);
+/* the names of mask's namespaces, comma-separated ("" for none) */
+void sandbox_spec__ns_names(unsigned int mask, char *out, size_t size);
+/* The spec as KEY=VALUE words for a prepare request, and one such word back into a spec. */
+void sandbox_spec__words(const struct sandbox_spec *s, char words[][SANDBOX_SPEC_WORD]);
+int sandbox_spec__parse_word(struct sandbox_spec *s, const char *word);
+
+#endif /* EGRET_SANDBOX_H */

@@ -1,0 +1,190 @@
+/* File-system and string helpers. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util.h"
+
+int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len == 0 || len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int write_file(const char *path, const char *data)
+{
+	size_t len = strlen(data);
+	ssize_t n;
+	int fd, err = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = write(fd, data, len);
+	if (n < 0)
+		err = -errno;
+	else if ((size_t)n != len)
+		err = -EIO;
+	close(fd);
+	return err;
+}
+
+/* Read at most size-1 bytes and NUL-terminate; returns the length read. */
+int read_file(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	close(fd);
+	buf[n] = '\0';
+	return n;
+}
+
+int open_regular(const char *path, int flags, mode_t mode, uint64_t *size)
+{
+	int fd = open(path, flags, mode);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	if (size)
+		*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+int join_path(char *out, size_t size, const char *dir, const char *name)
+{
+	int n = snprintf(out, size, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* Copy src into dst[size], cut if needed, always terminated; the length copied. */
+size_t str_copy(char *dst, size_t size, const char *src)
+{
+	size_t n = strlen(src);
+
+	if (!size)
+		return 0;
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+	return n;
+}
+
+bool str_starts_with(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/* Parse a decimal unsigned integer no larger than max; the whole string must be the number. */
+int parse_u64(const char *s, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	char num[32];
+	const char *u;
+	size_t n;
+	int shift = 0;
+
+	if (!s || !*s || (n = strlen(s)) >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	/* strchr() finds the terminator too: a space (0x20 & ~0x20 is 0) is no unit */
+	u = strchr(units, num[n - 1] & ~0x20);
+	if (u && *u) {
+		shift = 10 * (int)(u - units + 1);
+		num[n - 1] = '\0';
+	}
+	if (parse_u64(num, UINT64_MAX >> shift, out))
+		return -EINVAL;
+	*out <<= shift;
+	return 0;
+}
+
+/* nbytes random bytes as 2*nbytes hex digits; out must hold 2*nbytes+1. */
+void random_hex(char *out, size_t nbytes)
+{
+	unsigned char raw[64];
+
+	if (nbytes > sizeof(raw))
+		nbytes = sizeof(raw);
+	if (getrandom(raw, nbytes, 0) != (ssize_t)nbytes) {
+		/* getrandom cannot fail for <= 256 bytes once the pool is up; be safe anyway */
+		for (size_t i = 0; i < nbytes; i++)
+			raw[i] = (unsigned char)(rand() ^ (now_ns(CLOCK_MONOTONIC) >> (i % 8)));
+	}
+	for (size_t i = 0; i < nbytes; i++)
+		sprintf(out + 2 * i, "%02x", raw[i]);
+	out[2 * nbytes] = '\0';
+}
+
+uint64_t now_ns(int clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *paren;
+	int n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	n = read_file(path, buf, sizeof(buf));
+	if (n <= 0)
+		return 0;
+	paren = strrchr(buf, ')'); /* comm may hold anything, even ") " */
+	return paren && paren[1] == ' ' ? paren[2] : 0;
+}

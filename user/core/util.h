@@ -1,0 +1,31 @@
+/* Small file-system and string helpers shared by egretd, egretctl and the tests. All return 0
+ * or a negative errno.
+ */
+#ifndef EGRET_UTIL_H
+#define EGRET_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+int mkdir_p(const char *path, mode_t mode);
+int write_file(const char *path, const char *data);
+int read_file(const char *path, char *buf, size_t size);
+/* open(path, flags, mode) that refuses what is not a regular file (-EINVAL); *size (when not
+ * NULL) is its size. The fd or -errno. */
+int open_regular(const char *path, int flags, mode_t mode, uint64_t *size);
+int join_path(char *out, size_t size, const char *dir, const char *name);
+bool str_starts_with(const char *s, const char *prefix);
+size_t str_copy(char *dst, size_t size, const char *src);
+int parse_u64(const char *s, uint64_t max, uint64_t *out);
+/* "4096", "64K", "100M", "1G" (powers of 1024) */
+int parse_size(const char *s, uint64_t *out);
+void random_hex(char *out, size_t nbytes);
+/* The state letter of /proc/PID/stat ('R', 'S', 'T'...), 0 when it cannot be read. */
+char proc_state(pid_t pid);
+uint64_t now_ns(int clock);
+
+#endif /* EGRET_UTIL_H */

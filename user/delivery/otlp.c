@@ -1,0 +1,329 @@
+/* The otlp+http sink; see otlp.h. This file is the exchange: a batch from the spool as one
+ * HTTP request, its response, retries and Loss; otlp_encode.c turns the batch's Events into
+ * the request.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "log.h"
+#include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
+#include "otlp.h"
+#include "sink.h"
+#include "util.h"
+
+enum otlp_state {
+	OTLP_IDLE,
+	OTLP_SENDING,
+	OTLP_WAITING
+};
+
+struct otlp {
+	enum otlp_state state;
+	uint8_t *req; /* the whole HTTP request of the batch in hand */
+	size_t req_len, req_off;
+	struct spool_pos batch_end;
+	size_t records;
+	uint64_t first_seq, last_seq;
+	char stream_id[33];
+	char *resp;
+	size_t resp_len;
+	uint64_t sent_ns;
+	uint64_t requests, retries;
+};
+
+/* ---- the exchange ---------------------------------------------------------------------------- */
+
+/* The next batch from the spool as a whole HTTP request; false when there is none. */
+static bool build_request(struct sink *s, struct otlp *o)
+{
+	struct spool_pos pos = s->acked;
+	uint8_t *body = NULL;
+	size_t count, blen = 0, hlen;
+	ssize_t n;
+	char hdr[1024];
+
+	n = spool__read(s->spool, &pos, s->buf, OTLP_BATCH_BYTES, OTLP_BATCH_RECORDS, &count);
+	if (n <= 0) {
+		if (n < 0)
+			sink__set_error(s, (int)n, "reading the spool: %s", strerror((int)-n));
+		return false;
+	}
+	if (otlp__encode(s->buf, (size_t)n, &body, &blen, &o->records, &o->first_seq, &o->last_seq,
+			 o->stream_id)) {
+		sink__set_error(s, -ENOMEM, "cannot encode a batch");
+		return false;
+	}
+	/* acked may have been normalized past a finished segment */
+	s->acked.seg = pos.seg;
+	s->acked.off = pos.off;
+	pos.off += (uint64_t)n;
+	o->batch_end = pos;
+	hlen = (size_t)snprintf(hdr, sizeof(hdr),
+				"POST %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: egret/%s\r\n"
+				"Content-Type: application/x-protobuf\r\nContent-Encoding: gzip\r\n"
+				"Content-Length: %zu\r\n\r\n",
+				s->path, s->host, s->port, EGRET_VERSION, blen);
+	o->req = malloc(hlen + blen);
+	if (!o->req) {
+		free(body);
+		return false;
+	}
+	memcpy(o->req, hdr, hlen);
+	memcpy(o->req + hlen, body, blen);
+	free(body);
+	o->req_len = hlen + blen;
+	o->req_off = 0;
+	return true;
+}
+
+static void drop_request(struct otlp *o)
+{
+	free(o->req);
+	o->req = NULL;
+	o->req_len = o->req_off = 0;
+	o->resp_len = 0;
+	o->state = OTLP_IDLE;
+}
+
+/* The connection broke: the request is sent again, on a new one, after the backoff. */
+static void conn_failed(struct sink *s, struct otlp *o, int err, const char *what)
+{
+	o->state = OTLP_IDLE;
+	o->resp_len = 0;
+	o->req_off = 0;
+	sink__down(s, err, what);
+}
+
+static void batch_done(struct sink *s, struct otlp *o, bool delivered)
+{
+	s->acked = s->next = o->batch_end;
+	if (delivered)
+		s->delivered += o->records;
+	drop_request(o);
+}
+
+static void report_rejected(struct sink *s, struct otlp *o, uint64_t count, const char *why)
+{
+	struct sink_loss l = { .count = count, .first_seq = o->first_seq, .last_seq = o->last_seq };
+
+	snprintf(l.stream_id, sizeof(l.stream_id), "%s", o->stream_id);
+	snprintf(l.detail, sizeof(l.detail), "%s", why);
+	log_err("sink %s: %s", s->uri, why);
+	if (s->on_loss)
+		s->on_loss(s->loss_ctx, s, &l);
+}
+
+static void handle_response(struct sink *s, struct otlp *o, const struct http_response *r)
+{
+	char why[256];
+
+	if (r->status >= 200 && r->status < 300) {
+		Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceResponse *resp = NULL;
+
+		if (r->body_len && strstr(r->content_type, "protobuf"))
+			resp = opentelemetry__proto__collector__logs__v1__export_logs_service_response__unpack(
+				NULL, r->body_len, (uint8_t *)o->resp + r->body_off);
+		if (resp && resp->partial_success &&
+		    resp->partial_success->rejected_log_records > 0) {
+			snprintf(why, sizeof(why), "the receiver rejected %lld of %zu records: %s",
+				 (long long)resp->partial_success->rejected_log_records, o->records,
+				 resp->partial_success->error_message);
+			report_rejected(s, o, (uint64_t)resp->partial_success->rejected_log_records,
+					why);
+		}
+		if (resp)
+			opentelemetry__proto__collector__logs__v1__export_logs_service_response__free_unpacked(
+				resp, NULL);
+		batch_done(s, o, true);
+		s->backoff_ms = 0;
+		sink__clear_error(s);
+	} else if (r->status == 429 || r->status == 502 || r->status == 503 || r->status == 504) {
+		long wait = http__retry_after(r->retry_after, time(NULL));
+		unsigned int ms;
+
+		if (wait > OTLP_RETRY_MAX_S)
+			wait = OTLP_RETRY_MAX_S;
+		s->backoff_ms = sink__backoff_next(s->backoff_ms);
+		ms = wait >= 0 ? (unsigned int)wait * 1000 : s->backoff_ms;
+		s->retry_at_ns = now_ns(CLOCK_MONOTONIC) + ms * 1000000ull;
+		o->retries++;
+		o->state = OTLP_IDLE;
+		o->req_off = 0;
+		o->resp_len = 0;
+		sink__set_error(s, -EAGAIN, "HTTP %d%s%s; sending again in %u ms", r->status,
+				r->retry_after[0] ? ", Retry-After " : "", r->retry_after, ms);
+	} else {
+		snprintf(why, sizeof(why), "HTTP %d for %zu records (seq %llu-%llu): %.*s",
+			 r->status, o->records, (unsigned long long)o->first_seq,
+			 (unsigned long long)o->last_seq,
+			 (int)(r->body_len < 120 ? r->body_len : 120), o->resp + r->body_off);
+		report_rejected(s, o, o->records, why);
+		batch_done(s, o, false);
+	}
+	if (r->close)
+		sink__disconnect(s); /* the receiver ends the connection: a new one next time */
+}
+
+/* Read what the receiver said; false when the connection is gone. */
+static bool read_response(struct sink *s, struct otlp *o)
+{
+	struct http_response r;
+	bool eof = false;
+	int rc;
+
+	for (;;) {
+		ssize_t n;
+
+		if (o->resp_len == HTTP_MAX_RESPONSE) {
+			conn_failed(s, o, -EMSGSIZE, "response too large");
+			return false;
+		}
+		n = recv(s->fd, o->resp + o->resp_len, HTTP_MAX_RESPONSE - o->resp_len,
+			 MSG_DONTWAIT);
+		if (n > 0) {
+			o->resp_len += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			eof = true;
+		else if (errno != EAGAIN && errno != EINTR) {
+			conn_failed(s, o, -errno, "read");
+			return false;
+		}
+		break;
+	}
+	rc = http__parse_response(o->resp, o->resp_len, eof, &r);
+	if (rc < 0) {
+		conn_failed(s, o, -EBADMSG, "the receiver's answer is not HTTP");
+		return false;
+	}
+	if (rc == 0) {
+		if (eof) {
+			conn_failed(s, o, -ECONNRESET, "the receiver closed the connection");
+			return false;
+		}
+		if (now_ns(CLOCK_MONOTONIC) - o->sent_ns > OTLP_TIMEOUT_NS) {
+			conn_failed(s, o, -ETIMEDOUT, "no answer");
+			return false;
+		}
+		return true;
+	}
+	o->state = OTLP_IDLE;
+	if (eof)
+		r.close = true;
+	handle_response(s, o, &r);
+	return true;
+}
+
+static void otlp_pump(struct sink *s)
+{
+	struct otlp *o = s->otlp;
+
+	for (int round = 0; round < 64; round++) {
+		if (o->state == OTLP_IDLE) {
+			if (now_ns(CLOCK_MONOTONIC) < s->retry_at_ns)
+				return;
+			if (!o->req && !build_request(s, o))
+				return;
+			if (!s->up && !s->connecting && sink__connect(s))
+				return;
+			if (s->connecting) {
+				if (now_ns(CLOCK_MONOTONIC) - s->connect_started_ns >
+				    OTLP_TIMEOUT_NS / 3)
+					conn_failed(s, o, -ETIMEDOUT, "connect");
+				return;
+			}
+			o->state = OTLP_SENDING;
+			o->req_off = 0;
+			o->resp_len = 0;
+			o->requests++;
+		}
+		if (o->state == OTLP_SENDING) {
+			while (o->req_off < o->req_len) {
+				ssize_t n =
+					send(s->fd, o->req + o->req_off, o->req_len - o->req_off,
+					     MSG_NOSIGNAL | MSG_DONTWAIT);
+
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n < 0 && errno == EAGAIN) {
+					sink__watch(s, EPOLLOUT);
+					return;
+				}
+				if (n < 0) {
+					conn_failed(s, o, -errno, "send");
+					return;
+				}
+				o->req_off += (size_t)n;
+			}
+			o->state = OTLP_WAITING;
+			o->sent_ns = now_ns(CLOCK_MONOTONIC);
+			sink__watch(s, EPOLLIN);
+		}
+		if (o->state == OTLP_WAITING) {
+			if (!read_response(s, o) || o->state == OTLP_WAITING)
+				return;
+		}
+	}
+}
+
+static void on_otlp_io(struct watch *w, uint32_t events)
+{
+	struct sink *s = w->data;
+
+	(void)events;
+	if (s->connecting) {
+		int soerr = 0;
+		socklen_t l = sizeof(soerr);
+
+		s->connecting = false;
+		if (getsockopt(s->fd, SOL_SOCKET, SO_ERROR, &soerr, &l) || soerr) {
+			conn_failed(s, s->otlp, -(soerr ? soerr : errno), "connect");
+			return;
+		}
+		s->up = true;
+	}
+	otlp_pump(s);
+}
+
+static int otlp_start(struct sink *s)
+{
+	s->otlp = calloc(1, sizeof(*s->otlp));
+	if (!s->otlp)
+		return -ENOMEM;
+	s->otlp->resp = malloc(HTTP_MAX_RESPONSE + 1);
+	if (!s->otlp->resp) {
+		free(s->otlp);
+		s->otlp = NULL;
+		return -ENOMEM;
+	}
+	s->w.fn = on_otlp_io;
+	return 0;
+}
+
+static void otlp_reset(struct sink *s)
+{
+	if (s->otlp)
+		drop_request(s->otlp);
+}
+
+static void otlp_close(struct sink *s)
+{
+	if (!s->otlp)
+		return;
+	free(s->otlp->req);
+	free(s->otlp->resp);
+	free(s->otlp);
+	s->otlp = NULL;
+}
+
+const struct sink_ops otlp_sink_ops = {
+	.start = otlp_start, .pump = otlp_pump, .reset = otlp_reset, .close = otlp_close
+};

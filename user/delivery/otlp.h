@@ -1,0 +1,29 @@
+/* The otlp+http sink: events as OTLP log records, POSTed as a gzipped protobuf
+ * ExportLogsServiceRequest to an OpenTelemetry Collector, Vector, Fluent Bit, Elastic, Datadog
+ * or anything else that speaks OTLP/HTTP. One request at a time; 429, 502, 503 and 504 are
+ * retried (after Retry-After when the receiver gives one), other refusals are reported as Loss
+ * and not sent again, as the OTLP specification asks.
+ */
+#ifndef EGRET_OTLP_H
+#define EGRET_OTLP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define OTLP_BATCH_RECORDS 1000
+#define OTLP_BATCH_BYTES   (1u << 20)
+#define OTLP_TIMEOUT_NS	   (30ull * 1000000000ull)
+#define OTLP_RETRY_MAX_S   600 /* a Retry-After longer than this is cut to it */
+
+struct sink_ops;
+
+/* The otlp+http sink's implementation (sink.h) */
+extern const struct sink_ops otlp_sink_ops;
+
+/* Framed Events raw[0..n) as an ExportLogsServiceRequest, gzipped: *out (malloc'd) and its
+ * size; the seq range and stream of the records. 0 or -errno.
+ */
+int otlp__encode(const uint8_t *raw, size_t n, uint8_t **out, size_t *outlen, size_t *records,
+		 uint64_t *first_seq, uint64_t *last_seq, char stream_id[33]);
+
+#endif /* EGRET_OTLP_H */

@@ -1,0 +1,235 @@
+/* The addresses allowed answers open to a sandbox, in the kernel's dns_allow map and mirrored
+ * here (so a repeated answer costs no map update, and expired entries are swept), and the
+ * addresses each name opened to a sandbox (for the cap of max_ips per name). An answer's
+ * addresses are written before the answer is released, so the connect that follows finds them.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <bpf/bpf.h>
+
+#include "addr.h"
+#include "array.h"
+#include "htab.h"
+#include "log.h"
+#include "resolver.h"
+#include "util.h"
+
+/* The mirror of the address k opened (zero expiry when new), or NULL when out of memory. */
+static struct allow_entry *allow_slot(struct resolver *r, const struct egret_dns_allow_key *k)
+{
+	return htab__insert(&r->allow, k, NULL);
+}
+
+/* The addresses name opened to sandbox (none when new), or NULL when out of memory. */
+static struct name_entry *name_slot(struct resolver *r, uint64_t sandbox, const char *name)
+{
+	struct name_key k;
+
+	memset(&k, 0, sizeof(k)); /* the key is all its bytes: none left over after the name */
+	k.sandbox = sandbox;
+	snprintf(k.name, sizeof(k.name), "%s", name);
+	return htab__insert(&r->names, &k, NULL);
+}
+
+/* Count addr against name's cap; false when the name already holds max_ips live addresses. */
+static bool name_admits(struct resolver *r, struct name_entry *ne, const uint32_t *addr,
+			uint64_t expires, uint64_t now)
+{
+	unsigned int slot = ne->n;
+
+	for (unsigned int i = 0; i < ne->n; i++) {
+		if (!memcmp(ne->ips[i].addr, addr, 16)) {
+			if (expires > ne->ips[i].expires_ns)
+				ne->ips[i].expires_ns = expires;
+			return true;
+		}
+		if (ne->ips[i].expires_ns <= now && slot == ne->n)
+			slot = i; /* an expired one can be reused */
+	}
+	if (slot == ne->n) {
+		if (ne->n >= r->o.max_ips)
+			return false;
+		if (!ne->ips)
+			ne->ips = calloc(r->o.max_ips, sizeof(*ne->ips));
+		if (!ne->ips)
+			return false;
+		ne->n++;
+	}
+	memcpy(ne->ips[slot].addr, addr, 16);
+	ne->ips[slot].expires_ns = expires;
+	return true;
+}
+
+/* Open addr to the sandbox until expires (boot time); the map is written before the answer is
+ * released, so the connect that follows finds it.
+ */
+static bool open_address(struct resolver *r, uint64_t sandbox, struct name_entry *ne,
+			 const uint32_t *addr, uint64_t expires, uint64_t now)
+{
+	struct egret_dns_allow_key k = { .sandbox_id = sandbox };
+	struct egret_dns_allow v;
+	struct allow_entry *ae;
+
+	memcpy(k.addr, addr, 16);
+	if (ne && !name_admits(r, ne, addr, expires, now)) {
+		r->st.capped++;
+		return false;
+	}
+	ae = allow_slot(r, &k);
+	/* already open long enough: a repeated answer does not cost a map update */
+	if (ae && ae->expires_ns + 1000000000ull >= expires)
+		return true;
+	v.expires_ns = expires;
+	if (bpf_map_update_elem(r->m.allow_fd, &k, &v, BPF_ANY)) {
+		r->st.map_full++;
+		log_warn("dns: cannot open an address to sandbox %llu: %s",
+			 (unsigned long long)sandbox, strerror(errno));
+		return false;
+	}
+	if (ae)
+		ae->expires_ns = expires;
+	r->st.opened++;
+	return true;
+}
+
+static bool name_live(const struct name_entry *ne, uint64_t now)
+{
+	for (unsigned int j = 0; j < ne->n; j++) {
+		if (ne->ips[j].expires_ns > now)
+			return true;
+	}
+	return false;
+}
+
+/* Delete expired addresses from the map (the kernel already ignores them), and forget names
+ * whose addresses all expired. A removal shifts later entries back into slot i, so slot i is
+ * looked at again; an entry shifted round from the start may be looked at twice, which is
+ * harmless.
+ */
+void allow__sweep(struct resolver *r, uint64_t now)
+{
+	for (size_t i = 0; i < r->allow.cap;) {
+		struct allow_entry *ae = htab__at(&r->allow, i);
+		struct egret_dns_allow_key k;
+
+		if (!ae || ae->expires_ns > now) {
+			i++;
+			continue;
+		}
+		k = ae->key;
+		bpf_map_delete_elem(r->m.allow_fd, &k);
+		htab__remove(&r->allow, &k);
+	}
+	for (size_t i = 0; i < r->names.cap;) {
+		struct name_entry *ne = htab__at(&r->names, i);
+		struct name_key k;
+
+		if (!ne || name_live(ne, now)) {
+			i++;
+			continue;
+		}
+		free(ne->ips);
+		k = ne->key;
+		htab__remove(&r->names, &k);
+	}
+}
+
+/* Entries a previous egretd left in the pinned map: learn the live ones, delete the rest. */
+void allow__adopt(struct resolver *r)
+{
+	struct egret_dns_allow_key k, next, *dead = NULL;
+	size_t ndead = 0, cap = 0;
+	struct egret_dns_allow v;
+	bool have = false;
+	uint64_t now = now_ns(CLOCK_BOOTTIME);
+
+	while (bpf_map_get_next_key(r->m.allow_fd, have ? &k : NULL, &next) == 0) {
+		k = next;
+		have = true;
+		if (bpf_map_lookup_elem(r->m.allow_fd, &k, &v) == 0 && v.expires_ns > now) {
+			struct allow_entry *ae = allow_slot(r, &k);
+
+			if (ae)
+				ae->expires_ns = v.expires_ns;
+			continue;
+		}
+		if (ARRAY_RESERVE(dead, cap, ndead + 1))
+			break;
+		dead[ndead++] = k;
+	}
+	for (size_t i = 0; i < ndead; i++)
+		bpf_map_delete_elem(r->m.allow_fd, &dead[i]);
+	free(dead);
+}
+
+/* Open each address of the answer to the sandbox for its TTL (at least the floor) plus the
+ * grace period; the event lists the CNAMEs and addresses.
+ */
+void allow__open_answers(struct resolver *r, struct dns_query *q, const struct dns_answer *ans,
+			 struct answer_list *out)
+{
+	uint64_t now = now_ns(CLOCK_BOOTTIME);
+	struct name_entry *ne = name_slot(r, q->who.sandbox_id, q->name);
+	unsigned int min_ttl = UINT32_MAX;
+
+	for (unsigned int i = 0; i < ans->ncnames; i++) {
+		out->text[out->n] = out->store[out->n];
+		snprintf(out->store[out->n], sizeof(out->store[0]), "CNAME %s", ans->cnames[i]);
+		out->n += out->n < MAX_ANSWERS - 1;
+	}
+	for (size_t i = 0; i < ans->naddrs; i++) {
+		const struct dns_addr *d = &ans->addrs[i];
+		uint32_t ttl = d->ttl < r->o.min_ttl ? r->o.min_ttl : d->ttl;
+		uint64_t expires = now + ((uint64_t)ttl + r->o.grace) * 1000000000ull;
+
+		if (open_address(r, q->who.sandbox_id, ne, d->addr, expires, now)) {
+			out->opened++;
+			if (ttl < min_ttl)
+				min_ttl = ttl;
+		}
+		if (out->n < MAX_ANSWERS - 1) {
+			char a[ADDR_STRLEN];
+
+			addr__format((const uint8_t *)d->addr, a, sizeof(a));
+			out->text[out->n] = out->store[out->n];
+			snprintf(out->store[out->n], sizeof(out->store[0]), "%s %s",
+				 d->type == LDNS_RR_TYPE_A ? "A" : "AAAA", a);
+			out->n++;
+		}
+	}
+	out->ttl = out->opened ? min_ttl + r->o.grace : 0;
+}
+
+int allow__init(struct resolver *r)
+{
+	int err = htab__init(&r->allow, sizeof(struct allow_entry),
+			     sizeof(struct egret_dns_allow_key), 1024);
+
+	if (err)
+		return err;
+	err = htab__init(&r->names, sizeof(struct name_entry), sizeof(struct name_key), 256);
+	if (err)
+		htab__free(&r->allow);
+	return err;
+}
+
+size_t allow__count(const struct resolver *r)
+{
+	return r->allow.used;
+}
+
+void allow__free(struct resolver *r)
+{
+	for (size_t i = 0; i < r->names.cap; i++) {
+		struct name_entry *ne = htab__at(&r->names, i);
+
+		if (ne)
+			free(ne->ips);
+	}
+	htab__free(&r->names);
+	htab__free(&r->allow);
+}

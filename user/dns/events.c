@@ -1,0 +1,90 @@
+/* The DnsQuery event of each query a sandbox sent: the name and type asked, the verdict and the
+ * rule that gave it, the rcode, the answers and the addresses they opened.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <ldns/ldns.h>
+#include <linux/types.h>
+
+#include "egret/events.h"
+#include "egret/ocsf.h"
+#include "addr.h"
+#include "engine.h"
+#include "resolver.h"
+#include "stream.h"
+#include "util.h"
+
+static const char *type_name(uint16_t type, char *buf, size_t size)
+{
+	char *s = ldns_rr_type2str((ldns_rr_type)type);
+
+	snprintf(buf, size, "%s", s ? s : "?");
+	free(s);
+	return buf;
+}
+
+static const char *rcode_name(uint8_t rcode, char *buf, size_t size)
+{
+	char *s = ldns_pkt_rcode2str((ldns_pkt_rcode)rcode);
+
+	snprintf(buf, size, "%s", s ? s : "?");
+	free(s);
+	return buf;
+}
+
+void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, uint8_t rcode,
+		 const struct answer_list *a, const char *error)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
+	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
+	Egret__V1__DnsQuery dq = EGRET__V1__DNS_QUERY__INIT;
+	char tname[16], rname[16], server[ADDR_STRLEN + 8], comm[EGRET_COMM_LEN + 1];
+	char addr[ADDR_STRLEN], sbname[SANDBOX_NAME_MAX + 24];
+	const char *name;
+
+	if (!r->stream)
+		return;
+	name = engine__sandbox_name(r->engine, q->who.sandbox_id);
+	if (name)
+		snprintf(sbname, sizeof(sbname), "%s", name);
+	else
+		snprintf(sbname, sizeof(sbname), "cgroup-%llu",
+			 (unsigned long long)q->who.sandbox_id);
+	sb.cgroup_id = q->who.sandbox_id;
+	sb.name = sbname;
+	memcpy(comm, q->who.comm, EGRET_COMM_LEN);
+	comm[EGRET_COMM_LEN] = '\0';
+	pr.pid = q->who.pid;
+	pr.tid = q->who.tid;
+	pr.comm = comm;
+	addr__format((const uint8_t *)q->who.orig_addr, addr, sizeof(addr));
+	snprintf(server, sizeof(server), strchr(addr, ':') ? "[%s]:%u" : "%s:%u", addr,
+		 q->who.orig_port);
+	dq.name = (char *)q->name;
+	dq.type = (char *)type_name(q->qtype, tname, sizeof(tname));
+	dq.rcode = (char *)rcode_name(rcode, rname, sizeof(rname));
+	dq.allowed = allowed;
+	dq.latency_us = (now_ns(CLOCK_MONOTONIC) - q->start_ns) / 1000;
+	dq.server = server;
+	dq.transport = (char *)(q->conn ? "tcp" : "udp");
+	dq.rule = (char *)q->rule;
+	dq.error = (char *)(error ? error : "");
+	if (a) {
+		dq.n_answers = a->n;
+		dq.answers = (char **)a->text;
+		dq.ttl = a->ttl;
+		dq.addresses_opened = a->opened;
+	}
+	ev.time_unix_nano = 0;
+	ev.sandbox = &sb;
+	ev.process = &pr;
+	ev.class_uid = OCSF_DNS_ACTIVITY;
+	ev.activity_id = OCSF_DNS_ACTIVITY_RESPONSE;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_DNS_QUERY;
+	ev.dns_query = &dq;
+	stream__emit(r->stream, &ev);
+}

@@ -1,0 +1,416 @@
+/* The resolver's listeners: in each network namespace that holds sandboxed processes, UDP and
+ * TCP sockets on 127.0.0.1 and ::1 (one port for both protocols), made by entering the
+ * namespace (setns), binding, and coming back; the sockets stay in that namespace and egretd
+ * serves them from its own loop. dns_listeners tells the kernel where to steer each namespace's
+ * queries; dns_clients, written by the kernel, says which sandbox a query's source socket is of
+ * (only those queries are served).
+ */
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "log.h"
+#include "resolver.h"
+
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71
+#endif
+
+static void on_udp(struct watch *w, uint32_t events);
+
+/* A fresh network namespace has lo down: 127.0.0.1 is unreachable until it is up. */
+static void loopback_up(void)
+{
+	struct ifreq ifr = { 0 };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return;
+	strcpy(ifr.ifr_name, "lo");
+	if (ioctl(fd, SIOCGIFFLAGS, &ifr) == 0 && !(ifr.ifr_flags & IFF_UP)) {
+		ifr.ifr_flags |= IFF_UP;
+		ioctl(fd, SIOCSIFFLAGS, &ifr);
+	}
+	close(fd);
+}
+
+static int bound(int family, int type, uint16_t port)
+{
+	struct sockaddr_storage ss = { 0 };
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	socklen_t len;
+	int fd, one = 1;
+
+	fd = socket(family, type | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (family == AF_INET) {
+		s4->sin_family = AF_INET;
+		s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		s4->sin_port = htons(port);
+		len = sizeof(*s4);
+	} else {
+		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		s6->sin6_family = AF_INET6;
+		s6->sin6_addr = in6addr_loopback;
+		s6->sin6_port = htons(port);
+		len = sizeof(*s6);
+	}
+	if (bind(fd, (struct sockaddr *)&ss, len) || (type == SOCK_STREAM && listen(fd, 128))) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static uint16_t local_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return 0;
+	return ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					     : ((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+/* A UDP and a TCP socket on the same loopback port (the kernel steers both to one port). */
+static int bind_pair(int family, int *udp, int *tcp, uint16_t *port)
+{
+	for (int tries = 0; tries < 32; tries++) {
+		*udp = bound(family, SOCK_DGRAM, 0);
+		if (*udp < 0)
+			return *udp;
+		*port = local_port(*udp);
+		*tcp = bound(family, SOCK_STREAM, *port);
+		if (*tcp >= 0)
+			return 0;
+		close(*udp);
+		if (*tcp != -EADDRINUSE)
+			return *tcp;
+	}
+	return -EADDRINUSE;
+}
+
+static void listener_close(struct dns_listener *l)
+{
+	for (int i = 0; i < NSOCK; i++) {
+		if (l->w[i].fd >= 0) {
+			loop__del(l->r->loop, &l->w[i]);
+			close(l->w[i].fd);
+			l->w[i].fd = -1;
+		}
+	}
+}
+
+/* Closed now, freed by resolver__tick(): a sandbox can go (a ring buffer record) in the same
+ * epoll batch that still holds an event for one of its listener's sockets.
+ */
+static void listener_retire(struct dns_listener *l)
+{
+	listener_close(l);
+	l->next = l->r->retired_ls;
+	l->r->retired_ls = l;
+}
+
+/* Make the sockets in the current namespace (the caller has entered it). */
+static int listener_sockets(struct dns_listener *l)
+{
+	int fds[NSOCK] = { -1, -1, -1, -1 }, err;
+
+	loopback_up();
+	err = bind_pair(AF_INET, &fds[UDP4], &fds[TCP4], &l->port4);
+	if (err)
+		return err;
+	if (bind_pair(AF_INET6, &fds[UDP6], &fds[TCP6], &l->port6)) {
+		fds[UDP6] = fds[TCP6] = -1; /* no IPv6 here: IPv6 queries are refused */
+		l->port6 = 0;
+	}
+	for (int i = 0; i < NSOCK; i++) {
+		l->w[i].fd = fds[i];
+		l->w[i].fn = i == UDP4 || i == UDP6 ? on_udp : conn__on_accept;
+		l->w[i].data = l;
+	}
+	return 0;
+}
+
+static struct dns_listener *listener_find(struct resolver *r, uint64_t cookie)
+{
+	for (struct dns_listener *l = r->listeners; l; l = l->next) {
+		if (l->cookie == cookie)
+			return l;
+	}
+	return NULL;
+}
+
+/* Make the sockets in the namespace of nsfd (-1: egretd's own), coming back to egretd's. */
+static int listener_sockets_in(struct resolver *r, struct dns_listener *l, int nsfd)
+{
+	int err;
+
+	if (nsfd >= 0 && setns(nsfd, CLONE_NEWNET))
+		return -errno;
+	err = listener_sockets(l);
+	if (nsfd >= 0 && setns(r->own_netns, CLONE_NEWNET))
+		log_err("dns: cannot return to egretd's network namespace: %s", strerror(errno));
+	return err;
+}
+
+/* Tell the kernel where the namespace's queries go: dns_listeners[cookie]. */
+static int listener_publish(struct resolver *r, const struct dns_listener *l)
+{
+	struct egret_dns_listener v = { 0 };
+
+	v.addr4 = htonl(INADDR_LOOPBACK);
+	v.port4 = htons(l->port4);
+	if (l->port6) {
+		memcpy(v.addr6, &in6addr_loopback, 16);
+		v.port6 = htons(l->port6);
+	}
+	if (bpf_map_update_elem(r->m.listeners_fd, &l->cookie, &v, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* Listen in the namespace of nsfd (-1: egretd's own) and tell the kernel where. */
+static int listener_open(struct resolver *r, int nsfd, uint64_t sandbox, uint64_t *cookie_out)
+{
+	struct dns_listener *l = calloc(1, sizeof(*l));
+	socklen_t clen = sizeof(uint64_t);
+	uint64_t cookie = 0;
+	int err;
+
+	if (!l)
+		return -ENOMEM;
+	l->r = r;
+	l->sandbox = sandbox;
+	for (int i = 0; i < NSOCK; i++)
+		l->w[i].fd = -1;
+	err = listener_sockets_in(r, l, nsfd);
+	if (err)
+		goto err_close;
+	if (getsockopt(l->w[UDP4].fd, SOL_SOCKET, SO_NETNS_COOKIE, &cookie, &clen)) {
+		err = -errno;
+		goto err_close;
+	}
+	if (listener_find(r, cookie)) {
+		err = -EEXIST; /* raced with another report of the same namespace */
+		goto err_close;
+	}
+	l->cookie = cookie;
+	for (int i = 0; i < NSOCK; i++) {
+		if (l->w[i].fd >= 0)
+			loop__add(r->loop, &l->w[i], EPOLLIN);
+	}
+	err = listener_publish(r, l);
+	if (err)
+		goto err_close;
+	l->next = r->listeners;
+	r->listeners = l;
+	if (cookie_out)
+		*cookie_out = cookie;
+	return 0;
+
+err_close:
+	listener_close(l);
+	free(l);
+	return err;
+}
+
+int resolver__listen_here(struct resolver *r)
+{
+	uint64_t cookie;
+	int err = listener_open(r, -1, 0, &cookie);
+
+	if (err)
+		log_err("dns: cannot listen on loopback in egretd's network namespace: %s",
+			strerror(-err));
+	else
+		log_info("dns: resolver listening in egretd's namespace (cookie %llu), upstream %s",
+			 (unsigned long long)cookie, r->upstream_text);
+	return err;
+}
+
+/* A sandboxed process is in a namespace without a listener: set one up there. */
+void resolver__netns_seen(struct resolver *r, uint64_t cookie, uint32_t pid, uint64_t sandbox)
+{
+	char path[64];
+	uint64_t got = 0;
+	int nsfd, err;
+
+	if (cookie && listener_find(r, cookie))
+		return;
+	snprintf(path, sizeof(path), "/proc/%u/ns/net", pid);
+	nsfd = open(path, O_RDONLY | O_CLOEXEC);
+	if (nsfd < 0) {
+		log_debug("dns: namespace %llu of pid %u: %s", (unsigned long long)cookie, pid,
+			  strerror(errno));
+		return;
+	}
+	err = listener_open(r, nsfd, sandbox, &got);
+	close(nsfd);
+	if (err && err != -EEXIST)
+		log_warn("dns: cannot listen in the network namespace of pid %u: %s", pid,
+			 strerror(-err));
+	else if (!err)
+		log_debug("dns: listening in namespace %llu of pid %u", (unsigned long long)got,
+			  pid);
+}
+
+/* The processes of one cgroup directory and its descendants, for resolver__scan. */
+static void scan_cgroup(struct resolver *r, const char *dir, uint64_t sandbox, ino_t own_ns,
+			ino_t *seen, size_t *nseen, size_t cap)
+{
+	char path[PATH_MAX], line[32];
+	struct dirent *de;
+	struct stat st;
+	FILE *f;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned int pid = (unsigned int)strtoul(line, NULL, 10);
+		bool known = false;
+
+		snprintf(path, sizeof(path), "/proc/%u/ns/net", pid);
+		if (stat(path, &st) || st.st_ino == own_ns)
+			continue;
+		for (size_t i = 0; i < *nseen; i++)
+			known |= seen[i] == st.st_ino;
+		if (known || *nseen == cap)
+			continue;
+		seen[(*nseen)++] = st.st_ino;
+		resolver__netns_seen(r, 0, pid, sandbox);
+	}
+	if (f)
+		fclose(f);
+	d = opendir(dir);
+	while (d && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+		if (stat(path, &st) == 0)
+			scan_cgroup(r, path, sandbox ? sandbox : st.st_ino, own_ns, seen, nseen,
+				    cap);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* At start: listen in every namespace sandboxed processes are in already. */
+void resolver__scan(struct resolver *r, const char *cgroup_root)
+{
+	ino_t seen[1024];
+	size_t nseen = 0;
+	struct stat st;
+
+	if (fstat(r->own_netns, &st))
+		return;
+	scan_cgroup(r, cgroup_root, 0, st.st_ino, seen, &nseen, sizeof(seen) / sizeof(seen[0]));
+}
+
+/* The sandbox is gone: so are the namespaces made for it (our sockets kept them alive). */
+void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox)
+{
+	struct dns_listener **pp = &r->listeners;
+
+	while (*pp) {
+		struct dns_listener *l = *pp;
+
+		if (l->sandbox != sandbox || !sandbox) {
+			pp = &l->next;
+			continue;
+		}
+		for (struct dns_query *q = r->pending; q; q = q->next) {
+			if (q->l == l) {
+				q->l = NULL;
+				q->udp_fd = -1; /* nowhere to answer */
+			}
+		}
+		for (struct dns_conn *c = r->conns; c; c = c->next) {
+			if (c->l == l) {
+				c->closing = true;
+				c->l = NULL; /* freed with the listener: on_conn() ignores it */
+			}
+		}
+		bpf_map_delete_elem(r->m.listeners_fd, &l->cookie);
+		*pp = l->next;
+		listener_retire(l);
+	}
+}
+
+/* Which sandbox sent from this port? Only queries the kernel steered here are served. */
+bool listener__client(struct resolver *r, struct dns_listener *l, const struct sockaddr_storage *ss,
+		      uint8_t proto, struct egret_dns_client *who)
+{
+	struct egret_dns_client_key k = { .netns = l->cookie, .proto = proto };
+
+	k.port = ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
+						: ((const struct sockaddr_in6 *)ss)->sin6_port);
+	if (bpf_map_lookup_elem(r->m.clients_fd, &k, who) == 0)
+		return true;
+	r->st.outside++;
+	return false;
+}
+
+static void on_udp(struct watch *w, uint32_t events)
+{
+	struct dns_listener *l = w->data;
+	struct resolver *r = l->r;
+	struct egret_dns_client who;
+
+	for (int i = 0; i < 64; i++) {
+		struct sockaddr_storage from;
+		socklen_t flen = sizeof(from);
+		ssize_t n = recvfrom(w->fd, r->buf, DNS_MSG_MAX, MSG_DONTWAIT,
+				     (struct sockaddr *)&from, &flen);
+
+		if (n < 0)
+			return;
+		if (!listener__client(r, l, &from, IPPROTO_UDP, &who))
+			continue;
+		query__handle(r, l, NULL, w->fd, &from, flen, r->buf, (size_t)n, &who);
+	}
+}
+
+/* Listeners in the map belong to an egretd that is gone: drop them all, so the kernel reports
+ * each namespace again (and refuses its queries meanwhile) until this egretd listens there.
+ */
+void listener__forget_all(struct resolver *r)
+{
+	uint64_t key;
+
+	while (bpf_map_get_next_key(r->m.listeners_fd, NULL, &key) == 0)
+		bpf_map_delete_elem(r->m.listeners_fd, &key);
+}
+
+void listener__close_all(struct resolver *r)
+{
+	while (r->listeners) {
+		struct dns_listener *l = r->listeners;
+
+		r->listeners = l->next;
+		/* queries are refused, not sent to a closed port, until the next egretd listens */
+		bpf_map_delete_elem(r->m.listeners_fd, &l->cookie);
+		listener_close(l);
+		free(l);
+	}
+}

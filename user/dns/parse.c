@@ -1,0 +1,290 @@
+/* The resolver's pure functions of the bytes, which unit tests and fuzz targets call directly:
+ * the upstream's address (--upstream-dns, resolv.conf), a query as a sandbox sent it, and an
+ * upstream answer as the addresses it gives for the question and the CNAMEs it leads through.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ldns/ldns.h>
+
+#include "dns.h"
+#include "util.h"
+
+/* "192.0.2.53", "192.0.2.53:5353", "2001:db8::53", "[2001:db8::53]:5353" */
+int dns__parse_server(const char *text, struct sockaddr_storage *ss, socklen_t *len)
+{
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *port = NULL, *colon = strrchr(text, ':');
+	struct sockaddr_in *s4 = (struct sockaddr_in *)ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)ss;
+	uint64_t p = 53;
+	size_t hlen;
+
+	memset(ss, 0, sizeof(*ss));
+	if (text[0] == '[') {
+		const char *end = strchr(text, ']');
+
+		if (!end || (end[1] && end[1] != ':'))
+			return -EINVAL;
+		hlen = (size_t)(end - text - 1);
+		if (hlen >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, text + 1, hlen);
+		host[hlen] = '\0';
+		port = end[1] ? end + 2 : NULL;
+	} else if (colon && strchr(text, ':') == colon) {
+		hlen = (size_t)(colon - text);
+		if (hlen >= sizeof(host))
+			return -EINVAL;
+		memcpy(host, text, hlen);
+		host[hlen] = '\0';
+		port = colon + 1;
+	} else {
+		if (strlen(text) >= sizeof(host))
+			return -EINVAL;
+		strcpy(host, text);
+	}
+	if (port && (parse_u64(port, 65535, &p) || p == 0))
+		return -EINVAL;
+	if (inet_pton(AF_INET, host, &s4->sin_addr) == 1) {
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons((uint16_t)p);
+		*len = sizeof(*s4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1) {
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons((uint16_t)p);
+		*len = sizeof(*s6);
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* The first "nameserver" of a resolv.conf. */
+int dns__resolv_conf_server(const char *path, char *out, size_t size)
+{
+	char line[512], word[64], addr[128];
+	FILE *f = fopen(path, "re");
+	int ret = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, " %63s %127s", word, addr) == 2 && !strcmp(word, "nameserver") &&
+		    strlen(addr) < size) {
+			strcpy(out, addr);
+			ret = 0;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+/* A name as ldns prints it (a dot or an odd byte in a label escaped), lower case, without the
+ * final dot; "" when there is none.
+ */
+static void lower_name(const ldns_rdf *rdf, char *out, size_t size)
+{
+	char *s = rdf ? ldns_rdf2str(rdf) : NULL;
+	size_t n;
+
+	snprintf(out, size, "%s", s ? s : "");
+	free(s);
+	n = strlen(out);
+	if (n > 1 && out[n - 1] == '.')
+		out[--n] = '\0';
+	for (char *p = out; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+}
+
+static bool host_char(uint8_t c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_';
+}
+
+/* The labels of wire into out, for dns__host_name(); out is left unterminated on errors. */
+static int host_labels(const uint8_t *wire, size_t len, char *out, size_t size)
+{
+	size_t i = 0, o = 0;
+
+	for (;;) {
+		uint8_t n;
+
+		if (i >= len)
+			return -EBADMSG; /* no root label */
+		n = wire[i++];
+		if (n == 0)
+			break;
+		if (n > 63 || n > len - i)
+			return -EBADMSG;
+		if (o + (o ? 1 : 0) + n > DNS_HOST_MAX || o + (o ? 1 : 0) + n >= size)
+			return -EINVAL; /* longer than a host name can be */
+		if (o)
+			out[o++] = '.';
+		for (size_t j = 0; j < n; j++) {
+			uint8_t c = wire[i + j];
+
+			if (!host_char(c))
+				return -EINVAL;
+			out[o++] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+		}
+		i += n;
+	}
+	out[o] = '\0';
+	if (i != len)
+		return -EBADMSG;
+	return o ? 0 : -EINVAL; /* the root is no host */
+}
+
+int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size)
+{
+	int ret = size ? host_labels(wire, len, out, size) : -EINVAL;
+
+	if (ret && size)
+		out[0] = '\0';
+	return ret;
+}
+
+int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q, ldns_pkt **pkt)
+{
+	ldns_pkt *p = NULL;
+	const ldns_rdf *owner;
+	ldns_rr *qrr;
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	if (pkt)
+		*pkt = NULL;
+	if (len < 12 || ldns_wire2pkt(&p, msg, len) != LDNS_STATUS_OK || ldns_pkt_qr(p) ||
+	    ldns_pkt_get_opcode(p) != LDNS_PACKET_QUERY || ldns_pkt_qdcount(p) != 1 ||
+	    !(qrr = ldns_rr_list_rr(ldns_pkt_question(p), 0)) || !(owner = ldns_rr_owner(qrr)) ||
+	    ldns_rdf_get_type(owner) != LDNS_RDF_TYPE_DNAME) {
+		ldns_pkt_free(p);
+		return -EBADMSG;
+	}
+	q->id = ldns_pkt_id(p);
+	q->type = (uint16_t)ldns_rr_get_type(qrr);
+	ret = dns__host_name(ldns_rdf_data(owner), ldns_rdf_size(owner), q->name, sizeof(q->name));
+	q->host = ret == 0;
+	if (ret) {
+		lower_name(owner, q->name, sizeof(q->name));
+		ret = -EINVAL;
+	}
+	if (pkt)
+		*pkt = p;
+	else
+		ldns_pkt_free(p);
+	return ret;
+}
+
+static bool in_chain(const struct dns_answer *a, const char *name, const char *n)
+{
+	if (!strcmp(name, n))
+		return true;
+	for (unsigned int i = 0; i < a->ncnames; i++) {
+		if (!strcmp(a->cnames[i], n))
+			return true;
+	}
+	return false;
+}
+
+/* The CNAMEs that lead on from name, however the answer orders them. */
+static void answer_chain(const ldns_rr_list *ans, size_t n, const char *name, struct dns_answer *a)
+{
+	char owner[DNS_NAME_LEN], target[DNS_NAME_LEN];
+	bool grew = true;
+
+	while (grew && a->ncnames < DNS_CNAME_DEPTH) {
+		grew = false;
+		for (size_t i = 0; i < n && a->ncnames < DNS_CNAME_DEPTH; i++) {
+			ldns_rr *rr = ldns_rr_list_rr(ans, i);
+
+			if (ldns_rr_get_type(rr) != LDNS_RR_TYPE_CNAME || !ldns_rr_rdf(rr, 0))
+				continue;
+			lower_name(ldns_rr_owner(rr), owner, sizeof(owner));
+			if (!in_chain(a, name, owner))
+				continue;
+			lower_name(ldns_rr_rdf(rr, 0), target, sizeof(target));
+			if (in_chain(a, name, target))
+				continue;
+			memcpy(a->cnames[a->ncnames++], target, sizeof(target));
+			grew = true;
+		}
+	}
+}
+
+/* The A and AAAA records owned by name or a name of its CNAME chain. */
+static void answer_addrs(const ldns_rr_list *ans, size_t n, const char *name, struct dns_answer *a)
+{
+	char owner[DNS_NAME_LEN];
+
+	a->addrs = n ? calloc(n, sizeof(*a->addrs)) : NULL;
+	for (size_t i = 0; a->addrs && i < n; i++) {
+		ldns_rr *rr = ldns_rr_list_rr(ans, i);
+		ldns_rr_type t = ldns_rr_get_type(rr);
+		const ldns_rdf *rd = ldns_rr_rdf(rr, 0);
+		struct dns_addr *d = &a->addrs[a->naddrs];
+
+		if ((t != LDNS_RR_TYPE_A && t != LDNS_RR_TYPE_AAAA) || !rd)
+			continue;
+		lower_name(ldns_rr_owner(rr), owner, sizeof(owner));
+		if (!in_chain(a, name, owner))
+			continue;
+		d->addr[2] = htonl(0xffff);
+		if (t == LDNS_RR_TYPE_A && ldns_rdf_size(rd) == 4)
+			memcpy(&d->addr[3], ldns_rdf_data(rd), 4);
+		else if (t == LDNS_RR_TYPE_AAAA && ldns_rdf_size(rd) == 16)
+			memcpy(d->addr, ldns_rdf_data(rd), 16);
+		else
+			continue;
+		d->ttl = ldns_rr_ttl(rr);
+		d->type = (uint16_t)t;
+		a->naddrs++;
+	}
+}
+
+int dns__parse_answer(const uint8_t *msg, size_t len, const char *name, uint16_t type,
+		      struct dns_answer *a)
+{
+	char qname[DNS_NAME_LEN];
+	const ldns_rr_list *ans;
+	ldns_pkt *resp = NULL;
+	ldns_rr *qrr;
+	size_t n;
+	int ret = 0;
+
+	memset(a, 0, sizeof(*a));
+	if (ldns_wire2pkt(&resp, msg, len) != LDNS_STATUS_OK || !ldns_pkt_qr(resp) ||
+	    ldns_pkt_qdcount(resp) != 1 || !(qrr = ldns_rr_list_rr(ldns_pkt_question(resp), 0))) {
+		ldns_pkt_free(resp);
+		return -EBADMSG;
+	}
+	lower_name(ldns_rr_owner(qrr), qname, sizeof(qname));
+	if (strcmp(qname, name) || ldns_rr_get_type(qrr) != type) {
+		ret = -ENOENT;
+		goto out;
+	}
+	a->rcode = (uint8_t)ldns_pkt_get_rcode(resp);
+	a->truncated = ldns_pkt_tc(resp);
+	ans = ldns_pkt_answer(resp);
+	n = ans ? ldns_rr_list_rr_count(ans) : 0;
+	answer_chain(ans, n, name, a);
+	answer_addrs(ans, n, name, a);
+out:
+	ldns_pkt_free(resp);
+	return ret;
+}
+
+void dns__answer_free(struct dns_answer *a)
+{
+	free(a->addrs);
+	a->addrs = NULL;
+	a->naddrs = 0;
+}

@@ -1,0 +1,178 @@
+/* A query from a sandbox: parsed, judged by the domain rules of its sandbox, then refused here
+ * or handed to upstream.c; the answer that goes back to the client (UDP or TCP); the table of
+ * queries pending.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ldns/ldns.h>
+#include <linux/types.h>
+
+#include "egret/policy.h"
+#include "engine.h"
+#include "resolver.h"
+#include "util.h"
+
+/* Send a complete DNS message to the client: a datagram, or a length-prefixed TCP record. */
+void query__reply(struct resolver *r, struct dns_query *q, const uint8_t *msg, size_t len)
+{
+	if (q->conn)
+		conn__send(r, q->conn, msg, len);
+	else if (q->udp_fd >= 0)
+		sendto(q->udp_fd, msg, len, MSG_DONTWAIT, (struct sockaddr *)&q->client,
+		       q->client_len);
+}
+
+/* A locally made answer: REFUSED, NXDOMAIN or SERVFAIL, with the client's question. */
+void query__reply_rcode(struct resolver *r, struct dns_query *q, const ldns_pkt *query,
+			uint8_t rcode)
+{
+	ldns_pkt *a = ldns_pkt_new();
+	uint8_t *wire = NULL;
+	size_t len = 0;
+
+	if (!a)
+		return;
+	ldns_pkt_set_id(a, q->client_id);
+	ldns_pkt_set_qr(a, true);
+	ldns_pkt_set_opcode(a, LDNS_PACKET_QUERY);
+	ldns_pkt_set_rd(a, query ? ldns_pkt_rd(query) : true);
+	ldns_pkt_set_ra(a, true);
+	ldns_pkt_set_rcode(a, rcode);
+	if (query && ldns_pkt_qdcount(query) == 1)
+		ldns_pkt_push_rr(a, LDNS_SECTION_QUESTION,
+				 ldns_rr_clone(ldns_rr_list_rr(ldns_pkt_question(query), 0)));
+	if (ldns_pkt2wire(&wire, a, &len) == LDNS_STATUS_OK)
+		query__reply(r, q, wire, len);
+	free(wire);
+	ldns_pkt_free(a);
+}
+
+void query__free(struct resolver *r, struct dns_query *q)
+{
+	for (struct dns_query **pp = &r->pending; *pp; pp = &(*pp)->next) {
+		if (*pp == q) {
+			*pp = q->next;
+			r->npending--;
+			break;
+		}
+	}
+	upstream__detach(r, q);
+	if (q->up.fd >= 0) {
+		loop__del(r->loop, &q->up);
+		close(q->up.fd);
+	}
+	if (q->conn)
+		q->conn->pending--;
+	free(q->msg);
+	free(q->up_buf);
+	free(q);
+}
+
+/* The query, in the table of pending queries (and counted against its TCP client). */
+static struct dns_query *query_new(struct resolver *r, struct dns_listener *l,
+				   struct dns_conn *conn, int udp_fd,
+				   const struct sockaddr_storage *from, socklen_t fromlen,
+				   const struct egret_dns_client *who,
+				   const struct dns_question *dq)
+{
+	struct dns_query *q;
+
+	if (r->npending >= MAX_PENDING || !(q = calloc(1, sizeof(*q))))
+		return NULL;
+	q->r = r;
+	q->l = l;
+	q->conn = conn;
+	q->udp_fd = udp_fd;
+	q->up.fd = -1;
+	if (from) {
+		memcpy(&q->client, from, fromlen);
+		q->client_len = fromlen;
+	}
+	q->who = *who;
+	q->client_id = dq->id;
+	q->start_ns = now_ns(CLOCK_MONOTONIC);
+	q->deadline_ns = q->start_ns + (uint64_t)r->o.timeout_ms * 1000000ull;
+	memcpy(q->name, dq->name, sizeof(q->name));
+	q->qtype = dq->type;
+	q->next = r->pending;
+	r->pending = q;
+	r->npending++;
+	if (conn)
+		conn->pending++;
+	return q;
+}
+
+/* The domain rules of the query's sandbox on its name (q->rule: the rule that decided); a name
+ * that is not a host name is refused without a look at the rules.
+ */
+static bool query_allowed(struct resolver *r, struct dns_query *q, bool host)
+{
+	const char *sandbox = engine__sandbox_name(r->engine, q->who.sandbox_id);
+
+	return sandbox && host &&
+	       engine__domain_verdict(r->engine, sandbox, q->name, q->rule, sizeof(q->rule)) ==
+		       EGRET_ACT_ALLOW;
+}
+
+/* Answered here: REFUSED (or NXDOMAIN with the option). */
+static void query_refuse(struct resolver *r, struct dns_query *q, const ldns_pkt *pkt, bool host)
+{
+	uint8_t rcode = r->o.nxdomain ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED;
+
+	r->st.refused++;
+	r->st.not_host += !host;
+	query__reply_rcode(r, q, pkt, rcode);
+	query__emit(r, q, false, rcode, NULL,
+		    host ? NULL
+			 : "not a host name (a label holds a byte other than a letter, "
+			   "a digit, '-' or '_')");
+	query__free(r, q);
+}
+
+/* Allowed: a copy of the client's message goes upstream. */
+static void query_forward(struct resolver *r, struct dns_query *q, const uint8_t *msg, size_t len)
+{
+	r->st.allowed++;
+	q->msg = malloc(len);
+	if (!q->msg) {
+		query__free(r, q);
+		return;
+	}
+	memcpy(q->msg, msg, len);
+	q->msg_len = len;
+	if (upstream__send(r, q, false))
+		upstream__failed(r, q, "cannot reach the upstream resolver");
+}
+
+/* One query from a sandbox. msg is the client's; who says which sandbox sent it. */
+void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *conn, int udp_fd,
+		   const struct sockaddr_storage *from, socklen_t fromlen, const uint8_t *msg,
+		   size_t len, const struct egret_dns_client *who)
+{
+	struct dns_question dq;
+	struct dns_query *q;
+	ldns_pkt *pkt = NULL;
+
+	r->st.queries++;
+	if (dns__parse_query(msg, len, &dq, &pkt) == -EBADMSG) {
+		r->st.malformed++;
+		return;
+	}
+	q = query_new(r, l, conn, udp_fd, from, fromlen, who, &dq);
+	if (q && !query_allowed(r, q, dq.host))
+		query_refuse(r, q, pkt, dq.host);
+	else if (q)
+		query_forward(r, q, msg, len);
+	ldns_pkt_free(pkt);
+}
+
+void resolver__serve_udp(struct resolver *r, int fd, const struct sockaddr_storage *from,
+			 socklen_t fromlen, const uint8_t *msg, size_t len,
+			 const struct egret_dns_client *who)
+{
+	query__handle(r, NULL, NULL, fd, from, fromlen, msg, len, who);
+}

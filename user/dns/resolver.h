@@ -1,0 +1,218 @@
+/* The resolver's insides, shared by the files of user/dns and by nothing else (the rest of egret
+ * uses dns.h): the resolver, its listeners and TCP clients, the queries it has upstream, and the
+ * functions one part of it calls in another.
+ *
+ *   listeners.c  the loopback sockets in each network namespace, dns_listeners and dns_clients
+ *   tcp.c        TCP clients of the listeners: reading queries, writing answers, eviction
+ *   query.c      a query from a sandbox: parsing, the verdict, local answers
+ *   upstream.c   forwarding allowed queries to the upstream resolver (UDP pool, TCP), answers
+ *   allow.c      the addresses allowed answers open in dns_allow, per name and sandbox
+ *   events.c     the DnsQuery event of each query
+ *   parse.c      pure functions of the bytes: messages, names, the upstream's address
+ *   resolver.c   the resolver's life: new, tick, status, free
+ */
+#ifndef EGRET_DNS_RESOLVER_H
+#define EGRET_DNS_RESOLVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <ldns/ldns.h>
+#include <linux/types.h>
+
+#include "egret/events.h"
+#include "egret/dns.h"
+#include "dns.h"
+#include "htab.h"
+#include "loop.h"
+
+#define DNS_MSG_MAX	65535
+#define MAX_ANSWERS	64
+#define TCP_IDLE_NS	(10ull * 1000000000ull)
+#define MAX_TCP_CONNS	256
+#define TCP_PER_SANDBOX 64	     /* TCP clients one sandbox may hold: a quarter */
+#define TCP_PER_LISTEN	192	     /* and one namespace's listener: never all of them */
+#define TCP_OUT_MAX	(256u << 10) /* answers a client leaves unread; more closes it */
+#define MAX_PENDING	8192
+#define UPSTREAM_SOCKS	8    /* UDP sockets to the upstream, each connected, shared by queries */
+#define UPSTREAM_ROTATE 4096 /* queries before a socket is replaced (new random source port) */
+
+struct dns_listener;
+struct dns_conn;
+
+enum {
+	UDP4,
+	UDP6,
+	TCP4,
+	TCP6,
+	NSOCK
+};
+
+struct dns_listener {
+	struct resolver *r;
+	uint64_t cookie;
+	uint64_t sandbox; /* the sandbox it was made for; 0: egretd's own namespace */
+	struct watch w[NSOCK];
+	uint16_t port4, port6; /* host order */
+	struct dns_listener *next;
+};
+
+struct dns_conn {
+	struct watch w;
+	struct dns_listener *l;
+	struct egret_dns_client who;
+	uint8_t in[2 + DNS_MSG_MAX];
+	size_t in_len;
+	uint8_t *out;
+	size_t out_len, out_cap;
+	uint64_t idle_deadline;
+	uint64_t active_ns;   /* the last whole query or answer: eviction takes the oldest */
+	unsigned int pending; /* queries of this connection still upstream */
+	bool closing;
+	struct dns_conn *next;
+};
+
+/* a connected UDP socket to the upstream; answers find their query by id */
+struct upstream_sock {
+	struct watch w;
+	struct resolver *r;
+	unsigned int uses, pending;
+	bool draining;
+	struct upstream_sock *next;
+};
+
+struct dns_query {
+	struct resolver *r;
+	struct dns_listener *l;
+	struct dns_conn *conn; /* TCP client, or NULL for UDP */
+	int udp_fd;	       /* UDP: the listener socket to answer from */
+	struct sockaddr_storage client;
+	socklen_t client_len;
+	struct egret_dns_client who;
+	uint16_t client_id, up_id;
+	char name[DNS_NAME_LEN];
+	uint16_t qtype;
+	uint8_t *msg; /* the client's query, id replaced by up_id */
+	size_t msg_len;
+	uint64_t start_ns, deadline_ns;
+	char rule[400];
+	struct upstream_sock *us; /* UDP upstream, shared */
+	struct watch up;	  /* TCP upstream, this query's own */
+	bool up_tcp;
+	uint8_t *up_buf;
+	size_t up_len, up_sent;
+	bool up_reading; /* TCP upstream: the query is out, up_buf collects the answer */
+	struct dns_query *next;
+};
+
+/* an address an answer opened to a sandbox, mirrored from `dns_allow`: a struct htab entry */
+struct allow_entry {
+	struct egret_dns_allow_key key; /* the htab key */
+	uint64_t expires_ns;
+};
+
+/* the key of the addresses a name opened to a sandbox: all bytes, zero after the name */
+struct name_key {
+	uint64_t sandbox;
+	char name[LDNS_MAX_DOMAINLEN + 1];
+};
+
+/* the addresses a name opened to a sandbox, for the per-name cap: a struct htab entry */
+struct name_entry {
+	struct name_key key;
+	unsigned int n;
+	struct {
+		uint32_t addr[4];
+		uint64_t expires_ns;
+	} * ips;
+};
+
+struct dns_stats {
+	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
+		opened, capped, map_full, tcp_evicted;
+};
+
+struct resolver {
+	struct dns_options o;
+	struct dns_maps m;
+	struct loop *loop;
+	struct engine *engine;
+	struct stream *stream;
+	struct sockaddr_storage upstream;
+	socklen_t upstream_len;
+	char upstream_text[128];
+	int own_netns;
+	struct dns_listener *listeners;
+	struct dns_conn *conns;
+	unsigned int nconns;
+	struct dns_query *pending;
+	unsigned int npending;
+	struct dns_query *by_id[65536]; /* queries upstream over UDP, by the id sent */
+	struct upstream_sock *pool[UPSTREAM_SOCKS];
+	struct upstream_sock *draining;
+	struct upstream_sock *retired;	 /* closed, freed by resolver__tick() */
+	struct dns_listener *retired_ls; /* closed, freed by resolver__tick() */
+	struct dns_conn *retired_conns;	 /* evicted, freed by resolver__tick() */
+	unsigned int next_sock;
+	uint8_t rand[4096];
+	size_t rand_used;
+	struct htab allow; /* struct allow_entry */
+	struct htab names; /* struct name_entry */
+	uint64_t last_sweep_ns;
+	struct dns_stats st;
+	uint8_t buf[DNS_MSG_MAX + 2];
+};
+
+/* The CNAMEs and addresses of an answer as its event lists them. */
+struct answer_list {
+	char *text[MAX_ANSWERS];
+	char store[MAX_ANSWERS][LDNS_MAX_DOMAINLEN + 16];
+	size_t n;
+	uint32_t ttl; /* granted seconds, 0 when nothing was opened */
+	uint32_t opened;
+};
+
+/* listeners.c */
+/* Which sandbox sent from this port (false: not a query the kernel steered here). */
+bool listener__client(struct resolver *r, struct dns_listener *l, const struct sockaddr_storage *ss,
+		      uint8_t proto, struct egret_dns_client *who);
+void listener__forget_all(struct resolver *r);
+void listener__close_all(struct resolver *r);
+
+/* tcp.c */
+void conn__on_accept(struct watch *w, uint32_t events);
+/* Queue a length-prefixed answer; a client that does not read its answers is closed. */
+void conn__send(struct resolver *r, struct dns_conn *c, const uint8_t *msg, size_t len);
+void conn__reap_idle(struct resolver *r, uint64_t now);
+void conn__free_all(struct resolver *r);
+
+/* query.c */
+void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *conn, int udp_fd,
+		   const struct sockaddr_storage *from, socklen_t fromlen, const uint8_t *msg,
+		   size_t len, const struct egret_dns_client *who);
+void query__reply(struct resolver *r, struct dns_query *q, const uint8_t *msg, size_t len);
+void query__reply_rcode(struct resolver *r, struct dns_query *q, const ldns_pkt *query,
+			uint8_t rcode);
+void query__free(struct resolver *r, struct dns_query *q);
+
+/* upstream.c */
+int upstream__send(struct resolver *r, struct dns_query *q, bool tcp);
+void upstream__detach(struct resolver *r, struct dns_query *q);
+void upstream__failed(struct resolver *r, struct dns_query *q, const char *why);
+void upstream__close_all(struct resolver *r);
+
+/* allow.c */
+void allow__open_answers(struct resolver *r, struct dns_query *q, const struct dns_answer *ans,
+			 struct answer_list *out);
+int allow__init(struct resolver *r);
+void allow__sweep(struct resolver *r, uint64_t now);
+void allow__adopt(struct resolver *r);
+size_t allow__count(const struct resolver *r);
+void allow__free(struct resolver *r);
+
+/* events.c */
+void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, uint8_t rcode,
+		 const struct answer_list *a, const char *error);
+
+#endif /* EGRET_DNS_RESOLVER_H */

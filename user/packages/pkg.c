@@ -1,0 +1,402 @@
+/* Package runs and installs; see pkg.h. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "metafile.h"
+#include "pkg.h"
+#include "stream.h"
+#include "util.h"
+
+#define DEB ".deb" /* a package file dpkg -i is given */
+
+int pkg__init(struct pkg_tracker *t, struct stream *s)
+{
+	memset(t, 0, sizeof(*t));
+	t->stream = s;
+	t->pending = calloc(PKG_MAX_PENDING, sizeof(*t->pending));
+	return t->pending ? 0 : -ENOMEM;
+}
+
+static void who_of(const Egret__V1__Event *ev, struct pkg_who *w)
+{
+	memset(w, 0, sizeof(*w));
+	if (ev->sandbox) {
+		w->sandbox_id = ev->sandbox->cgroup_id;
+		snprintf(w->sandbox, sizeof(w->sandbox), "%s", ev->sandbox->name);
+	}
+	if (ev->process) {
+		w->pid = ev->process->pid;
+		w->tid = ev->process->tid;
+		w->uid = ev->process->uid;
+		w->gid = ev->process->gid;
+		w->exec_id = ev->process->exec_id;
+		snprintf(w->comm, sizeof(w->comm), "%s", ev->process->comm);
+	}
+}
+
+static void envelope(const struct pkg_who *w, Egret__V1__Event *ev, Egret__V1__Sandbox *sb,
+		     Egret__V1__Process *p)
+{
+	sb->cgroup_id = w->sandbox_id;
+	sb->name = (char *)w->sandbox;
+	p->pid = w->pid;
+	p->tid = w->tid;
+	p->uid = w->uid;
+	p->gid = w->gid;
+	p->comm = (char *)w->comm;
+	p->exec_id = w->exec_id;
+	ev->sandbox = sb;
+	ev->process = p;
+	ev->class_uid = OCSF_APPLICATION_LIFECYCLE;
+}
+
+/* ---- members: the processes of a run --------------------------------------------------------- */
+
+static int run_of(struct pkg_tracker *t, uint32_t pid)
+{
+	for (size_t i = 0; i < t->nmembers; i++) {
+		if (t->members[i].pid == pid)
+			return t->members[i].run;
+	}
+	return -1;
+}
+
+static void join(struct pkg_tracker *t, uint32_t pid, int run)
+{
+	if (run_of(t, pid) >= 0)
+		return;
+	if (t->nmembers == PKG_MAX_MEMBERS) {
+		if (!t->unjoined++)
+			log_warn("package tracking: more than %d processes in manager runs; what "
+				 "pid %u installs is reported without its run",
+				 PKG_MAX_MEMBERS, pid);
+		return;
+	}
+	t->members[t->nmembers].pid = pid;
+	t->members[t->nmembers++].run = run;
+}
+
+static void leave(struct pkg_tracker *t, uint32_t pid)
+{
+	for (size_t i = 0; i < t->nmembers; i++) {
+		if (t->members[i].pid == pid) {
+			t->members[i] = t->members[--t->nmembers];
+			return;
+		}
+	}
+}
+
+static void leave_run(struct pkg_tracker *t, int run)
+{
+	for (size_t i = 0; i < t->nmembers;) {
+		if (t->members[i].run == run)
+			t->members[i] = t->members[--t->nmembers];
+		else
+			i++;
+	}
+}
+
+/* ---- runs ------------------------------------------------------------------------------------ */
+
+static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const char *manager)
+{
+	const Egret__V1__ProcessExec *x = ev->exec;
+	char path[64], env[65536];
+	struct pkg_run *r = NULL;
+	int envlen, idx;
+
+	for (idx = 0; idx < PKG_MAX_RUNS && t->runs[idx].used; idx++)
+		;
+	if (idx == PKG_MAX_RUNS) {
+		log_warn("package tracking: more than %d manager runs at once; %s in pid %u not "
+			 "tracked",
+			 PKG_MAX_RUNS, manager, ev->process->pid);
+		return;
+	}
+	r = &t->runs[idx];
+	memset(r, 0, sizeof(*r));
+	r->used = true;
+	who_of(ev, &r->who);
+	r->started_ns = now_ns(CLOCK_MONOTONIC);
+	snprintf(r->manager, sizeof(r->manager), "%s", manager);
+	for (size_t i = 0; i < x->n_args && r->nargs < PKG_MAX_ARGS; i++) {
+		const char *arg = x->args[i];
+
+		r->args[r->nargs++] = strdup(arg);
+		if (strlen(arg) > strlen(DEB) && pkg_ends_with(arg, DEB) &&
+		    r->ndebs < ARRAY_SIZE(r->debs)) {
+			char abs[PATH_MAX * 2];
+
+			if (arg[0] == '/')
+				snprintf(abs, sizeof(abs), "%s", arg);
+			else
+				snprintf(abs, sizeof(abs), "%s/%s", x->cwd, arg);
+			r->debs[r->ndebs++] = strdup(abs);
+		}
+	}
+	/* the environment it runs with, while it runs */
+	snprintf(path, sizeof(path), "/proc/%u/environ", ev->process->pid);
+	envlen = read_file(path, env, sizeof(env));
+	pkgmeta__registry(manager, r->args, r->nargs, envlen > 0 ? env : NULL,
+			  envlen > 0 ? (size_t)envlen : 0, x->cwd, r->registry, sizeof(r->registry),
+			  r->from, sizeof(r->from));
+	join(t, ev->process->pid, idx);
+}
+
+static void emit_install(struct pkg_tracker *t, struct pkg_pending *p)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
+	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
+	Egret__V1__PackageInstall pi = EGRET__V1__PACKAGE_INSTALL__INIT;
+	struct pkg_run *r = p->run >= 0 ? &t->runs[p->run] : NULL;
+
+	if (pkgmeta__read(&p->f, r ? r->debs : NULL, r ? r->ndebs : 0, r ? r->registry : NULL))
+		return; /* not there (any more): a failed or undone install */
+	envelope(&p->who, &ev, &sb, &pr);
+	pi.manager = (char *)pkgmeta__layout_name(p->f.layout);
+	pi.name = p->f.name;
+	pi.version = p->f.version;
+	pi.source = p->f.source;
+	pi.hash = p->f.hash;
+	pi.hash_source = p->f.hash_source;
+	pi.path = p->f.key;
+	pi.installer = r ? r->manager : (char *)"";
+	pi.installer_exec_id = r ? r->who.exec_id : 0;
+	ev.activity_id = OCSF_APP_ACTIVITY_INSTALL;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_PACKAGE_INSTALL;
+	ev.package_install = &pi;
+	stream__emit(t->stream, &ev);
+	t->installs++;
+	if (r)
+		r->installs++;
+	if (r && r->ninstalled < PKG_MAX_LISTED) {
+		char item[PKG_NAME_MAX + PKG_VER_MAX + 2];
+
+		snprintf(item, sizeof(item), "%s@%s", p->f.name, p->f.version);
+		r->installed[r->ninstalled++] = strdup(item);
+	}
+}
+
+static void take_pending(struct pkg_tracker *t, size_t i)
+{
+	t->pending[i] = t->pending[--t->npending];
+}
+
+static void release_run(struct pkg_tracker *t, int idx);
+
+static void end_run(struct pkg_tracker *t, int idx, const Egret__V1__ProcessExit *x)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
+	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
+	Egret__V1__PackageRun pr_ = EGRET__V1__PACKAGE_RUN__INIT;
+	struct pkg_run *r = &t->runs[idx];
+
+	for (size_t i = 0; i < t->npending;) {
+		if (t->pending[i].run == idx) {
+			emit_install(t, &t->pending[i]);
+			take_pending(t, i);
+		} else {
+			i++;
+		}
+	}
+	envelope(&r->who, &ev, &sb, &pr);
+	pr_.manager = r->manager;
+	pr_.n_args = r->nargs;
+	pr_.args = r->args;
+	pr_.registry = r->registry;
+	pr_.registry_from = r->from;
+	pr_.n_installed = r->ninstalled;
+	pr_.installed = r->installed;
+	pr_.installed_count = (uint32_t)r->installs;
+	pr_.n_denied = r->ndenied;
+	pr_.denied = r->denied;
+	pr_.registry_denied = r->ndenied > 0;
+	if (x) {
+		pr_.exit_code = x->exit_code;
+		pr_.signal = x->signal;
+		pr_.duration_ns = x->duration_ns;
+	} else {
+		pr_.duration_ns = now_ns(CLOCK_MONOTONIC) - r->started_ns;
+	}
+	ev.activity_id = OCSF_ACTIVITY_OTHER;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_PACKAGE_RUN;
+	ev.package_run = &pr_;
+	stream__emit(t->stream, &ev);
+	release_run(t, idx);
+}
+
+static void release_run(struct pkg_tracker *t, int idx)
+{
+	struct pkg_run *r = &t->runs[idx];
+
+	for (size_t i = 0; i < r->nargs; i++)
+		free(r->args[i]);
+	for (size_t i = 0; i < r->ndebs; i++)
+		free(r->debs[i]);
+	for (size_t i = 0; i < r->ninstalled; i++)
+		free(r->installed[i]);
+	for (size_t i = 0; i < r->ndenied; i++)
+		free(r->denied[i]);
+	r->used = false;
+	leave_run(t, idx);
+}
+
+/* ---- what the stream says --------------------------------------------------------------------- */
+
+static void on_file(struct pkg_tracker *t, const Egret__V1__Event *ev)
+{
+	const Egret__V1__FileActivity *fa = ev->file;
+	const char *path;
+	struct pkg_found f;
+
+	switch (fa->op) {
+	case EGRET__V1__FILE_ACTIVITY__OP__OP_CREATE:
+	case EGRET__V1__FILE_ACTIVITY__OP__OP_WRITE:
+		path = fa->path;
+		break;
+	case EGRET__V1__FILE_ACTIVITY__OP__OP_RENAME:
+		path = fa->new_path;
+		break;
+	default:
+		return;
+	}
+	if (fa->result < 0 || !path || !pkgmeta__match(path, &f))
+		return;
+	for (size_t i = 0; i < t->npending; i++) {
+		if (!strcmp(t->pending[i].f.key, f.key)) {
+			t->pending[i].seen_ns = now_ns(CLOCK_MONOTONIC);
+			return;
+		}
+	}
+	if (t->npending == PKG_MAX_PENDING) {
+		/* a very large run: report the package written longest ago now, not at its end */
+		size_t old = 0;
+
+		for (size_t i = 1; i < t->npending; i++) {
+			if (t->pending[i].seen_ns < t->pending[old].seen_ns)
+				old = i;
+		}
+		if (!t->early++)
+			log_info("package tracking: more than %d packages pending; reporting the "
+				 "oldest before its run ends",
+				 PKG_MAX_PENDING);
+		emit_install(t, &t->pending[old]);
+		take_pending(t, old);
+	}
+	t->pending[t->npending].f = f;
+	t->pending[t->npending].run = run_of(t, ev->process->pid);
+	who_of(ev, &t->pending[t->npending].who);
+	t->pending[t->npending].seen_ns = now_ns(CLOCK_MONOTONIC);
+	t->npending++;
+}
+
+static void on_denied(struct pkg_tracker *t, const Egret__V1__Event *ev)
+{
+	const Egret__V1__NetConnect *c = ev->net_connect;
+	const ProtobufCEnumValue *why;
+	int idx = run_of(t, ev->process->pid);
+	struct pkg_run *r;
+	char item[160];
+
+	if (idx < 0 || c->verdict != EGRET__V1__NET_CONNECT__VERDICT__VERDICT_DENY)
+		return;
+	r = &t->runs[idx];
+	why = protobuf_c_enum_descriptor_get_value(&egret__v1__net_connect__reason__descriptor,
+						   c->reason);
+	snprintf(item, sizeof(item), "%s:%u %s", c->dst_addr, c->dst_port, why ? why->name : "");
+	for (size_t i = 0; i < r->ndenied; i++) {
+		if (!strcmp(r->denied[i], item))
+			return;
+	}
+	if (r->ndenied < PKG_MAX_DENIED)
+		r->denied[r->ndenied++] = strdup(item);
+}
+
+void pkg__observe(struct pkg_tracker *t, const Egret__V1__Event *ev)
+{
+	int idx;
+
+	if (!ev->process || !ev->sandbox || !ev->sandbox->cgroup_id)
+		return;
+	switch (ev->payload_case) {
+	case EGRET__V1__EVENT__PAYLOAD_EXEC: {
+		bool installs;
+		const char *m = pkgmeta__manager(ev->exec->args, ev->exec->n_args, &installs);
+
+		/* a manager a run starts (apt's dpkg, npm's node-gyp) belongs to that run */
+		if (m && installs && run_of(t, ev->process->pid) < 0)
+			start_run(t, ev, m);
+		break;
+	}
+	case EGRET__V1__EVENT__PAYLOAD_FORK:
+		idx = run_of(t, ev->process->pid);
+		if (idx >= 0)
+			join(t, ev->fork->child_pid, idx);
+		break;
+	case EGRET__V1__EVENT__PAYLOAD_EXIT:
+		idx = run_of(t, ev->process->pid);
+		if (idx >= 0 && t->runs[idx].who.pid == ev->process->pid)
+			end_run(t, idx, ev->exit);
+		else
+			leave(t, ev->process->pid);
+		break;
+	case EGRET__V1__EVENT__PAYLOAD_FILE:
+		on_file(t, ev);
+		break;
+	case EGRET__V1__EVENT__PAYLOAD_NET_CONNECT:
+		on_denied(t, ev);
+		break;
+	default:
+		break;
+	}
+}
+
+void pkg__tick(struct pkg_tracker *t)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	for (size_t i = 0; i < t->npending;) {
+		struct pkg_pending *p = &t->pending[i];
+
+		if (p->run < 0 && now - p->seen_ns >= PKG_QUIET_NS) {
+			emit_install(t, p);
+			take_pending(t, i);
+		} else {
+			i++;
+		}
+	}
+	pkgmeta__expire(now);
+	/* a run whose exit record was lost: its process is gone */
+	for (int i = 0; i < PKG_MAX_RUNS; i++) {
+		if (t->runs[i].used && now - t->runs[i].started_ns > PKG_ORPHAN_NS &&
+		    kill((pid_t)t->runs[i].who.pid, 0) && errno == ESRCH)
+			end_run(t, i, NULL);
+	}
+}
+
+void pkg__flush(struct pkg_tracker *t)
+{
+	while (t->npending) {
+		emit_install(t, &t->pending[t->npending - 1]);
+		t->npending--;
+	}
+}
+
+/* egretd stops: runs in progress are not reported as ended (they have not) */
+void pkg__free(struct pkg_tracker *t)
+{
+	for (int i = 0; i < PKG_MAX_RUNS; i++) {
+		if (t->runs[i].used)
+			release_run(t, i);
+	}
+	free(t->pending);
+	t->pending = NULL;
+	pkgmeta__expire(0);
+}
