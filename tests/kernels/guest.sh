@@ -112,7 +112,8 @@ cd "$EGRET_BUILD/tests" || finish
 set -- --jobs 2 --verbose --tap="$out/suite.tap"
 [ -n "$EGRET_FILTER" ] && set -- "$@" --filter "$EGRET_FILTER"
 stamp suite-start
-EGRET_TEST_KEEP_LOGS="$out/egretd-logs" ./egret_integration "$@" >"$out/suite.log" 2>&1
+# the CPU is emulated: egretd may take several times longer to come up than natively
+EGRET_TEST_TIMEOUT_SCALE=4 EGRET_TEST_KEEP_LOGS="$out/egretd-logs" ./egret_integration "$@" >"$out/suite.log" 2>&1
 echo $? >"$out/suite.rc"
 stamp suite-end
 console "suite finished: exit $(cat "$out/suite.rc")"

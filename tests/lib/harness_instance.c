@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -283,15 +284,30 @@ int harness_spawn(struct egret_instance *e, const char *const extra[], int gate)
 	return nfd;
 }
 
+/* How many times longer than natively an egretd may take to come up:
+ * $EGRET_TEST_TIMEOUT_SCALE (1 to 20), which tests/kernels/guest.sh sets under qemu's emulated
+ * CPU, where egretds starting at once verify their programs on one host thread. A bound on
+ * liveness, not a measure of speed.
+ */
+unsigned int harness_timeout_scale(void)
+{
+	const char *s = getenv("EGRET_TEST_TIMEOUT_SCALE");
+	unsigned long v = s ? strtoul(s, NULL, 10) : 1;
+
+	return v >= 1 && v <= 20 ? (unsigned int)v : 1;
+}
+
 /* Wait for READY=1 from the egretd harness_spawn started; closes nfd. 0 when ready, else
  * egretd's exit status (it exited) or -errno.
  */
 int harness_wait_ready(struct egret_instance *e, int nfd, int timeout_ms)
 {
+	uint64_t deadline = now_ns(CLOCK_MONOTONIC) +
+			    (uint64_t)timeout_ms * harness_timeout_scale() * 1000000ull;
 	char buf[512];
 	int status;
 
-	for (int waited = 0; waited < timeout_ms; waited += 50) {
+	while (now_ns(CLOCK_MONOTONIC) < deadline) {
 		struct pollfd p = { .fd = nfd, .events = POLLIN };
 
 		if (poll(&p, 1, 50) == 1) {

@@ -44,7 +44,9 @@ int harness_base_dir(void);
 int harness_policy(struct egret_instance *e, const char *text);
 int harness_start(struct egret_instance *e, const char *const extra[]);
 int harness_spawn(struct egret_instance *e, const char *const extra[], int gate);
+/* timeout_ms is scaled by harness_timeout_scale() */
 int harness_wait_ready(struct egret_instance *e, int nfd, int timeout_ms);
+unsigned int harness_timeout_scale(void);
 int harness_stop(struct egret_instance *e, int sig);
 void harness_cleanup(struct egret_instance *e);
 /* harness_cleanup of every instance the calling test process still has */
