@@ -123,11 +123,12 @@ static unsigned int npins(void)
 }
 
 /* wait until want pins are back: the milliseconds it took, or -1 after timeout_ms */
+/* timeout_ms is a liveness bound, scaled under qemu (harness_timeout_scale) */
 static long pins_back(unsigned int want, int timeout_ms)
 {
-	uint64_t start = ms_now();
+	uint64_t start = ms_now(), bound = (uint64_t)timeout_ms * harness_timeout_scale();
 
-	while (ms_now() - start < (uint64_t)timeout_ms) {
+	while (ms_now() - start < bound) {
 		if (npins() >= want)
 			return (long)(ms_now() - start);
 		usleep(5000);
