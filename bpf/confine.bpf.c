@@ -281,27 +281,30 @@ static __always_inline void foreign_child(struct task_struct *parent, struct tas
 }
 
 /* A child starts in its parent's sandbox, unless clone3(CLONE_INTO_CGROUP) put it elsewhere:
- * that is leaving the sandbox without a cgroup.procs write.
+ * that is leaving the sandbox without a cgroup.procs write. A child in its parent's cgroup
+ * moved nowhere, whatever the parent's record says (egretd may have registered the cgroup
+ * since).
  */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
 {
+	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, parent, 0, 0);
 	struct cgroup *cg;
 	__u64 from, to;
 
-	if (!current_in_root() && !bpf_task_storage_get(&task_sandbox, parent, 0, 0)) {
+	from = ts ? ts->sandbox_id : sandbox_of_current();
+	if (!ts && from == NOT_A_SANDBOX) {
 		pids_note_child(child);
 		return 0;
 	}
 	cg = BPF_CORE_READ(child, cgroups, dfl_cgrp);
-	from = sandbox_before(parent);
 	to = sandbox_of_cgroup(cg);
 	if (task_foreign(parent)) {
 		foreign_child(parent, child, to);
 		return 0;
 	}
 	remember_sandbox(child, to);
-	if (!move_allowed(from, to)) {
+	if (cg != BPF_CORE_READ(parent, cgroups, dfl_cgrp) && !move_allowed(from, to)) {
 		bpf_send_signal(SIGKILL);
 		kill_task(child, to);
 		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(cg, kn, id), child->tgid,
@@ -363,15 +366,67 @@ int BPF_PROG(egret_cexit, struct task_struct *task)
 	return 0;
 }
 
-/* a sandbox is a cgroup one level below egret's root */
+static __always_inline __u64 name_hash(const __u8 *name)
+{
+	__u64 h = EGRET_FNV64_OFFSET;
+
+	for (int i = 0; i < EGRET_CGROUP_NAME_LEN; i++) {
+		if (!name[i])
+			break;
+		h = egret_fnv64_byte(h, name[i]);
+	}
+	return h;
+}
+
+/* A new sandbox without rules of its own is ready at once: register it here, in the kernel,
+ * so its first connect does not wait for egretd.
+ */
+static __always_inline void register_if_plain(__u64 id, const __u8 *name)
+{
+	struct egret_sandbox v = {};
+	__u64 h = name_hash(name);
+
+	if (!bpf_map_lookup_elem(&sandbox_rules, &h))
+		bpf_map_update_elem(&sandboxes, &id, &v, BPF_NOEXIST);
+}
+
+/* The record is built in cgroup_scratch (a directory name does not fit the stack beside the
+ * rest) and copied into the ring after the map calls: 6.1's verifier refuses a reservation held
+ * across them ("Unreleased reference").
+ */
+static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
+{
+	struct egret_cgroup_event *e;
+	__u32 zero = 0;
+
+	e = bpf_map_lookup_elem(&cgroup_scratch, &zero);
+	if (!e)
+		return;
+	cgroup_name_of(cg, e->name);
+	if (op == EGRET_CG_CREATED)
+		register_if_plain(id, e->name);
+	else if (op == EGRET_CG_DESTROYED)
+		bpf_map_delete_elem(&sandboxes, &id);
+	event_fill_hdr(&e->hdr, EGRET_EV_CGROUP, id);
+	e->cgroup_id = id;
+	e->op = op;
+	e->pad = 0;
+	event_output(e, sizeof(*e));
+}
+
+/* Lifecycle records: the direct children of egret's root (registered here, at mkdir, when they
+ * need no rules of their own) and every registered sandbox's freeze, thaw and removal.
+ */
 static __always_inline void sandbox_cgroup_event(struct cgroup *cg, __u32 op)
 {
 	__u64 id;
 
-	if (!cgroup_is_v2(cg) || BPF_CORE_READ(cg, level) != sandbox_level)
+	if (!cgroup_is_v2(cg))
 		return;
-	id = sandbox_of_cgroup(cg);
-	if (id != NOT_A_SANDBOX && id != 0)
+	id = BPF_CORE_READ(cg, kn, id);
+	if (op == EGRET_CG_DESTROYED)
+		bpf_map_delete_elem(&sandbox_started, &id);
+	if (cgroup_in_egret_root(cg) || registered(id))
 		cgroup_report(cg, id, op);
 }
 
@@ -392,17 +447,17 @@ int BPF_PROG(egret_cg_rmdir, struct cgroup *cg, const char *path)
 /* A sandboxed process in a network namespace egret's resolver does not listen in yet: tell
  * egretd, which sets up a listener there before the process is likely to ask anything.
  */
-static __always_inline void netns_check(void)
+static __always_inline void netns_check(__u64 sb)
 {
 	struct task_struct *t;
 	__u64 cookie;
 
-	if (!current_in_root())
+	if (sb == NOT_A_SANDBOX)
 		return;
 	t = bpf_get_current_task_btf();
 	cookie = BPF_CORE_READ(t, nsproxy, net_ns, net_cookie);
 	if (!bpf_map_lookup_elem(&dns_listeners, &cookie))
-		netns_report(cookie, sandbox_of_current());
+		netns_report(cookie, sb);
 }
 
 /* a sandbox paused and resumed (cgroup.freeze); the writer is in the record's header */
@@ -423,14 +478,14 @@ int BPF_PROG(egret_cg_thaw, struct cgroup *cg, const char *path)
 SEC("tp/syscalls/sys_exit_unshare")
 int egret_unshare(struct trace_event_raw_sys_exit *ctx)
 {
-	netns_check();
+	netns_check(sandbox_of_current());
 	return 0;
 }
 
 SEC("tp/syscalls/sys_exit_setns")
 int egret_setns(struct trace_event_raw_sys_exit *ctx)
 {
-	netns_check();
+	netns_check(sandbox_of_current());
 	return 0;
 }
 
@@ -467,12 +522,29 @@ static __always_inline void privileged_exec(struct task_struct *p)
 		tamper_report(EGRET_TAMPER_PRIVILEGED, mask, 0, bpf_send_signal(SIGKILL) == 0);
 }
 
+/* A task's sandbox can change without a move: egretd registers a container's cgroup after the
+ * runtime moved its init there. The exec that starts the container's code takes the new one.
+ */
+static __always_inline void exec_sandbox(struct task_struct *p, __u64 sb)
+{
+	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, p, 0, 0);
+
+	if (sb == NOT_A_SANDBOX || (ts && (ts->flags & TASK_FOREIGN)))
+		return;
+	if (!ts || ts->sandbox_id != sb)
+		remember_sandbox(p, sb);
+}
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
 {
+	__u64 sb = sandbox_of_current();
+
 	pids_exec(p, (__u32)old_pid);
+	exec_sandbox(p, sb);
+	sandbox_start(sb);
 	privileged_exec(p);
-	netns_check();
+	netns_check(sb);
 	return 0;
 }
 
@@ -625,7 +697,7 @@ int BPF_PROG(egret_cxsys, struct pt_regs *regs, long ret)
 		return 0;
 	action = egret_compat_action(abi, compat_nr(abi, id));
 	if (action == EGRET_CC_NETNS)
-		netns_check();
+		netns_check(sandbox_of_current());
 	else if (action == EGRET_CC_SOCKETCALL && (__u32)regs->bx == SYS_SOCKET_)
 		socketcall_end(t, ret, abi);
 	return 0;

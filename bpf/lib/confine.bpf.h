@@ -7,8 +7,7 @@
 
 #include "egret/syscalls32.h"
 
-#define NOT_A_SANDBOX (~0ull) /* the cgroup is not under egret's root */
-#define SYS_SECCOMP   1	      /* si_code of a SIGSYS sent by a seccomp filter */
+#define SYS_SECCOMP 1 /* si_code of a SIGSYS sent by a seccomp filter */
 
 #ifndef EGRET_MAPS_TASKS
 #error "lib/confine.bpf.h needs the task maps: define EGRET_OBJ_CONFINE or EGRET_OBJ_AUDIT first"
@@ -45,33 +44,6 @@ static __always_inline bool confined(void)
 	return !ts || !(ts->flags & TASK_FOREIGN);
 }
 
-/* cgroup v2 is hierarchy 0, the "0::" line of /proc/PID/cgroup */
-static __always_inline bool cgroup_is_v2(struct cgroup *cg)
-{
-	return BPF_CORE_READ(cg, root, hierarchy_id) == 0;
-}
-
-static __always_inline __u64 cgroup_id_at(struct cgroup *cg, __u32 level)
-{
-	struct cgroup *a = NULL;
-
-	if (level > 255)
-		return 0;
-	bpf_core_read(&a, sizeof(a), &cg->ancestors[level]);
-	return a ? BPF_CORE_READ(a, kn, id) : 0;
-}
-
-/* The sandbox id of a v2 cgroup: 0 for egret's root itself, NOT_A_SANDBOX outside it. */
-static __always_inline __u64 sandbox_of_cgroup(struct cgroup *cg)
-{
-	__u32 level = BPF_CORE_READ(cg, level);
-
-	if (sandbox_level == 0 || level + 1 < sandbox_level ||
-	    cgroup_id_at(cg, sandbox_level - 1) != root_cgroup_id)
-		return NOT_A_SANDBOX;
-	return level + 1 == sandbox_level ? 0 : cgroup_id_at(cg, sandbox_level);
-}
-
 /* The sandbox the task was in before anything it is doing now; NOT_A_SANDBOX when it was in
  * none.
  */
@@ -81,8 +53,7 @@ static __always_inline __u64 sandbox_before(struct task_struct *task)
 
 	if (ts)
 		return ts->sandbox_id;
-	return task == bpf_get_current_task_btf() && current_in_root() ? sandbox_of_current()
-								       : NOT_A_SANDBOX;
+	return task == bpf_get_current_task_btf() ? sandbox_of_current() : NOT_A_SANDBOX;
 }
 
 /* sandbox_pids: where the task with this pid is now (NOT_A_SANDBOX: in no sandbox) */
@@ -185,59 +156,26 @@ static __always_inline void tamper_report(__u32 kind, __u64 target, __u32 other_
 	tamper_report_abi(kind, target, other_pid, killed, EGRET_ABI_NATIVE);
 }
 
-/* mount(2) and kin from a sandbox (reported): 1 mount, 2 move_mount, 3 fsmount, 4 umount */
+/* mount(2) and kin from a sandbox (reported): 1 mount, 2 move_mount, 3 fsmount, 4 umount. A
+ * sandbox's mounts before its first exec are its runtime's own set-up (runc's init preparing
+ * the root file system, egretctl run covering egret's files), not the sandbox's code.
+ */
 static __always_inline void mount_attempt(__u64 what)
 {
-	if (current_in_root())
-		tamper_report(EGRET_TAMPER_MOUNT, what, 0, false);
-}
+	__u64 sb = sandbox_of_current();
 
-static __always_inline __u64 name_hash(const __u8 *name)
-{
-	__u64 h = EGRET_FNV64_OFFSET;
-
-	for (int i = 0; i < EGRET_CGROUP_NAME_LEN; i++) {
-		if (!name[i])
-			break;
-		h = egret_fnv64_byte(h, name[i]);
-	}
-	return h;
-}
-
-/* A new sandbox without rules of its own is ready at once: register it here, in the kernel,
- * so its first connect does not wait for egretd.
- */
-static __always_inline void register_if_plain(__u64 id, const __u8 *name)
-{
-	struct egret_sandbox v = {};
-	__u64 h = name_hash(name);
-
-	if (!bpf_map_lookup_elem(&sandbox_rules, &h))
-		bpf_map_update_elem(&sandboxes, &id, &v, BPF_NOEXIST);
-}
-
-/* The record is reserved after the map calls: 6.1's verifier refuses a reservation held across
- * them ("Unreleased reference").
- */
-static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
-{
-	struct egret_cgroup_event *e;
-	__u8 name[EGRET_CGROUP_NAME_LEN];
-
-	cgroup_name_of(cg, name);
-	if (op == EGRET_CG_CREATED)
-		register_if_plain(id, name);
-	else if (op == EGRET_CG_DESTROYED)
-		bpf_map_delete_elem(&sandboxes, &id);
-	e = event_reserve(sizeof(*e));
-	if (!e)
+	if (sb == NOT_A_SANDBOX || (sb && !bpf_map_lookup_elem(&sandbox_started, &sb)))
 		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_CGROUP, id);
-	e->cgroup_id = id;
-	e->op = op;
-	e->pad = 0;
-	__builtin_memcpy(e->name, name, sizeof(e->name));
-	event_submit(e);
+	tamper_report(EGRET_TAMPER_MOUNT, what, 0, false);
+}
+
+/* An exec in a sandbox: from now on the sandbox's own code runs there. */
+static __always_inline void sandbox_start(__u64 sb)
+{
+	__u8 one = 1;
+
+	if (sb && sb != NOT_A_SANDBOX && !bpf_map_lookup_elem(&sandbox_started, &sb))
+		bpf_map_update_elem(&sandbox_started, &sb, &one, BPF_NOEXIST);
 }
 
 /* ---- where the target of a signal, ptrace, pidfd or /proc access is ---------------------- */

@@ -61,6 +61,8 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 	struct decision d;
 	struct flow f;
 
+	if (sandbox_id == NOT_A_SANDBOX)
+		return SK_PASS; /* the host's */
 	flow_from_sock_addr(&f, ctx, family);
 	if (f.port == EGRET_DNS_PORT && (f.protocol == IPPROTO_UDP || f.protocol == IPPROTO_TCP))
 		return dns_redirect(ctx, family, hook, &f, sandbox_id);
@@ -101,14 +103,18 @@ static __always_inline int egress_sock_create(struct bpf_sock *sk)
 	/* ctx fields read once, as scalars: the verifier refuses reads through a moved ctx */
 	__u32 family = sk->family, type = sk->type, protocol = sk->protocol;
 	struct flow f = {};
+	__u64 sandbox_id;
 
 	if (sock_type_allowed(family, type, protocol))
 		return SK_PASS;
+	sandbox_id = sandbox_of_current();
+	if (sandbox_id == NOT_A_SANDBOX)
+		return SK_PASS; /* the host's */
 	d.verdict = policy_audit_mode() ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY;
 	f.family = family;
 	f.protocol = protocol;
 	counter_verdict(EGRET_HOOK_SOCK_CREATE, d.verdict);
-	egress_report(&f, sandbox_of_current(), EGRET_HOOK_SOCK_CREATE, &d, type);
+	egress_report(&f, sandbox_id, EGRET_HOOK_SOCK_CREATE, &d, type);
 	return d.verdict == EGRET_VERDICT_DENY ? SK_DROP : SK_PASS;
 }
 
@@ -246,9 +252,11 @@ static __always_inline int egress_skb(struct __sk_buff *skb)
 			flow_count_out(skb, sk);
 		return SK_PASS;
 	}
+	sandbox_id = sandbox_of_skb(skb);
+	if (sandbox_id == NOT_A_SANDBOX)
+		return SK_PASS; /* the host's */
 	if (sk)
 		m = bpf_sk_storage_get(&sock_meta, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	sandbox_id = bpf_skb_ancestor_cgroup_id(skb, sandbox_level);
 	if (!flow_from_skb(skb, &f, &later_frag)) {
 		decide(&d, policy_audit_mode() ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY,
 		       EGRET_REASON_DEFAULT_DENY, 0);

@@ -21,7 +21,7 @@ static __always_inline void oom_report(struct task_struct *task, uid_t uid)
 	e = event_reserve(sizeof(*e));
 	if (!e)
 		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_LIMIT, sandbox == NOT_A_SANDBOX ? 0 : sandbox);
+	event_fill_hdr(&e->hdr, EGRET_EV_LIMIT, sandbox);
 	/* the header describes the victim, not whoever triggered the kill */
 	e->hdr.pid = task->tgid;
 	e->hdr.tid = task->pid;

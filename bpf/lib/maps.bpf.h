@@ -146,6 +146,16 @@ struct {
 	__type(value, __u32);
 } protected_tgids SEC(".maps");
 
+/* The sandboxes whose code has started: an exec happened in them (lib/confine.bpf.h). Keyed by
+ * sandbox id; removed with the cgroup.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_SANDBOXES_MAX);
+	__type(key, __u64);
+	__type(value, __u8);
+} sandbox_started SEC(".maps");
+
 /* How many processes kill_task() marked have not yet passed a syscall exit (egret_reap); a
  * pinned map, so a restarted egretd's programs see the marks of the previous one's.
  */
@@ -175,6 +185,14 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } socketcall_fam SEC(".maps");
+
+/* a sandbox lifecycle record being built (lib/confine.bpf.h) */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct egret_cgroup_event);
+} cgroup_scratch SEC(".maps");
 
 /* the last sandboxed sender of each signal to a protected process (include/egret/confine.h) */
 struct {

@@ -19,7 +19,7 @@ struct egret_cgroup_event {
 	__u64 cgroup_id; /* the sandbox's cgroup id */
 	__u32 op;	 /* enum egret_cgroup_op */
 	__u32 pad;
-	__u8 name[EGRET_CGROUP_NAME_LEN]; /* its directory name, NUL-terminated, may be cut */
+	__u8 name[EGRET_CGROUP_NAME_LEN]; /* its directory name, NUL-terminated */
 };
 
 /* egret_tamper_event.kind; mirrors Tamper.Kind in proto/egret/v1/events.proto */

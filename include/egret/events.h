@@ -7,7 +7,7 @@
 
 #define EGRET_RINGBUF_BYTES   (8u << 20) /* events ring buffer size, a power of two */
 #define EGRET_COMM_LEN	      16
-#define EGRET_CGROUP_NAME_LEN 64 /* a cgroup directory name as records carry it */
+#define EGRET_CGROUP_NAME_LEN 256 /* a cgroup directory name as records carry it (NAME_MAX + 1) */
 
 /* Record types, every one egret's programs write; the first field of every record is
  * struct egret_event_hdr. user/events/decoders.c registers a decoder for each.
@@ -37,7 +37,8 @@ enum egret_counter {
 
 struct egret_event_hdr {
 	__u64 ts_ns;	  /* bpf_ktime_get_boot_ns() */
-	__u64 sandbox_id; /* cgroup id of the sandbox (root level + 1); 0: the root cgroup itself */
+	__u64 sandbox_id; /* cgroup id of the sandbox (bpf/lib/sandbox.bpf.h); 0: a watched cgroup
+			   * itself; EGRET_NO_SANDBOX: the host's (audit scope host) */
 	__u32 type;	  /* enum egret_event_type */
 	__u32 pid;	  /* thread group id of the current task */
 	__u32 tid;	  /* thread id */

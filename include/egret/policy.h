@@ -14,6 +14,9 @@
 #define EGRET_PORT_RULES	 16	    /* port rules per prefix after push-down */
 #define EGRET_SANDBOXES_MAX	 65536	    /* registered sandboxes */
 #define EGRET_SCOPE_BITS	 64	    /* key bits taken by the scope */
+#define EGRET_WATCH_MAX		 8	    /* watched subtrees: egret's root and each --watch */
+#define EGRET_CGROUP_DEPTH	 16	    /* levels below the v2 root a sandbox may sit at */
+#define EGRET_NO_SANDBOX	 (~0ull)    /* a record's sandbox_id for the host's own tasks */
 
 /* egret_port_rule.action */
 enum egret_action {
@@ -53,8 +56,9 @@ struct egret_policy_val {
  * until egretd has installed its rules.
  */
 
-/* `sandboxes` map value: a sandbox's rules are in the trie. A socket of a sandbox that is not
- * registered yet is denied everything (fail closed) until egretd has installed its rules.
+/* `sandboxes` map, keyed by cgroup id: the registered sandboxes (bpf/lib/sandbox.bpf.h). Each
+ * is a cgroup, and every cgroup below it is in it; a task under a watched subtree that is in no
+ * registered sandbox is denied everything (fail closed) until egretd registers its sandbox.
  */
 struct egret_sandbox {
 	__u32 flags; /* EGRET_SB_* */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -503,6 +504,11 @@ static int tamper(void *arg)
 	pid_t outside = *(pid_t *)arg;
 	int fd;
 
+	/* a mount namespace of its own, so the host's /mnt is left alone (the tracepoint sees the
+	 * mount wherever it lands)
+	 */
+	if (unshare(CLONE_NEWNS) == 0)
+		mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL);
 	mount("none", "/mnt", "tmpfs", 0, NULL);
 	fd = open("/sys/fs/bpf/egret-tamper-probe", O_WRONLY | O_CREAT, 0600);
 	if (fd >= 0) {
@@ -521,9 +527,14 @@ static bool is_tamper(const Egret__V1__Event *ev, const void *arg)
 
 Test(audit, tamper_attempts_are_reported)
 {
+	char out[256];
 	struct events evs;
 	int status;
-	pid_t outside = fork();
+	pid_t outside;
+
+	/* the sandbox's code has started: its first exec (mounts before it are its runtime's) */
+	cr_assert_eq(sandbox_cmd(T, "box", out, sizeof(out), "/bin/true", NULL), 0, "%s", out);
+	outside = fork();
 
 	if (outside == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -544,6 +555,36 @@ Test(audit, tamper_attempts_are_reported)
 	cr_expect(events_find(&evs, is_tamper, (void *)(long)EGRET__V1__TAMPER__KIND__KIND_MOUNT,
 			      NULL),
 		  "mount not reported");
+	events_free(&evs);
+}
+
+static int private_mount(void *arg)
+{
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+		return 1;
+	return mount("none", "/mnt", "tmpfs", 0, NULL) ? 2 : 0;
+}
+
+/* A runtime prepares a container's file system (runc's init mounts its rootfs, /proc, /dev...)
+ * in the container's cgroup before the container's first exec: that is not the sandbox's code.
+ * After the first exec, a mount is the sandbox's and is reported.
+ */
+Test(audit, mounts_before_the_first_exec_are_the_runtimes)
+{
+	char out[256];
+	struct events evs;
+
+	cr_assert_eq(in_sandbox(T, "setup", private_mount, NULL), 0);
+	cr_assert_eq(sandbox_cmd(T, "setup", out, sizeof(out), "/bin/true", NULL), 0, "%s", out);
+	cr_assert_eq(in_sandbox(T, "setup", private_mount, NULL), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_tamper,
+				 (void *)(long)EGRET__V1__TAMPER__KIND__KIND_MOUNT, 5000, &evs),
+		     0, "the mount after the first exec was not reported");
+	size_t n = 0;
+
+	events_find(&evs, is_tamper, (void *)(long)EGRET__V1__TAMPER__KIND__KIND_MOUNT, &n);
+	/* the two calls after it (making / private, then the tmpfs); none of the two before */
+	cr_expect_eq(n, 2, "only the mounts after the first exec are the sandbox's, got %zu", n);
 	events_free(&evs);
 }
 

@@ -408,16 +408,16 @@ Test(lifecycle, attach_failure_fails_closed)
 	cr_expect(strstr(out, "egret_connect6"), "%s", out);
 }
 
-/* Pins left by an egretd of one cgroup root are not taken over for another. */
+/* Pins left by an egretd attached to one cgroup are not taken over for another. */
 Test(lifecycle, pins_of_another_cgroup_are_refused)
 {
 	char other[PATH_MAX + 16];
-	const char *argv[] = { "--cgroup", other, NULL };
+	const char *argv[] = { "--cgroup", other, "--attach", other, NULL };
 	struct egret_instance second;
 
 	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
 	cr_assert_eq(harness_stop(T, SIGKILL), 128 + SIGKILL);
-	/* a second egretd on another cgroup root but the same state dir */
+	/* a second egretd attached to another cgroup but on the same state dir */
 	second = *T;
 	snprintf(other, sizeof(other), "%s/nested", T->cgroup_root);
 	snprintf(second.log_path, sizeof(second.log_path), "%s/second.log", T->tmpdir);

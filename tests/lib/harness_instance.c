@@ -152,6 +152,7 @@ int harness_init(struct egret_instance *e)
 	remember_instance(e);
 	snprintf(e->name, sizeof(e->name), HARNESS_PREFIX "%d-%u", (int)getpid(), seq);
 	snprintf(e->cgroup_root, sizeof(e->cgroup_root), "%s/%s", e->cgroup_mount, e->name);
+	strcpy(e->attach, "=");
 	snprintf(e->state_dir, sizeof(e->state_dir), "%s/%s", EGRET_BPFFS, e->name);
 	snprintf(e->tmpdir, sizeof(e->tmpdir), HARNESS_DIR "/%s", e->name);
 	snprintf(e->control, sizeof(e->control), "%s/control.sock", e->tmpdir);
@@ -242,6 +243,10 @@ int harness_spawn(struct egret_instance *e, const char *const extra[], int gate)
 	argv[n++] = EGRETD_BIN;
 	argv[n++] = "--cgroup";
 	argv[n++] = e->cgroup_root;
+	if (e->attach[0]) {
+		argv[n++] = "--attach";
+		argv[n++] = strcmp(e->attach, "=") ? e->attach : e->cgroup_root;
+	}
 	argv[n++] = "--state-dir";
 	argv[n++] = e->state_dir;
 	argv[n++] = "--control";

@@ -20,6 +20,10 @@ struct egret_instance {
 	char name[64]; /* egret-test-<pid>-<n> */
 	char cgroup_mount[PATH_MAX];
 	char cgroup_root[PATH_MAX];
+	/* egretd's --attach: "=" (harness_init's) the instance's own cgroup_root, so instances
+	 * never see each other's tasks; "" egretd's default, the v2 root; or a path
+	 */
+	char attach[PATH_MAX];
 	char state_dir[PATH_MAX];
 	char tmpdir[PATH_MAX];
 	char control[PATH_MAX];

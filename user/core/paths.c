@@ -19,6 +19,8 @@
 #include "paths.h"
 #include "util.h"
 
+#define PATHS_DEPTH_MAX 16 /* EGRET_CGROUP_DEPTH */
+
 static int copy_path(char *dst, const char *src)
 {
 	size_t len = strlen(src);
@@ -86,6 +88,83 @@ int paths__open_root(struct egret_paths *p)
 		return err;
 	}
 	return cgroup__id(p->cgroup_root, &p->root_id);
+}
+
+int paths__cgroup_arg(const struct egret_paths *p, const char *arg, char *out, size_t size)
+{
+	int n;
+
+	if (arg[0] == '/' && !cgroup__is_within(arg, p->cgroup_mount))
+		n = snprintf(out, size, "%s%s", p->cgroup_mount, arg);
+	else if (arg[0] == '/')
+		n = snprintf(out, size, "%s", arg);
+	else
+		n = snprintf(out, size, "%s/%s", p->cgroup_mount, arg);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	while (n > 1 && out[n - 1] == '/' && (size_t)n > strlen(p->cgroup_mount))
+		out[--n] = '\0';
+	return 0;
+}
+
+/* The level and id of an existing cgroup v2 directory named by an option. */
+static int layout_cgroup(const struct egret_paths *p, const char *opt, const char *arg,
+			 struct paths_cgroup *c)
+{
+	int err = paths__cgroup_arg(p, arg, c->path, sizeof(c->path));
+
+	if (!err)
+		err = cgroup__check_v2(c->path);
+	if (!err)
+		err = cgroup__level(p->cgroup_mount, c->path, &c->level);
+	if (!err)
+		err = cgroup__id(c->path, &c->id);
+	if (err)
+		log_err("%s %s: %s is not a cgroup v2 directory under %s (%s)", opt, arg, c->path,
+			p->cgroup_mount, strerror(-err));
+	else if (c->level + 2 > PATHS_DEPTH_MAX)
+		log_err("%s %s: %u levels below %s; at most %u", opt, arg, c->level,
+			p->cgroup_mount, PATHS_DEPTH_MAX - 2);
+	return err ? err : c->level + 2 > PATHS_DEPTH_MAX ? -EINVAL : 0;
+}
+
+const char *paths__attach_path(const struct egret_paths *p)
+{
+	return p->attach.path[0] ? p->attach.path : p->cgroup_root;
+}
+
+uint64_t paths__attach_id(const struct egret_paths *p)
+{
+	return p->attach.path[0] ? p->attach.id : p->root_id;
+}
+
+int paths__layout(struct egret_paths *p, const char *attach, const char *const watch[],
+		  unsigned int nwatch)
+{
+	int err;
+
+	if (nwatch + 1 > PATHS_WATCH_MAX) {
+		log_err("--watch: at most %d subtrees", PATHS_WATCH_MAX - 1);
+		return -E2BIG;
+	}
+	err = layout_cgroup(p, "--attach", attach ? attach : "/", &p->attach);
+	if (err)
+		return err;
+	err = layout_cgroup(p, "--cgroup", p->cgroup_root, &p->watch[0]);
+	for (unsigned int i = 0; !err && i < nwatch; i++)
+		err = layout_cgroup(p, "--watch", watch[i], &p->watch[i + 1]);
+	if (err)
+		return err;
+	p->nwatch = nwatch + 1;
+	for (unsigned int i = 0; i < p->nwatch; i++) {
+		if (!cgroup__is_within(p->watch[i].path, p->attach.path)) {
+			log_err("%s %s is not below --attach %s: egret's programs would not run "
+				"there",
+				i ? "--watch" : "--cgroup", p->watch[i].path, p->attach.path);
+			return -EINVAL;
+		}
+	}
+	return 0;
 }
 
 /* <state_dir>/<sub>/<name>, or <state_dir>/<sub> when name is NULL. */

@@ -162,6 +162,16 @@ static const struct opt_spec specs[] = {
 	  .help = "where rules added with egretctl allow/deny are kept across restarts" },
 	{ "cgroup", 0, "PATH", OPT_STRING, FIELD(cgroup), .def = EGRET_DEFAULT_CGROUP_NAME,
 	  .help = "sandbox root cgroup: absolute, or relative to the cgroup v2 mount" },
+	{ "attach", 0, "CGROUP", OPT_STRING, FIELD(attach), .check = check_cgroup,
+	  .def_text = "the cgroup v2 root",
+	  .help = "attach egret's programs here (absolute, or relative to the cgroup v2 mount): "
+		  "sandboxes are found anywhere below it, the root cgroup and every --watch must "
+		  "be" },
+	{ "watch", 0, "CGROUP", OPT_LIST, LIST(watch, nwatch), .check = check_cgroup,
+	  .def_text = "the root cgroup only",
+	  .help = "a subtree where every cgroup must be a registered sandbox: one not registered "
+		  "yet has no network until egretd registers it (e.g. kubepods.slice, the "
+		  "--cgroup-parent of containers); 7 at most" },
 	{ "state-dir", 0, "DIR", OPT_STRING, FIELD(state_dir), .def = EGRET_DEFAULT_STATE_DIR,
 	  .help = "bpffs directory for pinned links and maps" },
 	{ "control", 0, "PATH", OPT_STRING, FIELD(control), .def = EGRET_DEFAULT_CONTROL,

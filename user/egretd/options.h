@@ -21,6 +21,9 @@ struct options {
 	const char *policy;
 	const char *live_rules;
 	const char *cgroup;
+	const char *attach;
+	const char *watch[7];
+	unsigned int nwatch;
 	const char *state_dir;
 	const char *control;
 	const char *control_group;

@@ -186,6 +186,8 @@ static int prepare_enforcement(struct daemon *d)
 {
 	int err = paths__create_root(&d->paths);
 
+	if (!err)
+		err = paths__layout(&d->paths, d->opt.attach, d->opt.watch, d->opt.nwatch);
 	if (err)
 		return err;
 	selfcg__init(&d->selfcg, d->paths.cgroup_mount, d->paths.cgroup_root);

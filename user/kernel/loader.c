@@ -21,6 +21,7 @@
 #include <bpf/libbpf.h>
 
 #include "egret/features.h"
+#include "egret/policy.h"
 
 #include "loader_int.h"
 #include "audit.skel.h"
@@ -57,7 +58,21 @@ static void unit_autoload(struct bpf_object *obj, const struct kernel_features *
 	}
 }
 
-/* Every object gets the sandbox level and root id (bpf/lib/sandbox.bpf.h) and the kernel's
+/* The watched subtrees (bpf/lib/sandbox.bpf.h): egret's root first, then each --watch. */
+static void unit_layout(const volatile __u32 *level, const volatile __u64 *id,
+			const volatile __u32 *n, const struct egret_paths *p)
+{
+	unsigned int nw = p->nwatch ? p->nwatch : 1;
+
+	_Static_assert(PATHS_WATCH_MAX == EGRET_WATCH_MAX, "one watch table");
+	for (unsigned int i = 0; i < nw && i < EGRET_WATCH_MAX; i++) {
+		((__u32 *)level)[i] = p->nwatch ? p->watch[i].level : p->root_level;
+		((__u64 *)id)[i] = p->nwatch ? p->watch[i].id : p->root_id;
+	}
+	*(__u32 *)n = nw;
+}
+
+/* Every object gets the watched subtrees (bpf/lib/sandbox.bpf.h) and the kernel's
  * switches (bpf/lib/compat.bpf.h), and loads the programs this kernel wants; p is NULL when the
  * object is only opened to list its programs. After load, the maps of list fill struct
  * loader_maps from the skeleton's members of their names.
@@ -70,10 +85,9 @@ static void unit_autoload(struct bpf_object *obj, const struct kernel_features *
                                                                                                \
 		if (!skel)                                                                     \
 			return -errno;                                                         \
-		if (p) {                                                                       \
-			skel->rodata->sandbox_level = p->root_level + 1;                       \
-			skel->rodata->root_cgroup_id = p->root_id;                             \
-		}                                                                              \
+		if (p)                                                                         \
+			unit_layout(skel->rodata->watch_level, skel->rodata->watch_id,         \
+				    &skel->rodata->watch_n, p);                                \
 		if (cfg)                                                                       \
 			extra;                                                                 \
 		if (cfg) {                                                                     \
@@ -227,10 +241,10 @@ int loader__open(struct loader *l, const struct egret_paths *paths, const struct
 	l->cfg = cfg ? cfg : &defaults;
 	if (loader__specs(&l->specs) || !l->specs.n)
 		return -EINVAL;
-	l->cgroup_fd = open(paths->cgroup_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	l->cgroup_fd = open(paths__attach_path(paths), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (l->cgroup_fd < 0) {
 		err = -errno;
-		log_err("failed to open cgroup %s: %s", paths->cgroup_root, strerror(errno));
+		log_err("failed to open cgroup %s: %s", paths__attach_path(paths), strerror(errno));
 		return err;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(unit_table); i++) {

@@ -33,7 +33,7 @@ static int link_state(int fd, const struct loader *l, const struct egret_prog_sp
 	}
 	if (info.type != BPF_LINK_TYPE_CGROUP || info.cgroup.cgroup_id == 0)
 		*state = LINK_STALE;
-	else if (info.cgroup.cgroup_id != l->paths->root_id ||
+	else if (info.cgroup.cgroup_id != paths__attach_id(l->paths) ||
 		 info.cgroup.attach_type != spec->attach_type)
 		*state = LINK_FOREIGN;
 	else
@@ -85,7 +85,7 @@ static int adopt_link(struct loader *l, struct bpf_program *prog,
 	if (state == LINK_FOREIGN) {
 		log_err("pinned link %s is attached to another cgroup than %s: give each cgroup "
 			"root its own --state-dir",
-			pin, l->paths->cgroup_root);
+			pin, paths__attach_path(l->paths));
 		err = -EXDEV;
 		goto fail;
 	}
@@ -104,7 +104,7 @@ static int adopt_link(struct loader *l, struct bpf_program *prog,
 	if (bpf_link_update(fd, bpf_program__fd(prog), NULL)) {
 		err = -errno;
 		log_err("failed to update pinned link %s with '%s' on %s: %s", pin, spec->name,
-			l->paths->cgroup_root, strerror(errno));
+			paths__attach_path(l->paths), strerror(errno));
 		goto fail;
 	}
 	l->link_fds[l->nlinks++] = fd;
@@ -129,7 +129,7 @@ static int attach_new(struct loader *l, struct bpf_program *prog,
 		err = -errno;
 		if (spec->cgroup)
 			log_err("failed to attach '%s' to %s: %s", spec->name,
-				l->paths->cgroup_root, strerror(-err));
+				paths__attach_path(l->paths), strerror(-err));
 		else
 			log_err("failed to attach '%s' to its tracepoint (%s): %s", spec->name,
 				bpf_program__section_name(prog), strerror(-err));

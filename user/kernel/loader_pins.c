@@ -144,16 +144,42 @@ static int prog_name_by_id(__u32 id, char *name, size_t size)
 	return err;
 }
 
-static bool cgroup_has_prog(int cgroup_fd, const struct egret_prog_spec *spec)
+/* The program id of our pinned link for spec, 0 when there is none. */
+static __u32 pinned_prog_id(const struct egret_paths *paths, const struct egret_prog_spec *spec)
 {
-	__u32 ids[64], cnt = ARRAY_SIZE(ids);
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	char pin[PATH_MAX];
+	int fd;
+
+	if (paths__state(paths, pin, sizeof(pin), "links", spec->name))
+		return 0;
+	fd = bpf_obj_get(pin);
+	if (fd < 0)
+		return 0;
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		info.prog_id = 0;
+	close(fd);
+	return info.prog_id;
+}
+
+/* Is spec's program in force for the root cgroup: attached there or above it (egretd attaches
+ * at --attach, the v2 root by default)? Our pinned link's program when there is one, else any
+ * program of that name.
+ */
+static bool cgroup_has_prog(int cgroup_fd, const struct egret_paths *paths,
+			    const struct egret_prog_spec *spec)
+{
+	__u32 ids[128], cnt = ARRAY_SIZE(ids), want = pinned_prog_id(paths, spec);
 	char name[BPF_OBJ_NAME_LEN];
 
-	if (bpf_prog_query(cgroup_fd, spec->attach_type, 0, NULL, ids, &cnt))
+	if (bpf_prog_query(cgroup_fd, spec->attach_type, BPF_F_QUERY_EFFECTIVE, NULL, ids, &cnt) &&
+	    errno != ENOSPC)
 		return false;
-	for (__u32 i = 0; i < cnt; i++) {
-		if (prog_name_by_id(ids[i], name, sizeof(name)) == 0 &&
-		    strcmp(name, spec->name) == 0)
+	for (__u32 i = 0; i < cnt && i < ARRAY_SIZE(ids); i++) {
+		if (want ? ids[i] == want
+			 : prog_name_by_id(ids[i], name, sizeof(name)) == 0 &&
+				    strcmp(name, spec->name) == 0)
 			return true;
 	}
 	return false;
@@ -201,7 +227,8 @@ int loader__check(const struct egret_paths *paths, char *missing, size_t size)
 	have_kf = kfeatures__read_pinned(paths, &kf) == 0;
 	for (unsigned int i = 0; i < specs.n; i++) {
 		const struct egret_prog_spec *spec = &specs.spec[i];
-		bool ok = spec->cgroup ? cgroup_has_prog(fd, spec) : pin_has_prog(paths, spec);
+		bool ok =
+			spec->cgroup ? cgroup_has_prog(fd, paths, spec) : pin_has_prog(paths, spec);
 
 		/* a program egretd did not load on this kernel, on purpose, is not missing */
 		if (ok || (have_kf && kfeatures__prog_skipped(&kf, spec->name)))
