@@ -424,9 +424,12 @@ static __always_inline void sandbox_cgroup_event(struct cgroup *cg, __u32 op)
 	if (!cgroup_is_v2(cg))
 		return;
 	id = BPF_CORE_READ(cg, kn, id);
-	if (op == EGRET_CG_DESTROYED)
+	if (op == EGRET_CG_DESTROYED) {
 		bpf_map_delete_elem(&sandbox_started, &id);
-	if (cgroup_in_egret_root(cg) || registered(id))
+		if (registration_of(id) == NOT_A_SANDBOX) /* an exempt cgroup's goes quietly */
+			bpf_map_delete_elem(&sandboxes, &id);
+	}
+	if (cgroup_in_egret_root(cg) || registration_of(id) == id)
 		cgroup_report(cg, id, op);
 }
 

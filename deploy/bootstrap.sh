@@ -28,7 +28,15 @@ install_packages() {
 			if (t ~ /^[a-z0-9][a-z0-9+.-]*$/) print t } }')
 	missing=
 	for p in $pkgs; do
-		printf '%s\n' "$have" | grep -qx "$p" || missing="$missing $p"
+		# "a|b": any of them will do; when none is there, the first is installed
+		found=
+		for alt in $(printf '%s\n' "$p" | tr '|' ' '); do
+			if printf '%s\n' "$have" | grep -qxF "$alt"; then
+				found=$alt
+				break
+			fi
+		done
+		[ -n "$found" ] || missing="$missing ${p%%|*}"
 	done
 	[ -z "$missing" ] && return 0
 	echo "bootstrap: installing$missing"

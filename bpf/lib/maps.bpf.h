@@ -61,6 +61,15 @@ struct {
 	__type(value, __u8);
 } sandbox_rules SEC(".maps");
 
+/* egretd's record of registrations (include/egret/policy.h); no program reads it */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EGRET_SANDBOXES_MAX);
+	__type(key, __u64);
+	__type(value, struct egret_sandbox_meta);
+} sandbox_meta SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EGRET_DNS_LISTENERS_MAX);

@@ -35,9 +35,16 @@ struct cgroup_line {
 	__u32 n;
 };
 
-static __always_inline bool registered(__u64 id)
+/* What a registered cgroup makes of the cgroups in it: id for a sandbox, NOT_A_SANDBOX for an
+ * exempt one (EGRET_SB_HOST); 0 when id is not registered.
+ */
+static __always_inline __u64 registration_of(__u64 id)
 {
-	return bpf_map_lookup_elem(&sandboxes, &id) != NULL;
+	struct egret_sandbox *sb = bpf_map_lookup_elem(&sandboxes, &id);
+
+	if (!sb)
+		return 0;
+	return sb->flags & EGRET_SB_HOST ? NOT_A_SANDBOX : id;
 }
 
 /* The sandbox of the cgroup whose ancestry this is; 0 for a watched cgroup itself (egret's root
@@ -47,13 +54,14 @@ static __always_inline __u64 sandbox_pick(const struct cgroup_line *c)
 {
 	for (int i = 0; i < EGRET_CGROUP_DEPTH; i++) {
 		int l = (int)c->n - 1 - i;
-		__u64 id;
+		__u64 id, sb;
 
 		if (l < 1) /* the v2 root is never a sandbox */
 			break;
 		id = c->id[l & (EGRET_CGROUP_DEPTH - 1)];
-		if (registered(id))
-			return id;
+		sb = registration_of(id);
+		if (sb)
+			return sb;
 	}
 	for (int w = 0; w < EGRET_WATCH_MAX; w++) {
 		__u32 lw;
@@ -74,9 +82,9 @@ static __always_inline __u64 sandbox_pick(const struct cgroup_line *c)
 static __always_inline __u64 sandbox_of_current(void)
 {
 	struct cgroup_line c;
-	__u64 own = bpf_get_current_cgroup_id();
+	__u64 own = registration_of(bpf_get_current_cgroup_id());
 
-	if (registered(own))
+	if (own)
 		return own;
 	c.n = 0;
 	for (int l = 0; l < EGRET_CGROUP_DEPTH; l++) {
@@ -100,9 +108,9 @@ static __always_inline bool current_in_root(void)
 static __always_inline __u64 sandbox_of_skb(struct __sk_buff *skb)
 {
 	struct cgroup_line c;
-	__u64 own = bpf_skb_cgroup_id(skb);
+	__u64 own = registration_of(bpf_skb_cgroup_id(skb));
 
-	if (registered(own))
+	if (own)
 		return own;
 	c.n = 0;
 	for (int l = 0; l < EGRET_CGROUP_DEPTH; l++) {
@@ -137,9 +145,10 @@ static __always_inline __u64 sandbox_of_cgroup(struct cgroup *cg)
 {
 	struct cgroup_line c;
 	__u32 level = BPF_CORE_READ(cg, level);
+	__u64 own = registration_of(BPF_CORE_READ(cg, kn, id));
 
-	if (registered(BPF_CORE_READ(cg, kn, id)))
-		return BPF_CORE_READ(cg, kn, id);
+	if (own)
+		return own;
 	c.n = level + 1 < EGRET_CGROUP_DEPTH ? level + 1 : EGRET_CGROUP_DEPTH;
 	for (int l = 0; l < EGRET_CGROUP_DEPTH; l++) {
 		if (l >= c.n)

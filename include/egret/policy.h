@@ -66,5 +66,20 @@ struct egret_sandbox {
 };
 
 #define EGRET_SB_RULES 0x1 /* the trie has entries in this sandbox's scope */
+#define EGRET_SB_HOST \
+	0x2 /* exempt: this cgroup and those below it are the host's (egretd's
+			    * own pod, an operator's --exempt) even under a watched subtree */
+
+/* `sandbox_meta`, keyed by cgroup id: what a runtime's registration said of a sandbox, its
+ * KEY=VALUE words (user/core/sandbox.h), pinned so that a restarted egretd knows its containers.
+ * No program reads it.
+ */
+#define EGRET_SANDBOX_META_LEN 4096
+
+struct egret_sandbox_meta {
+	__u32 len; /* bytes of words used */
+	__u32 pad;
+	__u8 words[EGRET_SANDBOX_META_LEN]; /* NUL-terminated words, one after the other */
+};
 
 #endif /* EGRET_POLICY_H */

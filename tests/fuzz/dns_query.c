@@ -106,7 +106,7 @@ static void fuzz_query(const uint8_t *data, size_t size)
 		    ldns_dname_compare(again, owner) != 0)
 			abort();
 		ldns_rdf_deep_free(again);
-		if (engine__domain_verdict(&eng, "", q.name, rule, sizeof(rule)) !=
+		if (engine__domain_verdict(&eng, NULL, q.name, rule, sizeof(rule)) !=
 		    verdict_by_labels(q.name))
 			abort();
 	} else if (q.host) {

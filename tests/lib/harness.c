@@ -80,7 +80,19 @@ void harness_setup_listen(int *fd, const char *addr, uint16_t port)
 /* Registered by the test process (each test has its own), read at its teardown. */
 static pid_t *teardown_pids[16];
 static int *teardown_fds[128];
-static size_t nteardown_pids, nteardown_fds;
+static struct {
+	void (*fn)(void *);
+	void *arg;
+} teardown_fns[16];
+static size_t nteardown_pids, nteardown_fds, nteardown_fns;
+
+void harness_at_teardown(void (*fn)(void *), void *arg)
+{
+	cr_assert_lt(nteardown_fns, sizeof(teardown_fns) / sizeof(teardown_fns[0]),
+		     "more clean-ups than harness_at_teardown holds");
+	teardown_fns[nteardown_fns].fn = fn;
+	teardown_fns[nteardown_fns++].arg = arg;
+}
 
 void harness_kill_at_teardown(pid_t *pid)
 {
@@ -101,6 +113,11 @@ void harness_teardown(void)
 	/* never leave egretd stopped, whatever failed */
 	if (T && T->egretd)
 		kill(T->egretd, SIGCONT);
+	/* last registered first: a later step may rely on an earlier one's state */
+	while (nteardown_fns > 0) {
+		nteardown_fns--;
+		teardown_fns[nteardown_fns].fn(teardown_fns[nteardown_fns].arg);
+	}
 	for (size_t i = 0; i < nteardown_pids; i++) {
 		pid_t *pid = teardown_pids[i];
 

@@ -43,6 +43,10 @@ void harness_setup_listen(int *fd, const char *addr, uint16_t port);
  * killed and reaped, then 0) and a descriptor (*fd >= 0: closed, then -1).
  */
 void harness_kill_at_teardown(pid_t *pid);
+/* fn(arg) at teardown, before the processes and descriptors above and the instances go, in
+ * reverse order of registration (a runtime's clean-up of the containers a test made)
+ */
+void harness_at_teardown(void (*fn)(void *), void *arg);
 void harness_close_at_teardown(int *fd);
 /* The .fini of every suite: an egretd a test left stopped continued, the registered processes
  * killed and descriptors closed, in the order registered, then every instance of the test

@@ -414,6 +414,15 @@ static void kill_keepers(const char *state_dir)
 		closedir(d);
 }
 
+int harness_nest_root(struct egret_instance *e)
+{
+	snprintf(e->attach, sizeof(e->attach), "%s/%s", e->cgroup_mount, e->name);
+	snprintf(e->cgroup_root, sizeof(e->cgroup_root), "%s/egret", e->attach);
+	if (mkdir(e->attach, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 static void cleanup_named(const char *mount, const char *name)
 {
 	struct egret_paths p;

@@ -44,6 +44,11 @@ struct egret_instance {
 extern struct egret_instance *T;
 
 int harness_init(struct egret_instance *e);
+/* The instance's egret root one level down, <mount>/NAME/egret, and egretd attached at
+ * <mount>/NAME (created), so that a test places cgroups beside the root inside the instance's
+ * own tree: a runtime's containers, a watched subtree. Before harness_start.
+ */
+int harness_nest_root(struct egret_instance *e);
 int harness_base_dir(void);
 int harness_policy(struct egret_instance *e, const char *text);
 int harness_start(struct egret_instance *e, const char *const extra[]);

@@ -132,13 +132,58 @@ Test(dns, domain_verdicts)
 		 "  allow domain *.example.org\n"
 		 "}\n");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int v = engine__domain_verdict(&e, cases[i].sandbox, cases[i].name, rule,
-					       sizeof(rule));
+		struct sandbox_entry sb = { .id = 7 };
+		int v;
+
+		snprintf(sb.name, sizeof(sb.name), "%s", cases[i].sandbox);
+		v = engine__domain_verdict(&e, cases[i].sandbox[0] ? &sb : NULL, cases[i].name,
+					   rule, sizeof(rule));
 
 		cr_expect_eq(v, cases[i].verdict, "%s in '%s'", cases[i].name, cases[i].sandbox);
 		cr_expect_str_eq(rule, cases[i].rule, "%s in '%s'", cases[i].name,
 				 cases[i].sandbox);
 	}
+	policy__free(&e.pol);
+}
+
+/* Domain rules in blocks that select containers by what their registration said: a container
+ * gets every block that selects it, a deny in any beats an allow in another.
+ */
+Test(dns, domain_verdicts_of_registered_containers)
+{
+	static const char words[] = "container.image.name=docker.io/library/python:3.12\0"
+				    "label.app=agent\0k8s.namespace.name=ci\0";
+	struct sandbox_meta m;
+	struct sandbox_entry sb = { .id = 9, .name = "ctr", .meta = &m };
+	char rule[400], err[256];
+	struct engine e;
+
+	cr_assert_eq(sandbox_meta__parse(&m, words, sizeof(words) - 1, err, sizeof(err)), 0, "%s",
+		     err);
+	load(&e, "sandbox image=python:3.12 {\n"
+		 "  allow domain pypi.org\n"
+		 "}\n"
+		 "sandbox label app=agent {\n"
+		 "  allow domain *.example.org\n"
+		 "}\n"
+		 "sandbox k8s-namespace=ci {\n"
+		 "  deny domain bad.example.org\n"
+		 "}\n"
+		 "sandbox k8s-namespace=prod {\n"
+		 "  allow domain prod.example.net\n"
+		 "}\n");
+	cr_expect_eq(engine__domain_verdict(&e, &sb, "pypi.org", rule, sizeof(rule)),
+		     EGRET_ACT_ALLOW);
+	cr_expect_eq(engine__domain_verdict(&e, &sb, "x.example.org", rule, sizeof(rule)),
+		     EGRET_ACT_ALLOW);
+	cr_expect_eq(engine__domain_verdict(&e, &sb, "bad.example.org", rule, sizeof(rule)),
+		     EGRET_ACT_DENY, "a deny of one block beats another's allow");
+	cr_expect_eq(engine__domain_verdict(&e, &sb, "prod.example.net", rule, sizeof(rule)), 0,
+		     "another namespace's block does not apply");
+	sb.meta = NULL;
+	cr_expect_eq(engine__domain_verdict(&e, &sb, "pypi.org", rule, sizeof(rule)), 0,
+		     "a sandbox without a container is selected by name only");
+	sandbox_meta__free(&m);
 	policy__free(&e.pol);
 }
 
@@ -240,7 +285,7 @@ Test(dns, a_label_with_a_dot_is_no_host_name)
 	cr_expect_eq(q.id, 7);
 	/* as text it would pass for a name *.example.org allows: hence the check on labels */
 	load(&e, "allow domain *.example.org\n");
-	cr_expect_eq(engine__domain_verdict(&e, "", q.name, rule, sizeof(rule)), EGRET_ACT_ALLOW);
+	cr_expect_eq(engine__domain_verdict(&e, NULL, q.name, rule, sizeof(rule)), EGRET_ACT_ALLOW);
 	policy__free(&e.pol);
 	n = make_query(msg, 8, "\001a\007example\003org", 15, LDNS_RR_TYPE_AAAA);
 	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), 0);

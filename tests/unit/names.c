@@ -15,15 +15,19 @@
 Test(names, sandbox_names)
 {
 	static const char *const good[] = { "a", "build-42", "A.b_c-9", "0start" };
-	static const char *const bad[] = {
-		"",	   ".",
-		"..",	   "-x",
-		"a/b",	   "../escape",
-		"a b",	   "x\n",
-		"_hidden", "12345678901234567890123456789012345678901234567890123456789012345"
+	const char *bad[] = {
+		"",	     ".",   "..",  "-x",      "a/b",
+		"../escape", "a b", "x\n", "_hidden", NULL /* 256 characters: one past NAME_MAX */
 	};
+	char toolong[257];
 	char gen[32], gen2[32];
 
+	memset(toolong, 'a', 256);
+	toolong[256] = '\0';
+	bad[sizeof(bad) / sizeof(bad[0]) - 1] = toolong;
+	toolong[255] = '\0';
+	cr_expect(sandbox__valid_name(toolong), "255 characters are a name");
+	toolong[255] = 'a';
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
 		cr_expect(sandbox__valid_name(good[i]), "'%s' should be valid", good[i]);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -94,8 +94,16 @@ Test(policy, errors_name_the_line)
 		  "test.policy:2: sandbox blocks do not nest (close 'a' first)" },
 		{ "sandbox a {\nallow 1.2.3.4\n", "test.policy:1: 'sandbox a {' is not closed" },
 		{ "}\n", "test.policy:1: '}' without 'sandbox NAME {'" },
-		{ "sandbox ../x {\n}\n",
-		  "test.policy:1: bad sandbox name '../x' (1-64 of [A-Za-z0-9._-])" },
+		{ "sandbox a{x {\n}\n",
+		  "test.policy:1: bad sandbox name 'a{x' (1-255 printable characters, no space or "
+		  "any of {}#=*)" },
+		{ "sandbox colour=red {\n}\n",
+		  "test.policy:1: unknown selector 'colour' (container, image, k8s-namespace, "
+		  "k8s-pod, label)" },
+		{ "sandbox label app {\n}\n",
+		  "test.policy:1: expected 'sandbox label KEY=VALUE {'" },
+		{ "sandbox image=py[3] {\n}\n",
+		  "test.policy:1: bad value in 'image=py[3]' (printable, '*' for any)" },
 		{ "sandbox a {\nmode audit\n}\n",
 		  "test.policy:2: mode applies to the whole policy: put it outside sandbox blocks" },
 		{ "allow domain a..b\n", "test.policy:1: empty label in domain 'a..b'" },

@@ -197,6 +197,8 @@ void control__handle(struct control *c, char *msg, size_t n, struct control_req 
 		status = 1;
 	} else if (n > CONTROL_MSG_MAX) {
 		control__err(r, "request larger than %d bytes\n", CONTROL_MSG_MAX);
+	} else if (r->nfds < 0) {
+		control__err(r, "more than %d descriptors with a request\n", CONTROL_MAX_FDS);
 	} else if ((r->argc = control__parse_request(msg, n, argv, CONTROL_MAX_ARGS)) <= 0) {
 		control__err(r, "malformed request\n");
 	} else {
@@ -206,6 +208,54 @@ void control__handle(struct control *c, char *msg, size_t n, struct control_req 
 	}
 	r->argv = NULL;
 	reply_append(r, 'x', &status, sizeof(status));
+}
+
+/* One request and the descriptors passed with it (close-on-exec); the request's size, or
+ * -errno. More descriptors than a request may carry are closed and the request refused.
+ */
+static ssize_t recv_request(int fd, char *msg, size_t size, struct control_req *r)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
+	struct iovec iov = { .iov_base = msg, .iov_len = size };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	ssize_t n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+
+	if (n < 0)
+		return -errno;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		int nfd;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < nfd; i++) {
+			int got;
+
+			memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (r->nfds < CONTROL_MAX_FDS)
+				r->fds[r->nfds++] = got;
+			else
+				close(got);
+		}
+	}
+	if (mh.msg_flags & MSG_CTRUNC)
+		r->nfds = -r->nfds - 1; /* control__handle refuses it */
+	return n;
+}
+
+static void close_fds(struct control_req *r)
+{
+	int n = r->nfds < 0 ? -r->nfds - 1 : r->nfds;
+
+	for (int i = 0; i < n; i++) {
+		if (r->fds[i] >= 0)
+			close(r->fds[i]);
+		r->fds[i] = -1;
+	}
+	r->nfds = 0;
 }
 
 static void conn_event(struct watch *w, uint32_t events)
@@ -219,14 +269,16 @@ static void conn_event(struct watch *w, uint32_t events)
 		conn_send(cc);
 		return;
 	}
-	n = recv(w->fd, msg, sizeof(msg), MSG_DONTWAIT | MSG_TRUNC);
-	if (n < 0 && errno == EAGAIN)
+	n = recv_request(w->fd, msg, sizeof(msg), &r);
+	if (n == -EAGAIN)
 		return;
 	if (n <= 0) {
+		close_fds(&r);
 		conn_free(cc);
 		return;
 	}
 	control__handle(cc->srv, msg, (size_t)n, &r);
+	close_fds(&r);
 	cc->reply = r.reply;
 	cc->len = r.len;
 	conn_send(cc);
@@ -313,7 +365,9 @@ static bool slot_free(struct control *c, const struct peer *p, char *why, size_t
 static void accept_one(struct control *c, int fd)
 {
 	struct peer_scope scope = { .cgroup_mount = c->cgroup_mount,
-				    .cgroup_root = c->cgroup_root };
+				    .cgroup_root = c->cgroup_root,
+				    .in_sandbox = c->in_sandbox,
+				    .ctx = c->in_sandbox_ctx };
 	struct control_conn *cc;
 	struct peer p;
 	char why[320];
@@ -457,6 +511,33 @@ void control__close(struct control *c)
 int control__call(const char *path, int argc, char *const argv[], FILE *out, FILE *err,
 		  int timeout_s)
 {
+	return control__call_fds(path, argc, argv, NULL, 0, out, err, timeout_s);
+}
+
+static ssize_t send_request(int fd, const char *msg, size_t len, const int *fds, int nfds)
+{
+	char cbuf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)] = { 0 };
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	if (nfds > CONTROL_MAX_FDS)
+		return -E2BIG;
+	if (nfds > 0) {
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+	}
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int control__call_fds(const char *path, int argc, char *const argv[], const int *fds, int nfds,
+		      FILE *out, FILE *err, int timeout_s)
+{
 	struct timeval tv = { .tv_sec = timeout_s };
 	char msg[CONTROL_MSG_MAX];
 	struct sockaddr_un sa;
@@ -484,7 +565,7 @@ int control__call(const char *path, int argc, char *const argv[], FILE *out, FIL
 		return ret;
 	}
 	/* egretd may have refused the connection already: its reply says why */
-	sent = send(fd, msg, len, MSG_NOSIGNAL) < 0 ? -errno : 0;
+	sent = (int)send_request(fd, msg, len, fds, nfds);
 	for (int resets = 0;;) {
 		ssize_t n = recv(fd, msg, sizeof(msg), 0);
 

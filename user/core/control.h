@@ -26,10 +26,16 @@
 #define CONTROL_ROOT_SLOTS  8  /* of those, only root peers (outside sandboxes) take the last 8 */
 #define CONTROL_PER_UID	    8  /* connections one non-root uid may hold at once */
 #define CONTROL_PER_CGROUP  16 /* connections the processes of one cgroup may hold at once */
+#define CONTROL_MAX_FDS	    4  /* descriptors a request may pass (SCM_RIGHTS) */
 
 struct control_req {
 	int argc;
 	char **argv;
+	/* descriptors passed with the request (a registration's cgroup and namespaces); a
+	 * handler that keeps one sets its slot to -1, the rest are closed after it
+	 */
+	int fds[CONTROL_MAX_FDS];
+	int nfds;
 	struct ucred peer;
 	enum peer_place place; /* where the peer was when egretd accepted it (peer.h) */
 	char *reply;	       /* framed reply messages */
@@ -53,6 +59,9 @@ struct control {
 	gid_t group;
 	const char *cgroup_mount;
 	const char *cgroup_root;
+	/* what makes a peer's cgroup a sandbox's (struct peer_scope); NULL: below the root */
+	bool (*in_sandbox)(const void *ctx, const char *cgroup);
+	const void *in_sandbox_ctx;
 	const struct control_cmd *cmds;
 	size_t ncmds;
 	void *ctx;
@@ -75,6 +84,9 @@ void control__err(struct control_req *r, const char *fmt, ...)
 
 int control__call(const char *path, int argc, char *const argv[], FILE *out, FILE *err,
 		  int timeout_s);
+/* The same, passing nfds descriptors with the request (SCM_RIGHTS). */
+int control__call_fds(const char *path, int argc, char *const argv[], const int *fds, int nfds,
+		      FILE *out, FILE *err, int timeout_s);
 /* Split a request into words; returns argc, or -EINVAL when it is not NUL-terminated words. */
 int control__parse_request(char *msg, size_t len, char **argv, int max);
 /* One request of n bytes (more than CONTROL_MSG_MAX: it was cut) from r->peer: checked, parsed,

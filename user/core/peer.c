@@ -50,7 +50,10 @@ __attribute__((format(printf, 2, 3))) static void unknown(struct peer *out, cons
 
 static void place_of(struct peer *out, const struct peer_scope *s)
 {
-	out->place = cgroup__is_within(out->cgroup, s->cgroup_root) ? PEER_SANDBOX : PEER_HOST;
+	bool in = s->in_sandbox ? s->in_sandbox(s->ctx, out->cgroup)
+				: cgroup__is_within(out->cgroup, s->cgroup_root);
+
+	out->place = in ? PEER_SANDBOX : PEER_HOST;
 }
 
 void peer__of_pid(pid_t pid, int pidfd, bool zombie_ok, const struct peer_scope *s,

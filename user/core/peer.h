@@ -38,6 +38,11 @@ struct peer {
 struct peer_scope {
 	const char *cgroup_mount; /* the cgroup v2 mount */
 	const char *cgroup_root;  /* egret's root cgroup: everything below is a sandbox */
+	/* egretd's registry: whether a cgroup is in a sandbox wherever it is (a container's);
+	 * NULL: below cgroup_root only
+	 */
+	bool (*in_sandbox)(const void *ctx, const char *cgroup);
+	const void *ctx;
 };
 
 /* The process that connected to a unix socket, as it was when egretd accepted it. */

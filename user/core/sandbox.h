@@ -1,6 +1,8 @@
 /* Sandbox names: validation, generated names, creating and removing a sandbox's cgroup, the
- * cgroup id -> name table egretd uses to label events, and the confinement egretctl run gives a
- * sandbox's command (its spec), which egretctl sends egretd when it registers the sandbox.
+ * cgroup id -> name table egretd uses to label events, what a runtime's registration says of a
+ * container sandbox (its meta) and which policy blocks select it, and the confinement egretctl
+ * run gives a sandbox's command (its spec), which egretctl sends egretd when it registers the
+ * sandbox.
  */
 #ifndef EGRET_SANDBOX_H
 #define EGRET_SANDBOX_H
@@ -11,7 +13,10 @@
 
 #include "htab.h"
 
-#define SANDBOX_NAME_MAX 64
+#define SANDBOX_NAME_MAX       255 /* a cgroup directory name (NAME_MAX) */
+#define SANDBOX_LABELS_MAX     64
+#define SANDBOX_META_WORDS_MAX 4096 /* bytes of a registration's words (EGRET_SANDBOX_META_LEN) */
+#define SANDBOX_SELECTOR_MAX   320  /* "label KEY=VALUE" */
 
 bool sandbox__valid_name(const char *name);
 void sandbox__generate_name(char *out, size_t size);
@@ -19,11 +24,66 @@ uint64_t sandbox__name_hash(const char *name);
 int sandbox__create(const char *root, const char *name, bool *created);
 int sandbox__remove(const char *root, const char *name, unsigned int wait_ms);
 
+/* What a registration (egretctl oci-hook, a runtime's createRuntime hook) says of a sandbox
+ * besides its cgroup: the container in it and its pod, where known. The registration is a list
+ * of KEY=VALUE words, keyed by OpenTelemetry's attribute names; egretd keeps them as they came
+ * (pinned, so a restarted egretd knows its containers) and every string here points into them.
+ */
+struct sandbox_meta {
+	char *words; /* NUL-separated KEY=VALUE words */
+	size_t len;
+	const char *name;	    /* "name": the sandbox's name */
+	const char *cgroup;	    /* "cgroup": its v2 path as /proc/PID/cgroup gives it */
+	const char *container_id;   /* "container.id", in full */
+	const char *container_name; /* "container.name" */
+	const char *image;	    /* "container.image.name", as the runtime has it */
+	const char *runtime;	    /* "container.runtime.name": runc, podman, docker... */
+	const char *pod_name;	    /* "k8s.pod.name" */
+	const char *pod_namespace;  /* "k8s.namespace.name" */
+	const char *pod_uid;	    /* "k8s.pod.uid" */
+	const char *k8s_container;  /* "k8s.container.name" */
+	const char *labels[SANDBOX_LABELS_MAX]; /* "label.KEY=VALUE" words, past "label." */
+	unsigned int nlabels;
+	bool exempt; /* "exempt=1": the cgroup is the host's, not a sandbox (egretd's own pod) */
+};
+
+/* words (len bytes of NUL-terminated KEY=VALUE words, the last NUL included) into m, copied:
+ * 0, or -EINVAL naming the word in err (an unknown key, a key twice, a value that is not
+ * printable UTF-8 without control characters, a bad name), -E2BIG, -ENOMEM.
+ */
+int sandbox_meta__parse(struct sandbox_meta *m, const char *words, size_t len, char *err,
+			size_t errsz);
+void sandbox_meta__free(struct sandbox_meta *m);
+/* the value of label KEY, NULL when it has none */
+const char *sandbox_meta__label(const struct sandbox_meta *m, const char *key);
+/* A sandbox name a registration may give: 1-255 printable ASCII characters but space, '{',
+ * '}', '#', '=' and '*' (container names, and "NAMESPACE/POD/CONTAINER" for a pod's).
+ */
+bool sandbox__valid_registered_name(const char *name);
+
 struct sandbox_entry {
 	uint64_t id;	/* the key: first */
 	uint32_t flags; /* the owner's state of the sandbox (engine.c: rules installed) */
 	char name[SANDBOX_NAME_MAX + 1];
+	struct sandbox_meta *meta; /* a registered container's, or NULL (the owner frees it) */
 };
+
+/* A policy block's selector (policy.h: 'sandbox SELECTOR {'), from the words between
+ * "sandbox" and "{": a sandbox NAME; container=NAME, image=REF, k8s-namespace=NS,
+ * k8s-pod=NAME (values may hold '*' for any characters); or "label" "KEY=VALUE". Written to
+ * out in its one canonical form ("label KEY=VALUE" with one space); -EINVAL with err.
+ */
+int sandbox__parse_selector(char *const words[], int n, char *out, size_t size, char *err,
+			    size_t errsz);
+/* The same from one string ("image=python:*", "label app=agent"), as egretctl's --sandbox. */
+int sandbox__parse_selector_text(const char *text, char *out, size_t size, char *err, size_t errsz);
+/* Does the canonical selector choose sandbox name (with meta, or NULL)? A NAME selector only
+ * by name; the others only a registered container's meta. An image reference matches in
+ * Docker's normal form too (python:3.12 is docker.io/library/python:3.12).
+ */
+bool sandbox__selects(const char *selector, const char *name, const struct sandbox_meta *meta);
+/* Whether a selector is a plain sandbox name (which the kernel's mkdir check knows). */
+bool sandbox__selector_is_name(const char *selector);
 
 struct sandbox_names {
 	char root[4096];

@@ -50,6 +50,23 @@ int write_file(const char *path, const char *data)
 	return err;
 }
 
+int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 /* Read at most size-1 bytes and NUL-terminate; returns the length read. */
 int read_file(const char *path, char *buf, size_t size)
 {
@@ -187,4 +204,53 @@ char proc_state(pid_t pid)
 		return 0;
 	paren = strrchr(buf, ')'); /* comm may hold anything, even ") " */
 	return paren && paren[1] == ' ' ? paren[2] : 0;
+}
+
+/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one (RFC 3629 table 4:
+ * the second byte's range rules out overlong forms, surrogates and code points above U+10FFFF).
+ */
+size_t utf8_seq(const unsigned char *p, size_t n)
+{
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t len;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4;
+	else
+		return 0;
+	if (p[0] == 0xe0)
+		lo = 0xa0; /* below: overlong */
+	else if (p[0] == 0xed)
+		hi = 0x9f; /* above: UTF-16 surrogates */
+	else if (p[0] == 0xf0)
+		lo = 0x90; /* below: overlong */
+	else if (p[0] == 0xf4)
+		hi = 0x8f; /* above: beyond U+10FFFF */
+	if (len > n || p[1] < lo || p[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	}
+	return len;
+}
+
+bool utf8_valid(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < len;) {
+		size_t n = utf8_seq(p + i, len - i);
+
+		if (!n)
+			return false;
+		i += n;
+	}
+	return true;
 }

@@ -13,6 +13,8 @@
 
 int mkdir_p(const char *path, mode_t mode);
 int write_file(const char *path, const char *data);
+/* All of len bytes to fd (retrying short writes and EINTR): 0 or -errno. */
+int write_all(int fd, const void *data, size_t len);
 int read_file(const char *path, char *buf, size_t size);
 /* open(path, flags, mode) that refuses what is not a regular file (-EINVAL); *size (when not
  * NULL) is its size. The fd or -errno. */
@@ -27,5 +29,11 @@ void random_hex(char *out, size_t nbytes);
 /* The state letter of /proc/PID/stat ('R', 'S', 'T'...), 0 when it cannot be read. */
 char proc_state(pid_t pid);
 uint64_t now_ns(int clock);
+
+/* The length of the UTF-8 sequence at p (n bytes left), 0 when it is not a valid one (RFC
+ * 3629: no overlong forms, surrogates or code points past U+10FFFF).
+ */
+size_t utf8_seq(const unsigned char *p, size_t n);
+bool utf8_valid(const char *s, size_t len);
 
 #endif /* EGRET_UTIL_H */

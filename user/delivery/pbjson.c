@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "pbjson.h"
+#include "util.h"
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
@@ -30,53 +31,9 @@ static void print_base64(FILE *out, const uint8_t *p, size_t n)
 	fputc('"', out);
 }
 
-/* Length of the valid UTF-8 sequence at p (1-4), or 0 when it is not one (RFC 3629 table 4:
- * the second byte's range rules out overlong forms, surrogates and code points above U+10FFFF).
- */
-static size_t utf8_seq(const unsigned char *p, size_t n)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t len;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		len = 2;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		len = 3;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		len = 4;
-	else
-		return 0;
-	if (p[0] == 0xe0)
-		lo = 0xa0; /* below: overlong */
-	else if (p[0] == 0xed)
-		hi = 0x9f; /* above: UTF-16 surrogates */
-	else if (p[0] == 0xf0)
-		lo = 0x90; /* below: overlong */
-	else if (p[0] == 0xf4)
-		hi = 0x8f; /* above: beyond U+10FFFF */
-	if (len > n || p[1] < lo || p[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	}
-	return len;
-}
-
 bool pbjson__utf8_valid(const char *s, size_t len)
 {
-	const unsigned char *p = (const unsigned char *)s;
-
-	for (size_t i = 0; i < len;) {
-		size_t n = utf8_seq(p + i, len - i);
-
-		if (!n)
-			return false;
-		i += n;
-	}
-	return true;
+	return utf8_valid(s, len);
 }
 
 /* A JSON string; bytes that are not UTF-8 become U+FFFD. */

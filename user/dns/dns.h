@@ -97,6 +97,10 @@ int resolver__new(struct resolver **out, const struct dns_options *o, const stru
 void resolver__set_stream(struct resolver *r, struct stream *s);
 int resolver__listen_here(struct resolver *r);
 void resolver__netns_seen(struct resolver *r, uint64_t cookie, uint32_t pid, uint64_t sandbox);
+/* A registered sandbox's network namespace (nsfd, from its runtime's hook): listen there now,
+ * before its first query. 0 when listening (or nsfd is egretd's own namespace), else -errno.
+ */
+int resolver__listen_in(struct resolver *r, int nsfd, uint64_t sandbox);
 void resolver__scan(struct resolver *r, const char *cgroup_root);
 void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox);
 /* One datagram a sandbox sent (who: the kernel's record of its socket), answered from fd to

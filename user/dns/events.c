@@ -39,7 +39,8 @@ void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, ui
 		 const struct answer_list *a, const char *error)
 {
 	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
-	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
+	struct sandbox_pb sb;
+	const struct sandbox_entry *s;
 	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
 	Egret__V1__DnsQuery dq = EGRET__V1__DNS_QUERY__INIT;
 	char tname[16], rname[16], server[ADDR_STRLEN + 8], comm[EGRET_COMM_LEN + 1];
@@ -48,14 +49,14 @@ void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, ui
 
 	if (!r->stream)
 		return;
-	name = engine__sandbox_name(r->engine, q->who.sandbox_id);
+	s = engine__sandbox(r->engine, q->who.sandbox_id);
+	name = q->who.sandbox_id ? (s ? s->name : NULL) : "";
 	if (name)
 		snprintf(sbname, sizeof(sbname), "%s", name);
 	else
 		snprintf(sbname, sizeof(sbname), "cgroup-%llu",
 			 (unsigned long long)q->who.sandbox_id);
-	sb.cgroup_id = q->who.sandbox_id;
-	sb.name = sbname;
+	sandbox_pb__fill(&sb, q->who.sandbox_id, sbname, s ? s->meta : NULL);
 	memcpy(comm, q->who.comm, EGRET_COMM_LEN);
 	comm[EGRET_COMM_LEN] = '\0';
 	pr.pid = q->who.pid;
@@ -80,7 +81,7 @@ void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, ui
 		dq.addresses_opened = a->opened;
 	}
 	ev.time_unix_nano = 0;
-	ev.sandbox = &sb;
+	ev.sandbox = &sb.sb;
 	ev.process = &pr;
 	ev.class_uid = OCSF_DNS_ACTIVITY;
 	ev.activity_id = OCSF_DNS_ACTIVITY_RESPONSE;

@@ -23,6 +23,8 @@
 
 #include <bpf/bpf.h>
 
+#include "array.h"
+#include "engine.h"
 #include "log.h"
 #include "resolver.h"
 
@@ -120,6 +122,27 @@ static void listener_close(struct dns_listener *l)
 	}
 }
 
+void listener__free(struct dns_listener *l)
+{
+	free(l->users);
+	free(l);
+}
+
+/* sandbox (0: none, egretd's own namespace) has processes in l's namespace */
+static int listener_use(struct dns_listener *l, uint64_t sandbox)
+{
+	if (!sandbox)
+		return 0;
+	for (size_t i = 0; i < l->nusers; i++) {
+		if (l->users[i] == sandbox)
+			return 0;
+	}
+	if (ARRAY_RESERVE(l->users, l->cap, l->nusers + 1))
+		return -ENOMEM;
+	l->users[l->nusers++] = sandbox;
+	return 0;
+}
+
 /* Closed now, freed by resolver__tick(): a sandbox can go (a ring buffer record) in the same
  * epoll batch that still holds an event for one of its listener's sockets.
  */
@@ -200,9 +223,11 @@ static int listener_open(struct resolver *r, int nsfd, uint64_t sandbox, uint64_
 	if (!l)
 		return -ENOMEM;
 	l->r = r;
-	l->sandbox = sandbox;
 	for (int i = 0; i < NSOCK; i++)
 		l->w[i].fd = -1;
+	err = listener_use(l, sandbox);
+	if (err)
+		goto err_close;
 	err = listener_sockets_in(r, l, nsfd);
 	if (err)
 		goto err_close;
@@ -211,7 +236,8 @@ static int listener_open(struct resolver *r, int nsfd, uint64_t sandbox, uint64_
 		goto err_close;
 	}
 	if (listener_find(r, cookie)) {
-		err = -EEXIST; /* raced with another report of the same namespace */
+		/* another sandbox's namespace too, or raced with another report of it */
+		err = listener_use(listener_find(r, cookie), sandbox) ?: -EEXIST;
 		goto err_close;
 	}
 	l->cookie = cookie;
@@ -230,7 +256,7 @@ static int listener_open(struct resolver *r, int nsfd, uint64_t sandbox, uint64_
 
 err_close:
 	listener_close(l);
-	free(l);
+	listener__free(l);
 	return err;
 }
 
@@ -248,20 +274,64 @@ int resolver__listen_here(struct resolver *r)
 	return err;
 }
 
+int resolver__listen_in(struct resolver *r, int nsfd, uint64_t sandbox)
+{
+	struct stat own, st;
+	uint64_t got = 0;
+	int err;
+
+	if (fstat(nsfd, &st) || fstat(r->own_netns, &own))
+		return -errno;
+	if (st.st_ino == own.st_ino && st.st_dev == own.st_dev)
+		return 0; /* the host's network: egretd listens there already */
+	err = listener_open(r, nsfd, sandbox, &got);
+	if (err == -EEXIST)
+		return 0;
+	if (!err)
+		log_debug("dns: listening in namespace %llu of sandbox %llu",
+			  (unsigned long long)got, (unsigned long long)sandbox);
+	return err;
+}
+
+static void scan_cgroup(struct resolver *r, const char *dir, uint64_t sandbox, ino_t own_ns,
+			ino_t *seen, size_t *nseen, size_t cap);
+
+/* The process that was seen in a namespace without a listener is gone (a short-lived dig, a
+ * runtime's helper): any process of its sandbox still in such a namespace gets one.
+ */
+static void netns_seen_gone(struct resolver *r, uint64_t cookie, uint32_t pid, uint64_t sandbox)
+{
+	char dir[PATH_MAX];
+	ino_t seen[64];
+	size_t nseen = 0;
+	struct stat st;
+
+	if (!sandbox || engine__sandbox_path(r->engine, sandbox, dir, sizeof(dir)) ||
+	    fstat(r->own_netns, &st)) {
+		log_debug("dns: namespace %llu of pid %u: the process is gone",
+			  (unsigned long long)cookie, pid);
+		return;
+	}
+	scan_cgroup(r, dir, sandbox, st.st_ino, seen, &nseen, sizeof(seen) / sizeof(seen[0]));
+}
+
 /* A sandboxed process is in a namespace without a listener: set one up there. */
 void resolver__netns_seen(struct resolver *r, uint64_t cookie, uint32_t pid, uint64_t sandbox)
 {
+	struct dns_listener *l = cookie ? listener_find(r, cookie) : NULL;
 	char path[64];
 	uint64_t got = 0;
 	int nsfd, err;
 
-	if (cookie && listener_find(r, cookie))
+	if (l) {
+		listener_use(l, sandbox);
 		return;
+	}
 	snprintf(path, sizeof(path), "/proc/%u/ns/net", pid);
 	nsfd = open(path, O_RDONLY | O_CLOEXEC);
 	if (nsfd < 0) {
-		log_debug("dns: namespace %llu of pid %u: %s", (unsigned long long)cookie, pid,
-			  strerror(errno));
+		if (cookie)
+			netns_seen_gone(r, cookie, pid, sandbox);
 		return;
 	}
 	err = listener_open(r, nsfd, sandbox, &got);
@@ -274,7 +344,9 @@ void resolver__netns_seen(struct resolver *r, uint64_t cookie, uint32_t pid, uin
 			  pid);
 }
 
-/* The processes of one cgroup directory and its descendants, for resolver__scan. */
+/* The processes of one cgroup directory and its descendants, for resolver__scan (sandbox 0:
+ * each child of dir is one) and for one sandbox.
+ */
 static void scan_cgroup(struct resolver *r, const char *dir, uint64_t sandbox, ino_t own_ns,
 			ino_t *seen, size_t *nseen, size_t cap)
 {
@@ -315,16 +387,27 @@ static void scan_cgroup(struct resolver *r, const char *dir, uint64_t sandbox, i
 		closedir(d);
 }
 
-/* At start: listen in every namespace sandboxed processes are in already. */
+/* At start: listen in every namespace sandboxed processes are in already: under egret's root,
+ * and in every registered sandbox.
+ */
 void resolver__scan(struct resolver *r, const char *cgroup_root)
 {
 	ino_t seen[1024];
 	size_t nseen = 0;
+	char dir[PATH_MAX];
 	struct stat st;
 
 	if (fstat(r->own_netns, &st))
 		return;
 	scan_cgroup(r, cgroup_root, 0, st.st_ino, seen, &nseen, sizeof(seen) / sizeof(seen[0]));
+	for (size_t i = 0; i < sandbox_names__slots(&r->engine->reg); i++) {
+		const struct sandbox_entry *s = sandbox_names__at(&r->engine->reg, i);
+
+		if (s && s->meta && engine__sandbox(r->engine, s->id) &&
+		    !engine__sandbox_path(r->engine, s->id, dir, sizeof(dir)))
+			scan_cgroup(r, dir, s->id, st.st_ino, seen, &nseen,
+				    sizeof(seen) / sizeof(seen[0]));
+	}
 }
 
 /* The sandbox is gone: so are the namespaces made for it (our sockets kept them alive). */
@@ -334,8 +417,13 @@ void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox)
 
 	while (*pp) {
 		struct dns_listener *l = *pp;
+		size_t had = l->nusers;
 
-		if (l->sandbox != sandbox || !sandbox) {
+		for (size_t i = 0; i < l->nusers; i++) {
+			if (l->users[i] == sandbox)
+				l->users[i--] = l->users[--l->nusers];
+		}
+		if (!sandbox || had == 0 || l->nusers > 0) {
 			pp = &l->next;
 			continue;
 		}
@@ -411,6 +499,6 @@ void listener__close_all(struct resolver *r)
 		/* queries are refused, not sent to a closed port, until the next egretd listens */
 		bpf_map_delete_elem(r->m.listeners_fd, &l->cookie);
 		listener_close(l);
-		free(l);
+		listener__free(l);
 	}
 }

@@ -111,11 +111,15 @@ static struct dns_query *query_new(struct resolver *r, struct dns_listener *l,
  */
 static bool query_allowed(struct resolver *r, struct dns_query *q, bool host)
 {
-	const char *sandbox = engine__sandbox_name(r->engine, q->who.sandbox_id);
+	const struct sandbox_entry *s = engine__sandbox(r->engine, q->who.sandbox_id);
 
-	return sandbox && host &&
-	       engine__domain_verdict(r->engine, sandbox, q->name, q->rule, sizeof(q->rule)) ==
-		       EGRET_ACT_ALLOW;
+	/* a sandbox not registered (yet) asks in vain; one in a watched cgroup itself (id 0) has
+	 * the global rules
+	 */
+	if (!host || (!s && q->who.sandbox_id))
+		return false;
+	return engine__domain_verdict(r->engine, s, q->name, q->rule, sizeof(q->rule)) ==
+	       EGRET_ACT_ALLOW;
 }
 
 /* Answered here: REFUSED (or NXDOMAIN with the option). */

@@ -29,7 +29,7 @@ static void reap_retired(struct resolver *r)
 		struct dns_listener *l = r->retired_ls;
 
 		r->retired_ls = l->next;
-		free(l);
+		listener__free(l);
 	}
 	while (r->retired_conns) {
 		struct dns_conn *c = r->retired_conns;

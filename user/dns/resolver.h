@@ -52,7 +52,11 @@ enum {
 struct dns_listener {
 	struct resolver *r;
 	uint64_t cookie;
-	uint64_t sandbox; /* the sandbox it was made for; 0: egretd's own namespace */
+	/* the sandboxes whose processes are in its namespace (a pod's containers share one);
+	 * none: egretd's own namespace, kept for egretd's life
+	 */
+	uint64_t *users;
+	size_t nusers, cap;
 	struct watch w[NSOCK];
 	uint16_t port4, port6; /* host order */
 	struct dns_listener *next;
@@ -179,6 +183,7 @@ bool listener__client(struct resolver *r, struct dns_listener *l, const struct s
 		      uint8_t proto, struct egret_dns_client *who);
 void listener__forget_all(struct resolver *r);
 void listener__close_all(struct resolver *r);
+void listener__free(struct dns_listener *l);
 
 /* tcp.c */
 void conn__on_accept(struct watch *w, uint32_t events);

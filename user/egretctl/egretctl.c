@@ -15,6 +15,7 @@
 #include "cgroup.h"
 #include "collector.h"
 #include "control.h"
+#include "egretctl.h"
 #include "keeper.h"
 #include "kfeatures.h"
 #include "loader.h"
@@ -100,6 +101,15 @@ static void usage(FILE *f)
 		"              line; --follow keeps reading a file as it grows and rotates;\n"
 		"              tcp-listen:// and unix-listen: receive from egretd's tcp:// and\n"
 		"              unix: sinks (acknowledging what was written out, for ?ack)\n"
+		"  register CGROUP [--netns PATH] [--root DIR] [KEY=VALUE...]\n"
+		"              make any cgroup a sandbox (what the OCI hook does for a\n"
+		"              container); egretctl register --help lists the keys\n"
+		"  unregister CGROUP|id=ID|container.id=ID\n"
+		"              end a registration\n"
+		"  oci-hook createRuntime|poststop|inject FILE|hooks-d STAGE\n"
+		"              egret's OCI runtime hook: registers a container with egretd\n"
+		"              before its first instruction, failing its start when egretd\n"
+		"              cannot (egretctl oci-hook --help)\n"
 		"  uninstall [--force]\n"
 		"              detach egret's programs and remove its pins: sandboxes are no\n"
 		"              longer protected (stop egretd first, or it re-attaches on restart)\n"
@@ -602,6 +612,22 @@ static int do_forward(int argc, char **argv)
 	return rc;
 }
 
+static int do_oci_hook(int argc, char **argv)
+{
+	return egretctl__oci_hook(argc, argv, gopt.control ? gopt.control : EGRET_DEFAULT_CONTROL);
+}
+
+static int do_register(int argc, char **argv)
+{
+	return egretctl__register(argc, argv, gopt.control ? gopt.control : EGRET_DEFAULT_CONTROL);
+}
+
+static int do_unregister(int argc, char **argv)
+{
+	return egretctl__unregister(argc, argv,
+				    gopt.control ? gopt.control : EGRET_DEFAULT_CONTROL);
+}
+
 static int do_help(int argc, char **argv)
 {
 	usage(stdout);
@@ -612,11 +638,13 @@ static const struct cmd {
 	const char *name;
 	int (*fn)(int argc, char **argv);
 } cmds[] = {
-	{ "run", do_run },	  { "status", do_status },
-	{ "tail", do_tail },	  { "uninstall", do_uninstall },
-	{ "allow", do_forward },  { "deny", do_forward },
-	{ "revoke", do_forward }, { "list", do_forward },
-	{ "reload", do_forward }, { "help", do_help },
+	{ "run", do_run },	     { "status", do_status },
+	{ "tail", do_tail },	     { "uninstall", do_uninstall },
+	{ "allow", do_forward },     { "deny", do_forward },
+	{ "revoke", do_forward },    { "list", do_forward },
+	{ "reload", do_forward },    { "oci-hook", do_oci_hook },
+	{ "register", do_register }, { "unregister", do_unregister },
+	{ "help", do_help },
 };
 
 int main(int argc, char **argv)

@@ -257,9 +257,30 @@ COMMAND(prepare)
 COMMAND(seccomp)
 COMMAND(uninstall)
 
+static int do_register(void *ctx, struct control_req *r)
+{
+	return daemon__cmd_register(ctx, r);
+}
+
+static int do_unregister(void *ctx, struct control_req *r)
+{
+	return daemon__cmd_unregister(ctx, r);
+}
+
+COMMAND(register)
+COMMAND(unregister)
+
 const struct control_cmd daemon_cmds[] = {
-	{ "status", cmd_status },   { "allow", cmd_allow },	{ "deny", cmd_deny },
-	{ "revoke", cmd_revoke },   { "list", cmd_list },	{ "reload", cmd_reload },
-	{ "prepare", cmd_prepare }, { "seccomp", cmd_seccomp }, { "uninstall", cmd_uninstall },
+	{ "status", cmd_status },
+	{ "allow", cmd_allow },
+	{ "deny", cmd_deny },
+	{ "revoke", cmd_revoke },
+	{ "list", cmd_list },
+	{ "reload", cmd_reload },
+	{ "prepare", cmd_prepare },
+	{ "seccomp", cmd_seccomp },
+	{ "uninstall", cmd_uninstall },
+	{ "register", cmd_register },
+	{ "unregister", cmd_unregister },
 };
 const size_t daemon_ncmds = ARRAY_SIZE(daemon_cmds);

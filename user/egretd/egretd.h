@@ -71,6 +71,15 @@ int daemon__protect_self(struct daemon *d);
 int daemon__setup_signals(struct daemon *d);
 
 /* commands.c: what egretd serves on the control socket */
+/* How the control socket's and signals' peers are placed: in a sandbox (registered anywhere,
+ * or below a watched cgroup) or the host (setup.c).
+ */
+struct peer_scope daemon__peer_scope(const struct daemon *d);
+
+/* register.c: container runtimes' registrations (egretctl oci-hook) */
+int daemon__cmd_register(void *ctx, struct control_req *r);
+int daemon__cmd_unregister(void *ctx, struct control_req *r);
+
 extern const struct control_cmd daemon_cmds[];
 extern const size_t daemon_ncmds;
 

@@ -234,6 +234,7 @@ static int arm_enforcement(struct daemon *d)
 	err = engine__start(&d->engine);
 	if (err)
 		return err;
+	engine__exempt_self(&d->engine);
 	err = kfeatures__pin(&d->kf, &d->paths);
 	if (err)
 		return err;
@@ -263,9 +264,11 @@ int daemon__setup_enforcement(struct daemon *d)
 	err = load_programs(d);
 	if (err)
 		goto out_loader;
-	err = engine__init(&d->engine, d->opt.policy, d->opt.live_rules, d->paths.cgroup_root,
-			   d->loader.maps.policy_v1, d->loader.maps.sandboxes,
-			   d->loader.maps.sandbox_rules);
+	err = engine__init(&d->engine, d->opt.policy, d->opt.live_rules, &d->paths,
+			   &(struct engine_maps){ .outer_fd = d->loader.maps.policy_v1,
+						  .sandboxes_fd = d->loader.maps.sandboxes,
+						  .rule_names_fd = d->loader.maps.sandbox_rules,
+						  .meta_fd = d->loader.maps.sandbox_meta });
 	d->engine.spool_dir = d->opt.spool;
 	if (err)
 		goto out_engine;
@@ -425,6 +428,19 @@ int daemon__setup_dns(struct daemon *d)
 	return 0;
 }
 
+static bool peer_in_sandbox(const void *ctx, const char *cgroup)
+{
+	return engine__cgroup_in_sandbox(ctx, cgroup);
+}
+
+struct peer_scope daemon__peer_scope(const struct daemon *d)
+{
+	return (struct peer_scope){ .cgroup_mount = d->paths.cgroup_mount,
+				    .cgroup_root = d->paths.cgroup_root,
+				    .in_sandbox = peer_in_sandbox,
+				    .ctx = &d->engine };
+}
+
 /* The control socket; control__close undoes it, also part way. */
 int daemon__setup_control(struct daemon *d)
 {
@@ -442,6 +458,8 @@ int daemon__setup_control(struct daemon *d)
 	}
 	c->cgroup_mount = d->paths.cgroup_mount;
 	c->cgroup_root = d->paths.cgroup_root;
+	c->in_sandbox = peer_in_sandbox;
+	c->in_sandbox_ctx = &d->engine;
 	c->cmds = daemon_cmds;
 	c->ncmds = daemon_ncmds;
 	c->ctx = d;

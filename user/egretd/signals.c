@@ -68,8 +68,7 @@ static bool signal_recorded(struct daemon *d, const struct signalfd_siginfo *si,
  */
 static void signal_sender(struct daemon *d, const struct signalfd_siginfo *si, struct peer *p)
 {
-	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
-				    .cgroup_root = d->paths.cgroup_root };
+	struct peer_scope scope = daemon__peer_scope(d);
 	char recorded[PATH_MAX];
 
 	peer__of_signal((pid_t)si->ssi_pid, si->ssi_uid,
@@ -94,8 +93,7 @@ static void comm_of(pid_t pid, char *out, size_t size)
 static void emit_signal_tamper(struct daemon *d, const struct peer *p, int sig, const char *actor,
 			       const char *outcome)
 {
-	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
-				    .cgroup_root = d->paths.cgroup_root };
+	struct peer_scope scope = daemon__peer_scope(d);
 	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
 	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
 	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
@@ -164,8 +162,7 @@ static void on_hup(struct daemon *d, const struct signalfd_siginfo *si)
  */
 static bool stop_from_sandbox(struct daemon *d, const struct signalfd_siginfo *si)
 {
-	struct peer_scope scope = { .cgroup_mount = d->paths.cgroup_mount,
-				    .cgroup_root = d->paths.cgroup_root };
+	struct peer_scope scope = daemon__peer_scope(d);
 	char recorded[PATH_MAX], actor[160], who[128];
 	struct peer p;
 	struct ucred cr = { .pid = (pid_t)si->ssi_pid, .uid = si->ssi_uid };

@@ -25,18 +25,20 @@
 #include "util.h"
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
-		 const char *cgroup_root, int outer_fd, int sandboxes_fd, int rule_names_fd)
+		 const struct egret_paths *paths, const struct engine_maps *maps)
 {
 	memset(e, 0, sizeof(*e));
 	e->policy_path = policy_path;
 	e->live_path = live_path;
-	e->cgroup_root = cgroup_root;
-	e->outer_fd = outer_fd;
-	e->sandboxes_fd = sandboxes_fd;
-	e->rule_names_fd = rule_names_fd;
+	e->paths = paths;
+	e->cgroup_root = paths->cgroup_root;
+	e->outer_fd = maps->outer_fd;
+	e->sandboxes_fd = maps->sandboxes_fd;
+	e->rule_names_fd = maps->rule_names_fd;
+	e->meta_fd = maps->meta_fd;
 	e->trie_fd = -1;
 	policy__init(&e->pol);
-	return sandbox_names__init(&e->reg, cgroup_root);
+	return sandbox_names__init(&e->reg, e->cgroup_root);
 }
 
 void engine__free(struct engine *e)
@@ -61,7 +63,7 @@ static bool entry_installed(const struct sandbox_entry *s)
 }
 
 /* Flag the registry's entry of id as installed or not. */
-static void mark_installed(struct engine *e, uint64_t id, bool on)
+void engine__mark_installed(struct engine *e, uint64_t id, bool on)
 {
 	struct sandbox_entry *s = sandbox_names__entry(&e->reg, id);
 
@@ -111,12 +113,14 @@ static int build_trie(struct engine *e, const struct policy *p, char *err, size_
 		snprintf(err, errsz, "cannot create a rule map: %s", strerror(-fd));
 		return fd;
 	}
-	ret = policy_map__install(fd, p, NULL, 0, err, errsz);
+	ret = policy_map__install(fd, p, NULL, NULL, 0, err, errsz);
 	for (size_t i = 0; !ret && i < sandbox_names__slots(&e->reg); i++) {
 		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
 		if (s && entry_installed(s))
-			ret = policy_map__install(fd, p, s->name, s->id, err, errsz);
+			ret = policy_map__install(fd, p, s->name, s->meta, s->id, err, errsz);
+		if (ret && s)
+			engine__prefix_err(err, errsz, s);
 	}
 	if (ret) {
 		close(fd);
@@ -175,17 +179,29 @@ out_unlink:
 	return ret;
 }
 
-static bool has_rules(const struct policy *p, const char *name)
+bool engine__has_rules(const struct policy *p, const struct sandbox_entry *s)
 {
-	return policy__count(p, false, name) || policy__count(p, true, name);
+	return policy__selects(p, s->name, s->meta);
 }
 
-/* Register a sandbox; its flags tell the kernel whether to look up its own scope. */
-static int register_id(struct engine *e, uint64_t id, bool rules)
+int engine__register_id(struct engine *e, uint64_t id, bool rules)
 {
 	struct egret_sandbox v = { .flags = rules ? EGRET_SB_RULES : 0 };
+	const struct sandbox_entry *s = sandbox_names__entry(&e->reg, id);
+
+	if (s && (s->flags & ENGINE_SB_EXEMPT))
+		v.flags = EGRET_SB_HOST;
 
 	return bpf_map_update_elem(e->sandboxes_fd, &id, &v, BPF_ANY) ? -errno : 0;
+}
+
+/* "sandbox NAME: " before err, for an error of one sandbox's rules */
+void engine__prefix_err(char *err, size_t errsz, const struct sandbox_entry *s)
+{
+	char msg[POLICY_ERR_LEN];
+
+	snprintf(msg, sizeof(msg), "sandbox %s: %s", s->name, err);
+	snprintf(err, errsz, "%s", msg);
 }
 
 /* Before a swap, flag the registered sandboxes that have rules in p (a flag over a scope with
@@ -199,9 +215,9 @@ static void flag_sandboxes(struct engine *e, const struct policy *p, bool unflag
 
 		if (!s || !entry_installed(s))
 			continue;
-		rules = has_rules(p, s->name);
+		rules = engine__has_rules(p, s);
 		if (rules != unflag)
-			register_id(e, s->id, rules);
+			engine__register_id(e, s->id, rules);
 	}
 }
 
@@ -211,7 +227,7 @@ static void flag_sandboxes(struct engine *e, const struct policy *p, bool unflag
  */
 static void sync_rule_names(struct engine *e, const struct policy *p, bool drop_others)
 {
-	char(*names)[SANDBOX_NAME_MAX + 1] = NULL;
+	const char **names = NULL;
 	uint64_t key, next, h;
 	bool have = false;
 	__u8 one = 1;
@@ -220,6 +236,8 @@ static void sync_rule_names(struct engine *e, const struct policy *p, bool drop_
 	if (policy__sandboxes(p, &names, &n))
 		return;
 	for (size_t i = 0; !drop_others && i < n; i++) {
+		if (!sandbox__selector_is_name(names[i]))
+			continue; /* selects registered containers only: they wait for egretd */
 		h = sandbox__name_hash(names[i]);
 		bpf_map_update_elem(e->rule_names_fd, &h, &one, BPF_ANY);
 	}
@@ -228,7 +246,8 @@ static void sync_rule_names(struct engine *e, const struct policy *p, bool drop_
 		bool wanted = false;
 
 		for (size_t i = 0; i < n && !wanted; i++)
-			wanted = sandbox__name_hash(names[i]) == next;
+			wanted = sandbox__selector_is_name(names[i]) &&
+				 sandbox__name_hash(names[i]) == next;
 		if (wanted) {
 			key = next;
 			have = true;
@@ -341,7 +360,9 @@ static void unregister_stale(struct engine *e)
 	bool have_kept = false;
 
 	while (bpf_map_get_next_key(e->sandboxes_fd, have_kept ? &kept : NULL, &next) == 0) {
-		if (engine__installed_name(e, next)) {
+		const struct sandbox_entry *s = sandbox_names__entry(&e->reg, next);
+
+		if (engine__installed_name(e, next) || (s && (s->flags & ENGINE_SB_EXEMPT))) {
 			kept = next;
 			have_kept = true;
 		} else {
@@ -381,11 +402,12 @@ int engine__start(struct engine *e)
 		return ret;
 	}
 	sandbox_names__scan(&e->reg);
+	engine__load_registrations(e);
 	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
 		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
-		if (s)
-			mark_installed(e, s->id, true);
+		if (s && !(s->flags & ENGINE_SB_EXEMPT))
+			engine__mark_installed(e, s->id, true);
 	}
 	ret = engine__commit(e, &p, false, err, sizeof(err));
 	policy__free(&p);
@@ -396,7 +418,9 @@ int engine__start(struct engine *e)
 	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
 		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
-		if (s && entry_installed(s) && register_id(e, s->id, has_rules(&e->pol, s->name)))
+		if (s && (entry_installed(s) || (s->flags & ENGINE_SB_EXEMPT)) &&
+		    engine__register_id(e, s->id,
+					entry_installed(s) && engine__has_rules(&e->pol, s)))
 			log_err("cannot register sandbox %s: %s", s->name, strerror(errno));
 	}
 	unregister_stale(e);
@@ -414,6 +438,7 @@ void engine__announce(struct engine *e)
 
 void engine__sandbox_created(struct engine *e, uint64_t id, const char *name)
 {
+	const struct sandbox_entry *s;
 	char err[POLICY_ERR_LEN];
 	uint64_t real;
 
@@ -422,30 +447,33 @@ void engine__sandbox_created(struct engine *e, uint64_t id, const char *name)
 	/* trust the directory, not the event: the name may have been cut or reused */
 	if (!engine__sandbox_dir_id(e, name, &real) || real != id)
 		return;
-	if (policy_map__install(e->trie_fd, &e->pol, name, id, err, sizeof(err))) {
+	if (policy_map__install(e->trie_fd, &e->pol, name, NULL, id, err, sizeof(err))) {
 		log_err("sandbox %s stays without network: %s", name, err);
 		return;
 	}
-	if (register_id(e, id, has_rules(&e->pol, name))) {
+	s = &(struct sandbox_entry){ .id = id };
+	snprintf(((struct sandbox_entry *)s)->name, sizeof(s->name), "%s", name);
+	if (engine__register_id(e, id, engine__has_rules(&e->pol, s))) {
 		log_err("cannot register sandbox %s: %s", name, strerror(errno));
-		policy_map__remove(e->trie_fd, &e->pol, name, id);
+		policy_map__remove(e->trie_fd, &e->pol, name, NULL, id);
 		return;
 	}
 	sandbox_names__set(&e->reg, id, name);
-	mark_installed(e, id, true);
+	engine__mark_installed(e, id, true);
 	log_debug("sandbox %s (cgroup %llu) registered", name, (unsigned long long)id);
 }
 
 void engine__sandbox_destroyed(struct engine *e, uint64_t id)
 {
-	const char *name = engine__installed_name(e, id);
+	const struct sandbox_entry *s = engine__sandbox(e, id);
 
-	if (!name)
+	if (!s)
 		return;
 	bpf_map_delete_elem(e->sandboxes_fd, &id);
-	policy_map__remove(e->trie_fd, &e->pol, name, id);
+	bpf_map_delete_elem(e->meta_fd, &id);
+	policy_map__remove(e->trie_fd, &e->pol, s->name, s->meta, id);
 	/* the entry stays: the collector names the sandbox's last events with it */
-	mark_installed(e, id, false);
+	engine__mark_installed(e, id, false);
 }
 
 /* Register sandboxes created while nobody listened, forget those removed. */
@@ -465,9 +493,10 @@ void engine__rescan(struct engine *e)
 	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
 		struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
-		if (s && entry_installed(s) &&
-		    (!engine__sandbox_dir_id(e, s->name, &id) || id != s->id))
+		if (s && entry_installed(s) && !engine__sandbox_exists(e, s))
 			engine__sandbox_destroyed(e, s->id);
+		else if (s && (s->flags & ENGINE_SB_EXEMPT) && !engine__sandbox_exists(e, s))
+			engine__exempt_gone(e, s->id);
 	}
 }
 
@@ -517,8 +546,8 @@ static bool domain_covers(const char *rule, const char *name)
 /* The domain rules' verdict on name for a sandbox: EGRET_ACT_DENY, EGRET_ACT_ALLOW, or 0 when
  * no rule covers it. A deny beats an allow; the deciding rule's words go to rule.
  */
-int engine__domain_verdict(const struct engine *e, const char *sandbox, const char *name,
-			   char *rule, size_t size)
+int engine__domain_verdict(const struct engine *e, const struct sandbox_entry *sandbox,
+			   const char *name, char *rule, size_t size)
 {
 	int verdict = 0;
 
@@ -526,7 +555,9 @@ int engine__domain_verdict(const struct engine *e, const char *sandbox, const ch
 	for (size_t i = 0; i < e->pol.n; i++) {
 		const struct rule *r = &e->pol.rules[i];
 
-		if (r->kind != RULE_DOMAIN || (r->sandbox[0] && strcmp(r->sandbox, sandbox)) ||
+		if (r->kind != RULE_DOMAIN ||
+		    (r->sandbox[0] &&
+		     (!sandbox || !sandbox__selects(r->sandbox, sandbox->name, sandbox->meta))) ||
 		    !domain_covers(r->domain, name) || verdict == EGRET_ACT_DENY)
 			continue;
 		if (verdict == 0 || r->action == EGRET_ACT_DENY) {
@@ -541,6 +572,13 @@ int engine__domain_verdict(const struct engine *e, const char *sandbox, const ch
 const char *engine__sandbox_name(const struct engine *e, uint64_t id)
 {
 	return id ? engine__installed_name(e, id) : "";
+}
+
+const struct sandbox_entry *engine__sandbox(const struct engine *e, uint64_t id)
+{
+	const struct sandbox_entry *s = id ? sandbox_names__entry(&e->reg, id) : NULL;
+
+	return s && entry_installed(s) ? s : NULL;
 }
 
 const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, size_t size)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "control.h"
+#include "paths.h"
 #include "policy.h"
 #include "sandbox.h"
 #include "stream.h"
@@ -17,16 +18,26 @@
 #define EGRET_DEFAULT_POLICY	 "/etc/egret/egret.policy"
 #define EGRET_DEFAULT_LIVE_RULES "/var/lib/egret/live.rules"
 
+/* The maps the engine keeps (bpf/lib/maps.bpf.h). */
+struct engine_maps {
+	int outer_fd;	   /* policy_v1: slot 0 holds the trie in force */
+	int sandboxes_fd;  /* registered sandboxes */
+	int rule_names_fd; /* hashes of sandbox names with rules of their own */
+	int meta_fd;	   /* sandbox_meta: what each registration said, pinned */
+};
+
 struct engine {
 	const char *policy_path;
 	const char *live_path;
 	const char *spool_dir; /* checked with the files at every reload (fileperm.h), or NULL */
 	const char *cgroup_root;
-	int outer_fd;	   /* policy_v1: slot 0 holds the trie in force */
-	int sandboxes_fd;  /* registered sandboxes */
-	int rule_names_fd; /* hashes of sandbox names with rules of their own */
-	int trie_fd;	   /* the trie in force (our reference) */
-	struct policy pol; /* file rules, then live rules */
+	const struct egret_paths *paths; /* the cgroups: v2 mount, root, attach point, watched */
+	int outer_fd;			 /* policy_v1: slot 0 holds the trie in force */
+	int sandboxes_fd;		 /* registered sandboxes */
+	int rule_names_fd;		 /* hashes of sandbox names with rules of their own */
+	int meta_fd;			 /* sandbox_meta */
+	int trie_fd;			 /* the trie in force (our reference) */
+	struct policy pol;		 /* file rules, then live rules */
 	/* egretd's one sandbox registry (cgroup id -> name; the collector labels events with it);
 	 * the entries flagged ENGINE_SB_INSTALLED are the sandboxes whose rules are installed
 	 */
@@ -39,9 +50,10 @@ struct engine {
 };
 
 #define ENGINE_SB_INSTALLED 1u /* sandbox_entry.flags: its rules are installed */
+#define ENGINE_SB_EXEMPT    2u /* sandbox_entry.flags: an exempt cgroup (the host's) */
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
-		 const char *cgroup_root, int outer_fd, int sandboxes_fd, int rule_names_fd);
+		 const struct egret_paths *paths, const struct engine_maps *maps);
 int engine__start(struct engine *e);
 void engine__rescan(struct engine *e);
 void engine__announce(struct engine *e);
@@ -52,9 +64,50 @@ int engine__reload(struct engine *e, const char *actor, const struct ucred *cr, 
 void engine__refuse_reload(struct engine *e, const char *actor, const struct ucred *cr,
 			   const char *why);
 void engine__actor_of(const struct ucred *cr, char *out, size_t size);
-int engine__domain_verdict(const struct engine *e, const char *sandbox, const char *name,
-			   char *rule, size_t size);
+/* The domain rules' verdict on name for the sandbox (NULL: the global rules only). */
+int engine__domain_verdict(const struct engine *e, const struct sandbox_entry *sandbox,
+			   const char *name, char *rule, size_t size);
 const char *engine__sandbox_name(const struct engine *e, uint64_t id);
+/* The registry's entry of a sandbox whose rules are installed, NULL for any other. */
+const struct sandbox_entry *engine__sandbox(const struct engine *e, uint64_t id);
+/* The cgroup directory of an installed sandbox, in egretd's view; -ENOENT for none. */
+int engine__sandbox_path(const struct engine *e, uint64_t id, char *out, size_t size);
+
+/* A runtime's registration of a container (egretctl oci-hook, egretd's register command):
+ * cgfd is the container's cgroup directory, words (len bytes) the KEY=VALUE words of struct
+ * sandbox_meta. The cgroup becomes a sandbox with the rules of every block that selects it,
+ * before the call returns; registered again, it takes the new words. 0 and *id, or -errno
+ * with err saying why (nothing changed then).
+ */
+int engine__register(struct engine *e, int cgfd, const char *words, size_t len, uint64_t *id,
+		     char *err, size_t errsz);
+/* The end of a registration (a runtime's poststop hook; its cgroup's removal): -ENOENT when id
+ * was none.
+ */
+int engine__unregister(struct engine *e, uint64_t id, const char *why);
+
+/* egretd's own cgroup, when it is in a watched subtree or a registered sandbox (egret's own
+ * pod under kubepods.slice): exempt, so that egretd keeps its network (its sinks, its upstream).
+ */
+void engine__exempt_self(struct engine *e);
+/* Whether a cgroup directory (egretd's view) is in a sandbox, registered or not yet: below a
+ * registered one (not exempt), or below or at a watched one. What the kernel decides, for the
+ * control socket's and signals' peers.
+ */
+bool engine__cgroup_in_sandbox(const struct engine *e, const char *path);
+
+/* An event's Sandbox message with its Container, and the storage its pointers need. */
+struct sandbox_pb {
+	Egret__V1__Sandbox sb;
+	Egret__V1__Container c;
+	Egret__V1__ContainerImage img;
+	char tag[128];
+	char *labels[SANDBOX_LABELS_MAX];
+};
+
+/* out from id, name and meta (NULL: a sandbox without a container); out->sb is the message. */
+void sandbox_pb__fill(struct sandbox_pb *out, uint64_t id, const char *name,
+		      const struct sandbox_meta *meta);
 const char *engine__rule_text(const struct engine *e, uint32_t id, char *buf, size_t size);
 void engine__free(struct engine *e);
 

@@ -17,19 +17,25 @@
 
 #define MAX_RULE_WORDS 64
 
-/* [--sandbox NAME] [--] WORDS...: the index of the first word, or -1 after replying. */
+/* [--sandbox SELECTOR] [--] WORDS...: the index of the first word, or -1 after replying. The
+ * selector is a sandbox name or any selector a policy block takes ("image=python:*").
+ */
 static int rule_args(struct control_req *r, const char **sandbox)
 {
+	char sel[SANDBOX_SELECTOR_MAX], err[256];
 	int i = 1;
 
 	*sandbox = "";
 	for (; i < r->argc; i++) {
 		if (!strcmp(r->argv[i], "--sandbox") && i + 1 < r->argc) {
-			*sandbox = r->argv[++i];
-			if (!sandbox__valid_name(*sandbox)) {
-				control__err(r, "bad sandbox name '%s'\n", *sandbox);
+			if (sandbox__parse_selector_text(r->argv[++i], sel, sizeof(sel), err,
+							 sizeof(err))) {
+				control__err(r, "%s\n", err);
 				return -1;
 			}
+			*sandbox = policy__intern(sel);
+			if (!*sandbox)
+				return -1;
 		} else if (!strcmp(r->argv[i], "--")) {
 			return i + 1;
 		} else if (!strncmp(r->argv[i], "--", 2)) {
@@ -230,14 +236,19 @@ static void list_rules(struct engine *e, struct control_req *r, const char *sand
 
 int engine__cmd_list(void *ctx, struct control_req *r)
 {
-	char(*names)[SANDBOX_NAME_MAX + 1] = NULL;
+	const char **names = NULL;
 	struct engine *e = ctx;
 	const char *only = NULL;
+	char sel[SANDBOX_SELECTOR_MAX], err[256];
 	size_t n = 0;
 
-	if (r->argc == 3 && !strcmp(r->argv[1], "--sandbox"))
-		only = r->argv[2];
-	else if (r->argc != 1) {
+	if (r->argc == 3 && !strcmp(r->argv[1], "--sandbox")) {
+		if (sandbox__parse_selector_text(r->argv[2], sel, sizeof(sel), err, sizeof(err))) {
+			control__err(r, "%s\n", err);
+			return -EINVAL;
+		}
+		only = sel;
+	} else if (r->argc != 1) {
 		control__err(r, "usage: list [--sandbox NAME]\n");
 		return -EINVAL;
 	}

@@ -19,6 +19,22 @@ bool engine__sandbox_dir_id(const struct engine *e, const char *name, uint64_t *
  * nothing changes and err says why.
  */
 int engine__commit(struct engine *e, struct policy *p, bool save_live, char *err, size_t errsz);
+/* Flag the registry's entry of id as installed (its rules are in the trie) or not. */
+void engine__mark_installed(struct engine *e, uint64_t id, bool on);
+/* Put id in `sandboxes`, with EGRET_SB_RULES when rules says so. */
+int engine__register_id(struct engine *e, uint64_t id, bool rules);
+/* Whether a block of p selects the sandbox (its scope has rules of its own). */
+bool engine__has_rules(const struct policy *p, const struct sandbox_entry *s);
+/* "sandbox NAME: " before err */
+void engine__prefix_err(char *err, size_t errsz, const struct sandbox_entry *s);
+/* The registrations an earlier egretd pinned, whose cgroups still exist, into the registry;
+ * the others' pins and kernel entries go (engine_reg.c).
+ */
+void engine__load_registrations(struct engine *e);
+/* An exempt cgroup is gone: its entries go. */
+void engine__exempt_gone(struct engine *e, uint64_t id);
+/* Whether a sandbox's cgroup is still there: a root child's directory, a registration's path. */
+bool engine__sandbox_exists(const struct engine *e, const struct sandbox_entry *s);
 /* A PolicyChange event (ok unless error is set); nothing before the stream is up. */
 void engine__emit_change(struct engine *e, const char *action, const char *actor,
 			 const struct ucred *cr, const char *detail, const char *sandbox,

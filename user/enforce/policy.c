@@ -99,6 +99,35 @@ void policy__renumber(struct policy *p)
 		p->rules[i].id = p->rules[i].live ? live_id++ : file_id++;
 }
 
+const char *policy__intern(const char *selector)
+{
+	static char **pool;
+	static size_t n, cap;
+	char *copy;
+
+	if (!selector || !selector[0])
+		return "";
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(pool[i], selector))
+			return pool[i];
+	}
+	if (ARRAY_RESERVE(pool, cap, n + 1))
+		return NULL;
+	copy = strdup(selector);
+	if (copy)
+		pool[n++] = copy;
+	return copy;
+}
+
+bool policy__selects(const struct policy *p, const char *name, const struct sandbox_meta *meta)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->rules[i].sandbox[0] && sandbox__selects(p->rules[i].sandbox, name, meta))
+			return true;
+	}
+	return false;
+}
+
 size_t policy__count(const struct policy *p, bool live, const char *sandbox)
 {
 	size_t n = 0;
@@ -112,27 +141,26 @@ size_t policy__count(const struct policy *p, bool live, const char *sandbox)
 
 static int cmp_names(const void *a, const void *b)
 {
-	return strcmp(a, b);
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* The distinct sandbox names the rules mention, sorted; the caller frees *names. */
-int policy__sandboxes(const struct policy *p, char (**names)[SANDBOX_NAME_MAX + 1], size_t *n)
+int policy__sandboxes(const struct policy *p, const char ***sels, size_t *n)
 {
-	char(*v)[SANDBOX_NAME_MAX + 1] = malloc((p->n ? p->n : 1) * sizeof(*v));
+	const char **v = malloc((p->n ? p->n : 1) * sizeof(*v));
 	size_t count = 0, out = 0;
 
 	if (!v)
 		return -ENOMEM;
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->rules[i].sandbox[0])
-			memcpy(v[count++], p->rules[i].sandbox, sizeof(*v));
+			v[count++] = p->rules[i].sandbox;
 	}
 	qsort(v, count, sizeof(*v), cmp_names);
 	for (size_t i = 0; i < count; i++) {
 		if (!out || strcmp(v[out - 1], v[i]))
-			memmove(v[out++], v[i], sizeof(*v));
+			v[out++] = v[i];
 	}
-	*names = v;
+	*sels = v;
 	*n = out;
 	return 0;
 }
@@ -324,7 +352,9 @@ int policy__parse_words(char **words, int n, const char *sandbox, struct rule *o
 	if (n < 1 || (strcmp(words[0], "allow") && strcmp(words[0], "deny")))
 		return fail(err, errsz, "a rule starts with allow or deny");
 	base.action = strcmp(words[0], "deny") ? EGRET_ACT_ALLOW : EGRET_ACT_DENY;
-	snprintf(base.sandbox, sizeof(base.sandbox), "%s", sandbox ? sandbox : "");
+	base.sandbox = policy__intern(sandbox);
+	if (!base.sandbox)
+		return fail(err, errsz, "out of memory");
 	if (n < 2)
 		return fail(err, errsz, "%s needs an address, a prefix or 'domain NAME'", words[0]);
 	if (!strcmp(words[1], "domain")) {
@@ -373,7 +403,7 @@ struct parse_state {
 	unsigned int line;
 	bool in_block, mode_seen, require_seen;
 	unsigned int block_line;
-	char sandbox[SANDBOX_NAME_MAX + 1];
+	char sandbox[SANDBOX_SELECTOR_MAX];
 };
 
 static int parse_line(struct policy *p, struct parse_state *st, char **w, int n, bool live,
@@ -394,12 +424,11 @@ static int parse_line(struct policy *p, struct parse_state *st, char **w, int n,
 		if (st->in_block)
 			return fail(err, errsz, "sandbox blocks do not nest (close '%s' first)",
 				    st->sandbox);
-		if (n != 3 || strcmp(w[2], "{"))
-			return fail(err, errsz, "expected 'sandbox NAME {'");
-		if (!sandbox__valid_name(w[1]))
-			return fail(err, errsz, "bad sandbox name '%s' (1-64 of [A-Za-z0-9._-])",
-				    w[1]);
-		snprintf(st->sandbox, sizeof(st->sandbox), "%s", w[1]);
+		if (n < 3 || strcmp(w[n - 1], "{"))
+			return fail(err, errsz, "expected 'sandbox SELECTOR {'");
+		if (sandbox__parse_selector(&w[1], n - 2, st->sandbox, sizeof(st->sandbox), err,
+					    errsz))
+			return -EINVAL;
 		st->in_block = true;
 		st->block_line = st->line;
 		return 0;
@@ -513,7 +542,7 @@ void policy__hash(const struct policy *p, char out[65])
 	char **lines = calloc(p->n ? p->n : 1, sizeof(char *));
 	struct sha256 s;
 	uint8_t digest[32];
-	char text[512];
+	char text[SANDBOX_SELECTOR_MAX + 512];
 
 	sha256__init(&s);
 	sha256__update(&s, policy__mode_name(p->mode), strlen(policy__mode_name(p->mode)));
@@ -553,7 +582,7 @@ static void write_rules(const struct policy *p, FILE *f, const char *sandbox, co
 /* The live rules in policy syntax, global ones first, then one block per sandbox. */
 int policy__write_live(const struct policy *p, FILE *f)
 {
-	char(*names)[SANDBOX_NAME_MAX + 1] = NULL;
+	const char **names = NULL;
 	size_t n = 0;
 
 	fprintf(f, "# egret live rules: written by egretd, replayed when it starts.\n"

@@ -4,9 +4,12 @@
  *   mode enforce|audit
  *   allow|deny CIDR [PROTO[/PORT[-PORT]]]...     PROTO: tcp, udp, icmp, any
  *   allow|deny domain NAME                        NAME: example.com or *.example.com
- *   sandbox NAME {
- *       allow|deny ...
+ *   sandbox SELECTOR {                            NAME, image=REF, label KEY=VALUE, ...
+ *       allow|deny ...                            (sandbox.h: sandbox__parse_selector)
  *   }
+ *
+ * A sandbox gets the global rules and those of every block that selects it; a deny anywhere
+ * beats every allow.
  */
 #ifndef EGRET_POLICY_H_USER
 #define EGRET_POLICY_H_USER
@@ -37,8 +40,8 @@ struct rule {
 	uint8_t plen;	  /* prefix length over the 128-bit form (IPv4 /n is 96 + n) */
 	uint16_t port_lo; /* inclusive; 0-65535 for every port */
 	uint16_t port_hi;
-	uint8_t addr[16];		    /* network order, IPv4 mapped, host bits zero */
-	char sandbox[SANDBOX_NAME_MAX + 1]; /* "" for a global rule */
+	uint8_t addr[16];    /* network order, IPv4 mapped, host bits zero */
+	const char *sandbox; /* its block's selector, "" for a global rule (policy__intern) */
 	char domain[POLICY_DOMAIN_MAX + 3]; /* RULE_DOMAIN: lower case, maybe "*." prefixed */
 	bool live;			    /* added by egretctl, kept in the live-rules file */
 	unsigned int line;		    /* line in its file */
@@ -68,8 +71,20 @@ void policy__remove(struct policy *p, size_t i);
 ssize_t policy__find(const struct policy *p, const struct rule *r);
 ssize_t policy__find_id(const struct policy *p, uint32_t id);
 void policy__renumber(struct policy *p);
-int policy__sandboxes(const struct policy *p, char (**names)[SANDBOX_NAME_MAX + 1], size_t *n);
+/* The distinct selectors of p's sandbox blocks, sorted; the caller frees *sels (not the
+ * strings).
+ */
+int policy__sandboxes(const struct policy *p, const char ***sels, size_t *n);
+/* Rules (live or from the file) of the block with this selector, or of every block (NULL). */
 size_t policy__count(const struct policy *p, bool live, const char *sandbox);
+/* Whether any rule of p applies to the sandbox name (with meta, or NULL) beyond the global
+ * ones: a block selects it.
+ */
+bool policy__selects(const struct policy *p, const char *name, const struct sandbox_meta *meta);
+/* The one copy of a selector string every rule shares; "" for NULL or "". Kept for egretd's
+ * life (there are as many as distinct selectors an operator ever typed); NULL: no memory.
+ */
+const char *policy__intern(const char *selector);
 void policy__hash(const struct policy *p, char out[65]);
 int policy__write_live(const struct policy *p, FILE *f);
 

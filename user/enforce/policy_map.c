@@ -169,17 +169,35 @@ static int push_down(struct policy_entries *set, char *err, size_t errsz)
 	return 0;
 }
 
+/* Which rules a scope gets: the global scope the rules outside blocks; a sandbox those of every
+ * block that selects it; a check of one block (exact) that block's only.
+ */
+struct scope_of {
+	const char *name;		 /* NULL: the global scope */
+	const struct sandbox_meta *meta; /* the sandbox's, with name */
+	bool exact;			 /* name is a block's selector, compared as text */
+};
+
+static bool scope_wants(const struct scope_of *s, const struct rule *r)
+{
+	if (!s->name)
+		return !r->sandbox[0];
+	if (!r->sandbox[0])
+		return false;
+	return s->exact ? !strcmp(r->sandbox, s->name)
+			: sandbox__selects(r->sandbox, s->name, s->meta);
+}
+
 /* The entries of one scope's rules; the global scope gets ::/0 carrying the mode. The caller
  * frees set->v.
  */
-int policy_map__compile(const struct policy *p, const char *sandbox, struct policy_entries *set,
-			char *err, size_t errsz)
+static int compile_scope(const struct policy *p, const struct scope_of *scope,
+			 struct policy_entries *set, char *err, size_t errsz)
 {
-	bool global = !sandbox || !sandbox[0];
 	int ret;
 
 	memset(set, 0, sizeof(*set));
-	if (global) {
+	if (!scope->name) {
 		struct rule any = { 0 };
 
 		ret = add_rule(set, &any);
@@ -192,7 +210,7 @@ int policy_map__compile(const struct policy *p, const char *sandbox, struct poli
 	for (size_t i = 0; i < p->n; i++) {
 		const struct rule *r = &p->rules[i];
 
-		if (r->kind != RULE_CIDR || strcmp(r->sandbox, global ? "" : sandbox))
+		if (r->kind != RULE_CIDR || !scope_wants(scope, r))
 			continue;
 		ret = add_rule(set, r);
 		if (ret)
@@ -200,6 +218,14 @@ int policy_map__compile(const struct policy *p, const char *sandbox, struct poli
 	}
 	ret = collapse(set, err, errsz);
 	return ret ? ret : push_down(set, err, errsz);
+}
+
+int policy_map__compile(const struct policy *p, const char *sandbox, struct policy_entries *set,
+			char *err, size_t errsz)
+{
+	struct scope_of s = { .name = sandbox && sandbox[0] ? sandbox : NULL, .exact = true };
+
+	return compile_scope(p, &s, set, err, errsz);
 }
 
 static void key_for(struct egret_policy_key *k, const struct policy_entry *p, uint64_t scope)
@@ -211,13 +237,16 @@ static void key_for(struct egret_policy_key *k, const struct policy_entry *p, ui
 	memcpy(k->addr, p->addr, 16);
 }
 
-/* Insert the rules of sandbox (NULL or "": the global rules) under scope into trie_fd. */
-int policy_map__install(int trie_fd, const struct policy *p, const char *sandbox, uint64_t scope,
-			char *err, size_t errsz)
+/* Insert the rules of sandbox name with meta (name NULL: the global rules) under scope into
+ * trie_fd.
+ */
+int policy_map__install(int trie_fd, const struct policy *p, const char *name,
+			const struct sandbox_meta *meta, uint64_t scope, char *err, size_t errsz)
 {
+	struct scope_of s = { .name = name, .meta = meta };
 	struct policy_entries set;
 	struct egret_policy_key k;
-	int ret = policy_map__compile(p, sandbox, &set, err, errsz);
+	int ret = compile_scope(p, &s, &set, err, errsz);
 
 	for (size_t i = 0; !ret && i < set.n; i++) {
 		key_for(&k, &set.v[i], scope);
@@ -231,12 +260,14 @@ int policy_map__install(int trie_fd, const struct policy *p, const char *sandbox
 }
 
 /* Delete the entries policy_map__install made for this sandbox and scope. */
-int policy_map__remove(int trie_fd, const struct policy *p, const char *sandbox, uint64_t scope)
+int policy_map__remove(int trie_fd, const struct policy *p, const char *name,
+		       const struct sandbox_meta *meta, uint64_t scope)
 {
+	struct scope_of s = { .name = name, .meta = meta };
 	struct policy_entries set;
 	struct egret_policy_key k;
 	char err[POLICY_ERR_LEN];
-	int ret = policy_map__compile(p, sandbox, &set, err, sizeof(err));
+	int ret = compile_scope(p, &s, &set, err, sizeof(err));
 
 	for (size_t i = 0; !ret && i < set.n; i++) {
 		key_for(&k, &set.v[i], scope);
@@ -258,7 +289,7 @@ int policy_map__swap(int outer_fd, int trie_fd)
 int policy_map__check(const struct policy *p, char *err, size_t errsz)
 {
 	struct policy_entries set;
-	char(*names)[SANDBOX_NAME_MAX + 1] = NULL;
+	const char **names = NULL;
 	size_t n = 0;
 	int ret = policy_map__compile(p, NULL, &set, err, errsz);
 

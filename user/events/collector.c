@@ -11,6 +11,7 @@
 
 #include "collector.h"
 #include "egret/egress.h"
+#include "egret/policy.h"
 #include "log.h"
 #include "selfwatch.h"
 #include "util.h"
@@ -233,9 +234,9 @@ void decoder__envelope(struct decoder_ctx *d, const struct egret_event_hdr *h, s
 	struct collector *c = of_ctx(d);
 	const char *name;
 
-	*e = (struct envelope){ .ev = EGRET__V1__EVENT__INIT,
-				.sandbox = EGRET__V1__SANDBOX__INIT,
-				.process = EGRET__V1__PROCESS__INIT };
+	const struct sandbox_entry *sb;
+
+	*e = (struct envelope){ .ev = EGRET__V1__EVENT__INIT, .process = EGRET__V1__PROCESS__INIT };
 	e->ev.time_unix_nano = stream__unix_ns(c->stream, h->ts_ns);
 	memcpy(e->comm, h->comm, EGRET_COMM_LEN);
 	e->comm[EGRET_COMM_LEN] = '\0';
@@ -245,15 +246,17 @@ void decoder__envelope(struct decoder_ctx *d, const struct egret_event_hdr *h, s
 	e->process.gid = h->gid;
 	e->process.comm = e->comm;
 	e->ev.process = &e->process;
-	name = sandbox_names__lookup(d->names, h->sandbox_id);
-	if (name)
-		snprintf(e->sandbox_name, sizeof(e->sandbox_name), "%s", name);
-	else
-		snprintf(e->sandbox_name, sizeof(e->sandbox_name), "cgroup-%llu",
-			 (unsigned long long)h->sandbox_id);
-	e->sandbox.cgroup_id = h->sandbox_id;
-	e->sandbox.name = e->sandbox_name;
-	e->ev.sandbox = &e->sandbox;
+	if (h->sandbox_id != EGRET_NO_SANDBOX) { /* the host's own (audit scope host): none */
+		name = sandbox_names__lookup(d->names, h->sandbox_id);
+		sb = h->sandbox_id ? sandbox_names__entry(d->names, h->sandbox_id) : NULL;
+		if (name)
+			snprintf(e->sandbox_name, sizeof(e->sandbox_name), "%s", name);
+		else
+			snprintf(e->sandbox_name, sizeof(e->sandbox_name), "cgroup-%llu",
+				 (unsigned long long)h->sandbox_id);
+		sandbox_pb__fill(&e->sandbox, h->sandbox_id, e->sandbox_name, sb ? sb->meta : NULL);
+		e->ev.sandbox = &e->sandbox.sb;
+	}
 	if (d->procs) {
 		const struct proc_info *pi = proc_cache__get(d->procs, h->pid);
 

@@ -12,6 +12,7 @@
 
 #include "egret/events.h"
 #include "egret/v1/events.pb-c.h"
+#include "engine.h"
 #include "proc.h"
 #include "redact.h"
 #include "sandbox.h"
@@ -41,7 +42,7 @@ typedef void (*decoder_fn)(struct decoder_ctx *d, const void *rec, size_t size);
 /* An Event with its envelope's sub-messages and string storage. */
 struct envelope {
 	Egret__V1__Event ev;
-	Egret__V1__Sandbox sandbox;
+	struct sandbox_pb sandbox; /* its sandbox and container */
 	Egret__V1__Process process;
 	char comm[EGRET_COMM_LEN + 1];
 	char sandbox_name[SANDBOX_NAME_MAX + 24];

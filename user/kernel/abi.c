@@ -33,6 +33,7 @@ EGRET_ABI_SIZE(egret_policy_key, 28);
 EGRET_ABI_SIZE(egret_policy_val, 200);
 EGRET_ABI_SIZE(egret_port_rule, 12);
 EGRET_ABI_SIZE(egret_sandbox, 8);
+EGRET_ABI_SIZE(egret_sandbox_meta, 8 + EGRET_SANDBOX_META_LEN);
 EGRET_ABI_SIZE(egret_flow, 112);
 EGRET_ABI_SIZE(egret_pattern, 72);
 EGRET_ABI_SIZE(egret_task_info, 24);

@@ -1,0 +1,422 @@
+/* Containers as sandboxes, with real runtimes from Debian: runc running bundles the test
+ * builds (tests/tools/oci_bundle.py: busybox, or the host's /usr read-only), podman with images
+ * imported from such a root file system (no registry). egret's OCI hook (egretctl oci-hook),
+ * put in by `egretctl oci-hook inject` (runc's config.json) or a hooks.d file (podman), registers
+ * each container before its first instruction. Each protection has its positive control.
+ *
+ * The instance's tree: <mount>/NAME is where egretd attaches, NAME/egret its root, NAME/ctrs the
+ * runc containers' parent (not watched: registration alone makes them sandboxes), NAME/pods a
+ * watched subtree (podman's --cgroup-parent). Containers join the test's network namespace,
+ * where the addresses they reach are, or get an empty one of their own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "cgroup.h"
+#include "harness.h"
+#include "util.h"
+
+#define SERVER	 "192.0.2.80"
+#define UPSTREAM "192.0.2.53"
+
+static int listener = -1;
+static pid_t dnsmasq;
+static char top[PATH_MAX];	 /* <mount>/NAME, where egretd attaches */
+static char top_rel[PATH_MAX];	 /* the same from the v2 mount: /NAME */
+static char runc_root[PATH_MAX]; /* runc's state, private to the test */
+static char netns_path[64];	 /* the test's network namespace */
+
+static void start_dnsmasq(void)
+{
+	dnsmasq = fork();
+	cr_assert(dnsmasq >= 0);
+	if (dnsmasq == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execlp("dnsmasq", "dnsmasq", "-k", "--conf-file=/dev/null", "--no-resolv",
+		       "--no-hosts", "--listen-address=" UPSTREAM, "--bind-interfaces", "--port=53",
+		       "--user=root", "--pid-file=", "--log-facility=/dev/null",
+		       "--address=/allowed.test/192.0.2.10", "--address=/allowed.test/2001:db8::10",
+		       NULL);
+		_exit(127);
+	}
+}
+
+static void setup(void)
+{
+	static const char *const addrs[] = { SERVER "/32", UPSTREAM "/32", "192.0.2.10/32" };
+
+	harness_setup(true);
+	harness_kill_at_teardown(&dnsmasq);
+	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++)
+		cr_assert_eq(netns_addr("lo", addrs[i]), 0);
+	cr_assert_eq(harness_nest_root(T), 0);
+	snprintf(top, sizeof(top), "%s", T->attach);
+	snprintf(top_rel, sizeof(top_rel), "%s", top + strlen(T->cgroup_mount));
+	snprintf(runc_root, sizeof(runc_root), "%s/runc", T->tmpdir);
+	snprintf(netns_path, sizeof(netns_path), "/proc/%d/ns/net", (int)getpid());
+	harness_setup_listen(&listener, SERVER, 8080);
+	start_dnsmasq();
+}
+
+TestSuite(containers, .init = setup, .fini = harness_teardown, .timeout = 180);
+
+/* ---- runc ------------------------------------------------------------------------------- */
+
+/* A bundle in T's tmpdir for container id: busybox (or the host's /usr), its cgroup under
+ * NAME/ctrs, the test's network namespace (or, netns NULL, a new one), egret's hooks injected.
+ * Extra words go to oci_bundle.py before "--" and the command.
+ */
+static void bundle(const char *id, const char *netns, const char *const extra[],
+		   const char *const cmd[], char *dir, size_t size)
+{
+	char script[PATH_MAX], cg[PATH_MAX + 64], config[PATH_MAX + 16], out[4096];
+	char *argv[64];
+	int n = 0;
+
+	snprintf(dir, size, "%s/bundle-%s", T->tmpdir, id);
+	snprintf(script, sizeof(script), "%s/tests/tools/oci_bundle.py", EGRET_SOURCE_DIR);
+	snprintf(cg, sizeof(cg), "%s/ctrs/%s", top_rel, id);
+	argv[n++] = "python3";
+	argv[n++] = script;
+	argv[n++] = dir;
+	argv[n++] = "--cgroups-path";
+	argv[n++] = cg;
+	if (netns) {
+		argv[n++] = "--netns";
+		argv[n++] = (char *)netns;
+	}
+	for (int i = 0; extra && extra[i]; i++)
+		argv[n++] = (char *)extra[i];
+	argv[n++] = "--";
+	for (int i = 0; cmd[i]; i++)
+		argv[n++] = (char *)cmd[i];
+	argv[n] = NULL;
+	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "oci_bundle.py: %s", out);
+	snprintf(config, sizeof(config), "%s/config.json", dir);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "oci-hook", "inject", config, NULL), 0,
+		     "inject: %s", out);
+}
+
+/* runc run (foreground) of a bundle: its exit status, output in out */
+static int runc_run(const char *id, const char *dir, char *out, size_t size)
+{
+	char *argv[] = { "runc",     "--root",	  runc_root,  "run",
+			 "--bundle", (char *)dir, (char *)id, NULL };
+
+	return run_cmd(argv, out, size);
+}
+
+static bool is_container_event(const Egret__V1__Event *ev, const char *id)
+{
+	return ev->sandbox && ev->sandbox->container && !strcmp(ev->sandbox->container->uid, id);
+}
+
+struct want {
+	const char *id;
+	Egret__V1__Event__PayloadCase payload;
+	int detail; /* a verdict, a tamper kind, a lifecycle kind; 0: any */
+};
+
+static bool wanted(const Egret__V1__Event *ev, const void *arg)
+{
+	const struct want *w = arg;
+
+	if (!is_container_event(ev, w->id) || ev->payload_case != w->payload)
+		return false;
+	switch (w->payload) {
+	case EGRET__V1__EVENT__PAYLOAD_NET_CONNECT:
+		return !w->detail || (int)ev->net_connect->verdict == w->detail;
+	case EGRET__V1__EVENT__PAYLOAD_TAMPER:
+		return !w->detail || (int)ev->tamper->kind == w->detail;
+	case EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE:
+		return !w->detail || (int)ev->sandbox_lifecycle->kind == w->detail;
+	default:
+		return true;
+	}
+}
+
+static const Egret__V1__Event *wait_for(struct events *evs, const char *id,
+					Egret__V1__Event__PayloadCase payload, int detail)
+{
+	struct want w = { id, payload, detail };
+
+	if (events_wait(T->sink_path, wanted, &w, 10000, evs))
+		return NULL;
+	return events_find(evs, wanted, &w, NULL);
+}
+
+Test(containers, runc_is_denied_by_default_and_its_policy_opens_what_it_says)
+{
+	/* a connect that gets through hangs on a listener that never answers: timeout ends it
+	 * (143); a denied one fails at once (1, "Operation not permitted")
+	 */
+	static const char *const nc[] = { "sh", "-c",
+					  "timeout 3 nc " SERVER " 8080 </dev/null; echo rc=$?",
+					  NULL };
+	char dir[PATH_MAX], out[4096];
+	struct events evs;
+
+	harness_setup_start("mode enforce\n"
+			    "sandbox container=ctr-open {\n"
+			    "  allow " SERVER " tcp/8080\n"
+			    "}\n",
+			    NULL);
+	bundle("ctr-open", netns_path, NULL, nc, dir, sizeof(dir));
+	cr_expect_eq(runc_run("ctr-open", dir, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, "rc=143") && !strstr(out, "not permitted"),
+		  "the policy's container could not connect: %s", out);
+	bundle("ctr-shut", netns_path, NULL, nc, dir, sizeof(dir));
+	cr_expect_eq(runc_run("ctr-shut", dir, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, "Operation not permitted") && strstr(out, "rc=1"),
+		  "another container reached " SERVER ": %s", out);
+	cr_assert(wait_for(&evs, "ctr-shut", EGRET__V1__EVENT__PAYLOAD_NET_CONNECT,
+			   EGRET__V1__NET_CONNECT__VERDICT__VERDICT_DENY),
+		  "no denied connect of ctr-shut");
+	events_free(&evs);
+	cr_assert(wait_for(&evs, "ctr-open", EGRET__V1__EVENT__PAYLOAD_NET_CONNECT,
+			   EGRET__V1__NET_CONNECT__VERDICT__VERDICT_ALLOW),
+		  "no allowed connect of ctr-open");
+	events_free(&evs);
+	/* positive control: the same connect from the host */
+	cr_expect_eq(tcp_connect(SERVER, 8080, 0, 2000), 0);
+}
+
+/* The container's first instruction is a query, from a network namespace of its own: egret's
+ * resolver listens there from the registration on, so it is answered at once (before, egretd
+ * learned of the namespace from the refused query, and of the process that was gone by then).
+ */
+Test(containers, runc_first_dns_query_from_its_own_namespace_is_answered)
+{
+	static const char *const cmd[] = { "nslookup", "allowed.test", UPSTREAM, NULL };
+	char dir[PATH_MAX], out[4096];
+	struct events evs;
+	const Egret__V1__Event *ev;
+
+	harness_setup_start("mode enforce\nallow domain allowed.test\n", NULL);
+	bundle("ctr-dns", NULL, NULL, cmd, dir, sizeof(dir));
+	cr_expect_eq(runc_run("ctr-dns", dir, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "the first query was not answered: %s", out);
+	ev = wait_for(&evs, "ctr-dns", EGRET__V1__EVENT__PAYLOAD_DNS_QUERY, 0);
+	cr_assert(ev, "no DnsQuery of ctr-dns");
+	cr_expect(ev->dns_query->allowed);
+	cr_expect_str_eq(ev->dns_query->name, "allowed.test");
+	events_free(&evs);
+}
+
+/* runc's init mounts the root file system, /proc, /dev... before the container's first exec:
+ * not the sandbox's doing. A mount after it is.
+ */
+Test(containers, runc_start_is_not_tamper_but_a_later_mount_is)
+{
+	static const char *const quiet[] = { "true", NULL };
+	static const char *const mounts[] = { "mount", "-t", "tmpfs", "none", "/mnt", NULL };
+	char dir[PATH_MAX], out[4096];
+	struct events evs;
+	size_t n = 99;
+	struct want w = { "ctr-quiet", EGRET__V1__EVENT__PAYLOAD_TAMPER,
+			  EGRET__V1__TAMPER__KIND__KIND_MOUNT };
+
+	harness_setup_start(NULL, NULL);
+	bundle("ctr-quiet", netns_path, NULL, quiet, dir, sizeof(dir));
+	cr_expect_eq(runc_run("ctr-quiet", dir, out, sizeof(out)), 0, "%s", out);
+	bundle("ctr-mount", netns_path, NULL, mounts, dir, sizeof(dir));
+	runc_run("ctr-mount", dir, out, sizeof(out));
+	cr_assert(wait_for(&evs, "ctr-mount", EGRET__V1__EVENT__PAYLOAD_TAMPER,
+			   EGRET__V1__TAMPER__KIND__KIND_MOUNT),
+		  "the mount after the first exec was not reported");
+	events_free(&evs);
+	cr_assert(wait_for(&evs, "ctr-quiet", EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE,
+			   EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_DESTROYED));
+	events_find(&evs, wanted, &w, &n);
+	cr_expect_eq(n, 0, "runc's own set-up of ctr-quiet gave %zu tamper events", n);
+	events_free(&evs);
+}
+
+Test(containers, runc_events_carry_the_container)
+{
+	static const char *const extra[] = { "--annotation", "io.egret.image=egret-test/busybox:1",
+					     "--annotation", "io.egret.label.team=blue", NULL };
+	static const char *const cmd[] = { "sh", "-c", "echo hi > /tmp/x; nc -w 1 " SERVER " 9",
+					   NULL };
+	char dir[PATH_MAX], out[4096];
+	const Egret__V1__Event *ev;
+	struct events evs;
+	Egret__V1__Event__PayloadCase kinds[] = { EGRET__V1__EVENT__PAYLOAD_EXEC,
+						  EGRET__V1__EVENT__PAYLOAD_FILE,
+						  EGRET__V1__EVENT__PAYLOAD_NET_CONNECT };
+
+	harness_setup_start(NULL, NULL);
+	bundle("ctr-meta", netns_path, extra, cmd, dir, sizeof(dir));
+	runc_run("ctr-meta", dir, out, sizeof(out));
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		const Egret__V1__Container *c;
+
+		ev = wait_for(&evs, "ctr-meta", kinds[i], 0);
+		cr_assert(ev, "no event %d of ctr-meta", kinds[i]);
+		c = ev->sandbox->container;
+		cr_expect_str_eq(ev->sandbox->name, "ctr-meta");
+		cr_expect_str_eq(c->runtime, "runc");
+		cr_assert(c->image);
+		cr_expect_str_eq(c->image->name, "egret-test/busybox:1");
+		cr_expect_str_eq(c->image->tag, "1");
+		cr_expect(c->n_labels == 1 && !strcmp(c->labels[0], "team=blue"));
+		events_free(&evs);
+	}
+}
+
+/* egretd down: the hook cannot register the container, and the runtime refuses to start it. */
+Test(containers, runc_does_not_start_a_container_egretd_cannot_register)
+{
+	char marker[PATH_MAX + 16], bind[PATH_MAX * 2], dir[PATH_MAX], out[4096], cg[PATH_MAX];
+	const char *extra[] = { "--bind", bind, NULL };
+	static const char *const cmd[] = { "touch", "/out/ran", NULL };
+	struct stat st;
+
+	harness_setup_start(NULL, NULL);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	snprintf(marker, sizeof(marker), "%s/out", T->tmpdir);
+	cr_assert_eq(mkdir(marker, 0755), 0);
+	snprintf(bind, sizeof(bind), "%s:/out", marker);
+	bundle("ctr-orphan", netns_path, extra, cmd, dir, sizeof(dir));
+	cr_expect_neq(runc_run("ctr-orphan", dir, out, sizeof(out)), 0,
+		      "runc started a container no egretd registered: %s", out);
+	cr_expect(strstr(out, "egretd is not answering"), "%s", out);
+	strcat(marker, "/ran");
+	cr_expect_neq(stat(marker, &st), 0, "the container's command ran");
+	snprintf(cg, sizeof(cg), "%s/ctrs/ctr-orphan", top);
+	cr_expect_neq(stat(cg, &st), 0, "its cgroup was left behind");
+}
+
+/* ---- registration by hand, watched subtrees ---------------------------------------------- */
+
+static int connect_server(void *arg)
+{
+	return tcp_connect(SERVER, 8080, 0, 2000);
+}
+
+/* fn in a child that joined the cgroup (absolute path): its result */
+static int in_cgroup(const char *cgroup, int (*fn)(void *))
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (cgroup__join(cgroup, getpid()))
+			_exit(250);
+		_exit(fn(NULL));
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static bool pending_deny(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+	       ev->net_connect->reason == EGRET__V1__NET_CONNECT__REASON__REASON_SANDBOX_PENDING;
+}
+
+/* A cgroup in a watched subtree that nobody registered (a runtime without egret's hook, a
+ * process placed there by hand) has no network; registered, it has its sandbox's rules.
+ */
+Test(containers, a_cgroup_in_a_watched_subtree_has_no_network_until_registered)
+{
+	char pods[PATH_MAX + 8], pod[PATH_MAX + 16], out[4096], watch[PATH_MAX + 8];
+	const char *extra[] = { "--watch", watch, NULL };
+	struct events evs;
+
+	snprintf(pods, sizeof(pods), "%s/pods", top);
+	snprintf(pod, sizeof(pod), "%s/unhooked", pods);
+	cr_assert_eq(mkdir(pods, 0755), 0);
+	cr_assert_eq(mkdir(pod, 0755), 0);
+	snprintf(watch, sizeof(watch), "%s", pods);
+	harness_setup_start("mode enforce\n"
+			    "sandbox unhooked {\n"
+			    "  allow " SERVER " tcp/8080\n"
+			    "}\n",
+			    extra);
+	cr_expect_eq(in_cgroup(pod, connect_server), EPERM, "an unregistered cgroup connected");
+	cr_assert_eq(events_wait(T->sink_path, pending_deny, NULL, 5000, &evs), 0);
+	events_free(&evs);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "register", pod, "name=unhooked", NULL), 0, "%s",
+		     out);
+	cr_expect_eq(in_cgroup(pod, connect_server), 0, "the registered cgroup could not connect");
+	/* positive control: the host */
+	cr_expect_eq(tcp_connect(SERVER, 8080, 0, 2000), 0);
+	/* an exempt cgroup in the watched subtree is the host's */
+	snprintf(pod, sizeof(pod), "%s/infra", pods);
+	cr_assert_eq(mkdir(pod, 0755), 0);
+	cr_expect_eq(in_cgroup(pod, connect_server), EPERM);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "register", pod, "exempt=1", NULL), 0, "%s",
+		     out);
+	cr_expect_eq(in_cgroup(pod, connect_server), 0, "an exempt cgroup is the host's");
+}
+
+Test(containers, registration_is_refused_where_it_would_not_hold)
+{
+	char out[4096], here[PATH_MAX];
+
+	harness_setup_start(NULL, NULL);
+	/* the v2 root: above the attach point */
+	cr_expect_neq(egretctl(T, out, sizeof(out), "register", "/", NULL), 0);
+	cr_expect(strstr(out, "is not below"), "%s", out);
+	/* egret's root itself, and the attach point above it */
+	cr_expect_neq(egretctl(T, out, sizeof(out), "register", T->cgroup_root, NULL), 0);
+	cr_expect(strstr(out, "egret's root"), "%s", out);
+	cr_expect_neq(egretctl(T, out, sizeof(out), "register", top, NULL), 0);
+	/* words egretd does not know */
+	snprintf(here, sizeof(here), "%s/ctrs", top);
+	cr_assert_eq(mkdir(here, 0755), 0);
+	cr_expect_neq(egretctl(T, out, sizeof(out), "register", here, "colour=red", NULL), 0);
+	cr_expect(strstr(out, "unknown key 'colour'"), "%s", out);
+	cr_expect_neq(egretctl(T, out, sizeof(out), "register", here, "name=a b", NULL), 0);
+	/* nothing was registered by the refusals */
+	cr_expect_eq(in_cgroup(here, connect_server), 0, "a refused cgroup is still the host's");
+}
+
+/* A restarted egretd knows the containers registered before it (pinned) and keeps their rules. */
+Test(containers, registrations_survive_an_egretd_restart)
+{
+	static const char *const sleeper[] = { "sleep", "60", NULL };
+	char dir[PATH_MAX], out[4096], line[PATH_MAX * 3];
+	char *exec[] = { "runc",     "--root",
+			 runc_root,  "exec",
+			 "ctr-long", "sh",
+			 "-c",	     "timeout 3 nc " SERVER " 8080 </dev/null; echo rc=$?",
+			 NULL };
+	char *run[] = { "sh", "-c", line, NULL };
+	struct events evs;
+
+	harness_setup_start("mode enforce\n"
+			    "sandbox container=ctr-long {\n"
+			    "  allow " SERVER " tcp/8080\n"
+			    "}\n",
+			    NULL);
+	bundle("ctr-long", netns_path, NULL, sleeper, dir, sizeof(dir));
+	/* detached, its stdio elsewhere than our pipe */
+	snprintf(line, sizeof(line),
+		 "runc --root %s run -d --bundle %s ctr-long </dev/null >%s/ctr-long.out 2>&1 || "
+		 "{ cat %s/ctr-long.out; exit 1; }",
+		 runc_root, dir, T->tmpdir, T->tmpdir);
+	cr_assert_eq(run_cmd(run, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(harness_stop(T, SIGKILL), 128 + SIGKILL);
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_expect(strstr(harness_log(T), "1 kept from the previous egretd"), "%s", harness_log(T));
+	cr_expect_eq(run_cmd(exec, out, sizeof(out)), 0, "%s", out);
+	cr_expect(strstr(out, "rc=143") && !strstr(out, "not permitted"),
+		  "the container lost its rules: %s", out);
+	cr_assert(wait_for(&evs, "ctr-long", EGRET__V1__EVENT__PAYLOAD_NET_CONNECT,
+			   EGRET__V1__NET_CONNECT__VERDICT__VERDICT_ALLOW),
+		  "events after the restart do not name the container");
+	events_free(&evs);
+}
