@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -418,5 +420,492 @@ Test(containers, registrations_survive_an_egretd_restart)
 	cr_assert(wait_for(&evs, "ctr-long", EGRET__V1__EVENT__PAYLOAD_NET_CONNECT,
 			   EGRET__V1__NET_CONNECT__VERDICT__VERDICT_ALLOW),
 		  "events after the restart do not name the container");
+	events_free(&evs);
+}
+
+/* ---- podman --------------------------------------------------------------------------------- */
+
+static char podman_base[PATH_MAX]; /* storage, run and temp dirs, private to the test */
+
+/* podman with the test's own storage (vfs: no mounts), runc (crun refuses hybrid cgroup hosts),
+ * cgroupfs, then the words given; the run's limits within what this host lets it raise
+ */
+static int podman(char *out, size_t size, const char *const words[])
+{
+	char root[PATH_MAX + 8], run[PATH_MAX + 8], tmp[PATH_MAX + 8];
+	char *argv[64] = { "podman", "--root",		 root,	     "--runroot",
+			   run,	     "--tmpdir",	 tmp,	     "--storage-driver",
+			   "vfs",    "--cgroup-manager", "cgroupfs", "--events-backend",
+			   "none",   "--runtime",	 "runc" };
+	int n = 15;
+
+	snprintf(root, sizeof(root), "%s/root", podman_base);
+	snprintf(run, sizeof(run), "%s/run", podman_base);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", podman_base);
+	for (int i = 0; words[i] && n < 63; i++)
+		argv[n++] = (char *)words[i];
+	argv[n] = NULL;
+	return run_cmd(argv, out, size);
+}
+
+static void podman_cleanup(void *arg)
+{
+	static const char *const rm[] = { "rm", "--all", "--force", "--time", "0", NULL };
+	char out[4096];
+
+	podman(out, sizeof(out), rm);
+}
+
+/* An image localhost/egret-test:1 of busybox, imported from a tar of the root file system. */
+static void podman_image(void)
+{
+	char script[PATH_MAX], dir[PATH_MAX + 8], tar[PATH_MAX + 16], out[4096];
+	char *mk[] = { "python3", script, dir, "--", "true", NULL };
+	char *pack[] = { "tar", "-C", NULL, "-cf", tar, ".", NULL };
+	const char *import[] = { "import", tar, "localhost/egret-test:1", NULL };
+	char rootfs[PATH_MAX + 16];
+
+	char conf[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(podman_base, sizeof(podman_base), "%s/podman", T->tmpdir);
+	cr_assert_eq(mkdir(podman_base, 0700), 0);
+	harness_at_teardown(podman_cleanup, NULL);
+	/* podman's default net.ipv4.ping_group_range sysctl, which runc refuses in a network
+	 * namespace the container joins (the test's)
+	 */
+	snprintf(conf, sizeof(conf), "%s/containers.conf", podman_base);
+	f = fopen(conf, "w");
+	cr_assert(f);
+	fputs("[containers]\ndefault_sysctls = []\n", f);
+	fclose(f);
+	setenv("CONTAINERS_CONF", conf, 1);
+	snprintf(script, sizeof(script), "%s/tests/tools/oci_bundle.py", EGRET_SOURCE_DIR);
+	snprintf(dir, sizeof(dir), "%s/image", T->tmpdir);
+	snprintf(tar, sizeof(tar), "%s/image.tar", T->tmpdir);
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
+	pack[2] = rootfs;
+	cr_assert_eq(run_cmd(mk, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(run_cmd(pack, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(podman(out, sizeof(out), import), 0, "podman import: %s", out);
+}
+
+/* A hooks.d directory holding egret's createRuntime hook (empty: hooks false). */
+static void hooks_dir(char *dir, size_t size, bool hooks)
+{
+	char file[PATH_MAX + 16], out[8192];
+	FILE *f;
+
+	snprintf(dir, size, "%s/hooks.d%s", T->tmpdir, hooks ? "" : "-empty");
+	cr_assert_eq(mkdir(dir, 0755), 0);
+	if (!hooks)
+		return;
+	cr_assert_eq(egretctl(T, out, sizeof(out), "oci-hook", "hooks-d", "createRuntime", NULL), 0,
+		     "%s", out);
+	snprintf(file, sizeof(file), "%s/egret.json", dir);
+	f = fopen(file, "w");
+	cr_assert(f);
+	fputs(out, f);
+	fclose(f);
+}
+
+/* podman run --rm of the test image under NAME/pods (watched), in netns (NULL: none of its own
+ * network); the command's output and status
+ */
+static int podman_run(const char *name, const char *hooks, const char *netns, const char *cmd,
+		      char *out, size_t size)
+{
+	char parent[PATH_MAX + 8], net[96], nofile[64], nproc[64];
+	struct rlimit nf, np;
+	const char *words[] = { "--hooks-dir",
+				hooks,
+				"run",
+				"--rm",
+				"--pull",
+				"never",
+				"--name",
+				name,
+				"--cgroup-parent",
+				parent,
+				"--network",
+				net,
+				"--ulimit",
+				nofile,
+				"--ulimit",
+				nproc,
+				"localhost/egret-test:1",
+				"sh",
+				"-c",
+				cmd,
+				NULL };
+
+	getrlimit(RLIMIT_NOFILE, &nf);
+	getrlimit(RLIMIT_NPROC, &np);
+	snprintf(nofile, sizeof(nofile), "nofile=%llu:%llu", (unsigned long long)nf.rlim_max,
+		 (unsigned long long)nf.rlim_max);
+	snprintf(nproc, sizeof(nproc), "nproc=4096:4096");
+	snprintf(parent, sizeof(parent), "%s/pods", top_rel);
+	snprintf(net, sizeof(net), "%s%s", netns ? "ns:" : "none", netns ? netns : "");
+	return podman(out, size, words);
+}
+
+static bool podman_event(const Egret__V1__Event *ev, const void *arg)
+{
+	const char *name = arg;
+
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT && ev->sandbox &&
+	       ev->sandbox->container && !strcmp(ev->sandbox->container->name, name);
+}
+
+static void podman_setup(const char *policy, char *watch, size_t size)
+{
+	const char *extra[] = { "--watch", watch, NULL };
+
+	snprintf(watch, size, "%s/pods", top);
+	cr_assert_eq(mkdir(watch, 0755), 0);
+	podman_image();
+	harness_setup_start(policy, extra);
+}
+
+/* podman's container, named and made from an image, is registered through a hooks.d file: its
+ * image's policy block opens what it says, and its events name it, its image and podman.
+ */
+Test(containers, podman_is_registered_with_its_name_and_image)
+{
+	char watch[PATH_MAX + 8], hooks[PATH_MAX + 16], out[8192];
+	const Egret__V1__Container *c;
+	struct events evs;
+
+	podman_setup("mode enforce\n"
+		     "sandbox image=localhost/egret-test:1 {\n"
+		     "  allow " SERVER " tcp/8080\n"
+		     "}\n",
+		     watch, sizeof(watch));
+	hooks_dir(hooks, sizeof(hooks), true);
+	podman_run("egret-pod-a", hooks, netns_path,
+		   "timeout 3 nc " SERVER " 8080 </dev/null; echo rc=$?; "
+		   "nc -w 1 " SERVER " 8081 </dev/null; echo rc2=$?",
+		   out, sizeof(out));
+	cr_expect(strstr(out, "rc=143"), "the image's rule did not open " SERVER ":8080: %s", out);
+	cr_expect(strstr(out, "Operation not permitted") && strstr(out, "rc2=1"),
+		  "a port the rule does not name was reached: %s", out);
+	cr_assert_eq(events_wait(T->sink_path, podman_event, "egret-pod-a", 10000, &evs), 0);
+	c = events_find(&evs, podman_event, "egret-pod-a", NULL)->sandbox->container;
+	cr_expect_eq(strlen(c->uid), 64, "the full container id: %s", c->uid);
+	cr_expect_str_eq(c->runtime, "podman");
+	cr_assert(c->image);
+	cr_expect_str_eq(c->image->name, "localhost/egret-test:1");
+	events_free(&evs);
+}
+
+/* A container podman starts without egret's hook (a host whose hooks.d lost the file: podman
+ * drops a hook it cannot run without a word) in the watched subtree has no network.
+ */
+Test(containers, podman_without_egrets_hook_has_no_network)
+{
+	char watch[PATH_MAX + 8], hooks[PATH_MAX + 16], out[8192];
+	struct events evs;
+
+	podman_setup("mode enforce\nallow " SERVER " tcp/8080\n", watch, sizeof(watch));
+	hooks_dir(hooks, sizeof(hooks), false);
+	podman_run("egret-pod-b", hooks, netns_path,
+		   "timeout 3 nc " SERVER " 8080 </dev/null; echo rc=$?", out, sizeof(out));
+	cr_expect(strstr(out, "Operation not permitted"), "an unregistered container connected: %s",
+		  out);
+	cr_assert_eq(events_wait(T->sink_path, pending_deny, NULL, 5000, &evs), 0);
+	events_free(&evs);
+	/* positive control: the same container with the hook */
+	hooks_dir(hooks, sizeof(hooks), true);
+	podman_run("egret-pod-c", hooks, netns_path,
+		   "timeout 3 nc " SERVER " 8080 </dev/null; echo rc=$?", out, sizeof(out));
+	cr_expect(strstr(out, "rc=143"), "%s", out);
+}
+
+Test(containers, podman_first_dns_query_from_its_own_namespace_is_answered)
+{
+	char watch[PATH_MAX + 8], hooks[PATH_MAX + 16], out[8192];
+
+	podman_setup("mode enforce\nallow domain allowed.test\n", watch, sizeof(watch));
+	hooks_dir(hooks, sizeof(hooks), true);
+	cr_expect_eq(podman_run("egret-pod-d", hooks, NULL, "nslookup allowed.test " UPSTREAM, out,
+				sizeof(out)),
+		     0, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "the first query was not answered: %s", out);
+}
+
+/* ---- docker --------------------------------------------------------------------------------- */
+
+/* dockerd has no hook configuration: deploy/containers/egret-runc, registered as its default
+ * runtime, puts egret's hook into each container's config.json before runc runs. dockerd runs
+ * in a cgroup of the instance's tree (so the teardown ends it and its containerd), with
+ * storage, state and socket in the test's directory, no bridge and no firewall rules.
+ */
+static char docker_dir[PATH_MAX];
+static char docker_host[PATH_MAX + 16];
+
+static int docker(char *out, size_t size, const char *const words[])
+{
+	char *argv[64] = { "/usr/bin/docker", "--host", docker_host };
+	int n = 3;
+
+	for (int i = 0; words[i] && n < 63; i++)
+		argv[n++] = (char *)words[i];
+	argv[n] = NULL;
+	return run_cmd(argv, out, size);
+}
+
+/* what dockerd left mounted under its directories, detached */
+static void docker_cleanup(void *arg)
+{
+	static const char *const rm[] = { "rm",		  "--force",	  "egret-dock-a",
+					  "egret-dock-b", "egret-dock-c", NULL };
+	char out[4096], line[PATH_MAX * 2];
+	pid_t *pid = arg;
+	FILE *f;
+
+	docker(out, sizeof(out), rm);
+	if (*pid > 0) {
+		kill(*pid, SIGTERM);
+		for (int i = 0; i < 100 && waitpid(*pid, NULL, WNOHANG) == 0; i++)
+			usleep(100000);
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+		*pid = 0;
+	}
+	for (int pass = 0; pass < 4; pass++) {
+		f = fopen("/proc/self/mountinfo", "r");
+		while (f && fgets(line, sizeof(line), f)) {
+			char mnt[PATH_MAX];
+
+			if (sscanf(line, "%*s %*s %*s %*s %4095s", mnt) == 1 &&
+			    !strncmp(mnt, docker_dir, strlen(docker_dir)))
+				umount2(mnt, MNT_DETACH);
+		}
+		if (f)
+			fclose(f);
+	}
+}
+
+static void docker_start(pid_t *dockerd)
+{
+	char conf[PATH_MAX + 16], cg[PATH_MAX + 16], out[4096];
+	static const char *const version[] = { "version", NULL };
+	FILE *f;
+
+	snprintf(docker_dir, sizeof(docker_dir), "%s/docker", T->tmpdir);
+	snprintf(docker_host, sizeof(docker_host), "unix://%s/sock", docker_dir);
+	snprintf(cg, sizeof(cg), "%s/dockerd", top);
+	cr_assert_eq(mkdir(docker_dir, 0700), 0);
+	cr_assert_eq(mkdir(cg, 0755), 0);
+	snprintf(conf, sizeof(conf), "%s/daemon.json", docker_dir);
+	f = fopen(conf, "w");
+	cr_assert(f);
+	fprintf(f,
+		"{\"runtimes\": {\"egret\": {\"path\": \"%s/deploy/containers/egret-runc\",\n"
+		"  \"runtimeArgs\": [\"--egret-egretctl=%s\", \"--egret-control=%s\",\n"
+		"                  \"--egret-docker-root=%s/data\"]}},\n"
+		" \"default-runtime\": \"egret\", \"iptables\": false, \"ip6tables\": false,\n"
+		" \"ip-masq\": false, \"bridge\": \"none\", \"storage-driver\": \"vfs\",\n"
+		" \"data-root\": \"%s/data\", \"exec-root\": \"%s/exec\",\n"
+		" \"pidfile\": \"%s/pid\", \"hosts\": [\"%s\"]}\n",
+		EGRET_SOURCE_DIR, EGRETCTL_BIN, T->control, docker_dir, docker_dir, docker_dir,
+		docker_dir, docker_host);
+	fclose(f);
+	harness_at_teardown(docker_cleanup, dockerd);
+	*dockerd = fork();
+	cr_assert(*dockerd >= 0);
+	if (*dockerd == 0) {
+		char log[PATH_MAX + 16];
+		int fd;
+
+		snprintf(log, sizeof(log), "%s/dockerd.log", docker_dir);
+		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		if (fd < 0 || cgroup__join(cg, getpid()))
+			_exit(126);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		execl("/usr/sbin/dockerd", "dockerd", "--config-file", conf, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 300; i++) {
+		if (docker(out, sizeof(out), version) == 0)
+			return;
+		usleep(100000);
+	}
+	cr_assert_fail("dockerd did not come up: %s", out);
+}
+
+/* the busybox image, as docker import makes it */
+static void docker_image(void)
+{
+	char script[PATH_MAX], dir[PATH_MAX + 8], tar[PATH_MAX + 16], rootfs[PATH_MAX + 16];
+	char out[4096];
+	char *mk[] = { "python3", script, dir, "--", "true", NULL };
+	char *pack[] = { "tar", "-C", rootfs, "-cf", tar, ".", NULL };
+	const char *import[] = { "import", tar, "egret-test/busybox:2", NULL };
+
+	snprintf(script, sizeof(script), "%s/tests/tools/oci_bundle.py", EGRET_SOURCE_DIR);
+	snprintf(dir, sizeof(dir), "%s/image", T->tmpdir);
+	snprintf(tar, sizeof(tar), "%s/image.tar", T->tmpdir);
+	snprintf(rootfs, sizeof(rootfs), "%s/rootfs", dir);
+	cr_assert_eq(run_cmd(mk, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(run_cmd(pack, out, sizeof(out)), 0, "%s", out);
+	cr_assert_eq(docker(out, sizeof(out), import), 0, "docker import: %s", out);
+}
+
+static int docker_run(const char *name, const char *cmd, char *out, size_t size)
+{
+	char parent[PATH_MAX + 8];
+	const char *words[] = { "run",
+				"--rm",
+				"--name",
+				name,
+				"--network",
+				"none",
+				"--cgroup-parent",
+				parent,
+				"--label",
+				"team=green",
+				"egret-test/busybox:2",
+				"sh",
+				"-c",
+				cmd,
+				NULL };
+
+	snprintf(parent, sizeof(parent), "%s/dock", top_rel);
+	return docker(out, size, words);
+}
+
+static bool docker_event(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_DNS_QUERY && ev->sandbox &&
+	       ev->sandbox->container && !strcmp(ev->sandbox->container->name, arg);
+}
+
+/* A Docker container in a network namespace of its own (--network none): a connect its policy
+ * allows has no route there (ENETUNREACH), one it does not is refused by egret (EPERM); its
+ * first query is answered; its events name it, its image, its labels and docker.
+ */
+Test(containers, docker_through_the_runtime_wrapper)
+{
+	char out[8192];
+	const Egret__V1__Container *c;
+	struct events evs;
+	static pid_t dockerd;
+
+	harness_setup_start("mode enforce\n"
+			    "allow domain allowed.test\n"
+			    "sandbox label team=green {\n"
+			    "  allow 198.51.100.0/24 tcp/80\n"
+			    "}\n",
+			    NULL);
+	docker_start(&dockerd);
+	docker_image();
+	cr_expect_eq(
+		docker_run("egret-dock-a",
+			   "nslookup allowed.test " UPSTREAM "; "
+			   "nc -w 1 198.51.100.7 80 </dev/null; nc -w 1 198.51.100.7 81 </dev/null",
+			   out, sizeof(out)),
+		1, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "the first query was not answered: %s", out);
+	cr_expect(strstr(out, "Network is unreachable"), "the allowed connect was refused: %s",
+		  out);
+	cr_expect(strstr(out, "Operation not permitted"), "the other port was not refused: %s",
+		  out);
+	cr_assert_eq(events_wait(T->sink_path, docker_event, "egret-dock-a", 10000, &evs), 0);
+	c = events_find(&evs, docker_event, "egret-dock-a", NULL)->sandbox->container;
+	cr_expect_eq(strlen(c->uid), 64, "%s", c->uid);
+	cr_expect_str_eq(c->runtime, "docker");
+	cr_assert(c->image);
+	cr_expect_str_eq(c->image->name, "egret-test/busybox:2");
+	cr_expect(c->n_labels == 1 && !strcmp(c->labels[0], "team=green"));
+	events_free(&evs);
+}
+
+/* ---- deploy/containers/install-hook.sh ------------------------------------------------------ */
+
+static bool file_has(const char *path, const char *needle)
+{
+	char buf[65536];
+	int n = read_file(path, buf, sizeof(buf));
+
+	return n > 0 && strstr(buf, needle);
+}
+
+/* What install-hook.sh writes for each runtime, under a host root of the test's: the hooks.d
+ * file podman and CRI-O read, Docker's runtime (an existing daemon.json kept), and containerd's
+ * base spec, which is then the config.json of a real runc container: egret registers it.
+ */
+Test(containers, install_hook_writes_what_each_runtime_reads)
+{
+	char host[PATH_MAX + 8], script[PATH_MAX], path[PATH_MAX * 2], out[16384], dir[PATH_MAX];
+	char *argv[] = { "sh",		 script,       "--host-root",
+			 host,		 "--egretctl", EGRETCTL_BIN,
+			 "--control",	 T->control,   "--exempt-namespace",
+			 "egret-system", "podman",     "crio",
+			 "docker",	 "containerd", NULL };
+	char *again[] = { "sh",	    script,	  "--host-root",
+			  host,	    "--egretctl", "/nonexistent/egretctl",
+			  "podman", NULL };
+	static const char *const cmd[] = { "true", NULL };
+	char *patch[] = {
+		"python3",
+		"-c",
+		"import json,sys; b=json.load(open(sys.argv[1])); "
+		"c=json.load(open(sys.argv[2])); c['process']=b['process']; "
+		"c['root']=b['root']; c['linux']['cgroupsPath']=b['linux']['cgroupsPath']; "
+		"c['mounts']=b['mounts']; json.dump(c, open(sys.argv[1], 'w'))",
+		NULL,
+		NULL,
+		NULL
+	};
+	char bundle_cfg[PATH_MAX + 16], spec[PATH_MAX * 2];
+	struct events evs;
+	FILE *f;
+
+	harness_setup_start(NULL, NULL);
+	snprintf(host, sizeof(host), "%s/host", T->tmpdir);
+	snprintf(script, sizeof(script), "%s/deploy/containers/install-hook.sh", EGRET_SOURCE_DIR);
+	/* the host's egretctl, at the path the hooks name */
+	snprintf(path, sizeof(path), "%s%s", host, EGRETCTL_BIN);
+	cr_assert_eq(mkdir_p(path, 0755), 0);
+	rmdir(path);
+	cr_assert_eq(symlink(EGRETCTL_BIN, path), 0);
+	/* an operator's daemon.json, which must keep what it had */
+	snprintf(path, sizeof(path), "%s/etc/docker", host);
+	cr_assert_eq(mkdir_p(path, 0755), 0);
+	strcat(path, "/daemon.json");
+	f = fopen(path, "w");
+	cr_assert(f);
+	fputs("{\"log-level\": \"warn\"}\n", f);
+	fclose(f);
+	cr_assert_eq(run_cmd(argv, out, sizeof(out)), 0, "install-hook.sh: %s", out);
+	cr_expect(file_has(path, "\"log-level\": \"warn\"") && file_has(path, "egret-runc") &&
+			  file_has(path, "\"default-runtime\": \"egret\""),
+		  "daemon.json: %s", out);
+	snprintf(path, sizeof(path), "%s/usr/share/containers/oci/hooks.d/egret.json", host);
+	cr_expect(file_has(path, "\"createRuntime\"") && file_has(path, "--exempt-namespace"),
+		  "podman's hooks.d");
+	snprintf(path, sizeof(path), "%s/etc/containers/oci/hooks.d/egret.json", host);
+	cr_expect(file_has(path, "\"createRuntime\""), "CRI-O's hooks.d");
+	snprintf(path, sizeof(path), "%s/usr/local/sbin/egret-runc", host);
+	cr_expect_eq(access(path, X_OK), 0, "the Docker wrapper");
+	cr_expect(strstr(out, "base_runtime_spec"), "containerd's configuration is not named: %s",
+		  out);
+	/* a hook binary that is not there is not installed: podman would drop it silently */
+	cr_expect_neq(run_cmd(again, out, sizeof(out)), 0);
+	cr_expect(strstr(out, "is not an executable"), "%s", out);
+	/* containerd's base spec, as a runc container's config: its hook registers it */
+	snprintf(spec, sizeof(spec), "%s/etc/containerd/egret-base-spec.json", host);
+	bundle("ctr-base", netns_path, NULL, cmd, dir, sizeof(dir));
+	snprintf(bundle_cfg, sizeof(bundle_cfg), "%s/config.json", dir);
+	patch[3] = bundle_cfg;
+	patch[4] = spec;
+	cr_assert_eq(run_cmd(patch, out, sizeof(out)), 0, "%s", out);
+	cr_expect_eq(runc_run("ctr-base", dir, out, sizeof(out)), 0, "%s", out);
+	cr_assert(wait_for(&evs, "ctr-base", EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE,
+			   EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_REGISTERED),
+		  "the base spec's hook did not register the container");
 	events_free(&evs);
 }

@@ -165,3 +165,74 @@ Test(otlp, attributes_carry_the_replacement_character)
 	opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(req,
 											      NULL);
 }
+
+static const Opentelemetry__Proto__Common__V1__AnyValue *
+find_attr(const Opentelemetry__Proto__Logs__V1__LogRecord *lr, const char *key)
+{
+	for (size_t i = 0; i < lr->n_attributes; i++) {
+		if (!strcmp(lr->attributes[i]->key, key))
+			return lr->attributes[i]->value;
+	}
+	return NULL;
+}
+
+/* A container sandbox's event carries OpenTelemetry's container.* and k8s.* attributes: the
+ * image's name without its tag and the tag in container.image.tags, each label as
+ * container.label.KEY.
+ */
+Test(otlp, container_sandboxes_carry_container_and_k8s_attributes)
+{
+	static char *labels[] = { "app=agent", "team=blue" };
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
+	Egret__V1__Container c = EGRET__V1__CONTAINER__INIT;
+	Egret__V1__ContainerImage img = EGRET__V1__CONTAINER_IMAGE__INIT;
+	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+	const Opentelemetry__Proto__Logs__V1__LogRecord *lr;
+	const Opentelemetry__Proto__Common__V1__AnyValue *v;
+	static const struct {
+		const char *key, *value;
+	} want[] = {
+		{ "container.id", "0123abcd" },
+		{ "container.name", "main" },
+		{ "container.runtime.name", "containerd" },
+		{ "container.image.name", "docker.io/library/python" },
+		{ "k8s.pod.name", "agent-7" },
+		{ "k8s.namespace.name", "ci" },
+		{ "k8s.pod.uid", "5f0e-77" },
+		{ "k8s.container.name", "main" },
+		{ "container.label.app", "agent" },
+		{ "container.label.team", "blue" },
+		{ "egret.sandbox.name", "ci/agent-7/main" },
+	};
+
+	img.name = "docker.io/library/python:3.12";
+	img.tag = "3.12";
+	c.uid = "0123abcd";
+	c.name = "main";
+	c.image = &img;
+	c.runtime = "containerd";
+	c.orchestrator = "kubernetes";
+	c.pod_uuid = "5f0e-77";
+	c.pod_name = "agent-7";
+	c.namespace_ = "ci";
+	c.n_labels = 2;
+	c.labels = labels;
+	sb.cgroup_id = 42;
+	sb.name = "ci/agent-7/main";
+	sb.container = &c;
+	ev.sandbox = &sb;
+	req = encode_decode(&ev);
+	lr = req->resource_logs[0]->scope_logs[0]->log_records[0];
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		v = find_attr(lr, want[i].key);
+		cr_expect(v && v->string_value && !strcmp(v->string_value, want[i].value),
+			  "%s: want %s", want[i].key, want[i].value);
+	}
+	v = find_attr(lr, "container.image.tags");
+	cr_expect(v && v->array_value && v->array_value->n_values == 1 &&
+			  !strcmp(v->array_value->values[0]->string_value, "3.12"),
+		  "container.image.tags");
+	opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(req,
+											      NULL);
+}

@@ -41,6 +41,12 @@ int fileperm__check(const char *what, const char *path, const struct fileperm_op
 int fileperm__open(const char *what, const char *path, const char *trusted, char *err,
 		   size_t errsz);
 
+/* A directory taken as safe with everything above it wherever a check names none: egretd's
+ * --trusted-dir, for a policy in a directory nobody outside egretd's own mount namespace can
+ * reach but that looks world-writable (a Kubernetes ConfigMap volume). NULL: none.
+ */
+void fileperm__trust(const char *dir);
+
 /* The instance's files: the policy (a file), the live rules (a file egretd may have to create)
  * and the spool (a directory, NULL to skip); 0 or the first failure, with err filled.
  */

@@ -316,7 +316,8 @@ static int meta_word(struct sandbox_meta *m, const char *w, char *err, size_t er
 			return -E2BIG;
 		}
 		for (unsigned int i = 0; i < m->nlabels; i++) {
-			if (!strncmp(m->labels[i], w + 6, klen - 6) && m->labels[i][klen - 6] == '=') {
+			if (!strncmp(m->labels[i], w + 6, klen - 6) &&
+			    m->labels[i][klen - 6] == '=') {
 				snprintf(err, errsz, "label '%.*s' is given twice",
 					 (int)(klen - 6 > 64 ? 64 : klen - 6), w + 6);
 				return -EINVAL;

@@ -25,7 +25,8 @@ typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
 typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
 typedef Opentelemetry__Proto__Logs__V1__LogRecord LogRecord;
 
-#define MAX_ATTRS 28
+#define MAX_ATTRS  44
+#define MAX_LABELS 8 /* container.label.KEY attributes of one record */
 
 struct rec {
 	Egret__V1__Event *ev;
@@ -37,6 +38,12 @@ struct rec {
 	size_t n;
 	char *json, *cmdline;
 	char event_name[48];
+	/* the container's: its image name without the tag, the tags array, label keys */
+	char image[512];
+	Opentelemetry__Proto__Common__V1__ArrayValue tags;
+	AnyValue tag;
+	AnyValue *tagp;
+	char label_key[MAX_LABELS][96];
 };
 
 static AnyValue *attr(struct rec *r, const char *key)
@@ -63,6 +70,55 @@ static void attr_str(struct rec *r, const char *key, const char *v)
 		return;
 	a->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
 	a->string_value = (char *)v;
+}
+
+/* OpenTelemetry's container.* and k8s.* resource conventions, for a container sandbox. */
+static void attr_container(struct rec *r, const Egret__V1__Container *c)
+{
+	const char *tag = c->image ? c->image->tag : "";
+	unsigned int nl = 0;
+	AnyValue *a;
+
+	attr_str(r, "container.id", c->uid);
+	attr_str(r, "container.name", c->name);
+	attr_str(r, "container.runtime.name", c->runtime);
+	if (c->image && c->image->name[0]) {
+		size_t len = strlen(c->image->name), tl = strlen(tag);
+
+		/* the name without ":TAG", the tag as container.image.tags */
+		if (tl && len > tl + 1 && c->image->name[len - tl - 1] == ':')
+			len -= tl + 1;
+		snprintf(r->image, sizeof(r->image), "%.*s", (int)len, c->image->name);
+		attr_str(r, "container.image.name", r->image);
+		if (tl && (a = attr(r, "container.image.tags"))) {
+			opentelemetry__proto__common__v1__array_value__init(&r->tags);
+			opentelemetry__proto__common__v1__any_value__init(&r->tag);
+			r->tag.value_case =
+				OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+			r->tag.string_value = (char *)tag;
+			r->tagp = &r->tag;
+			r->tags.n_values = 1;
+			r->tags.values = &r->tagp;
+			a->value_case =
+				OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE;
+			a->array_value = &r->tags;
+		}
+	}
+	if (c->orchestrator[0]) {
+		attr_str(r, "k8s.pod.name", c->pod_name);
+		attr_str(r, "k8s.namespace.name", c->namespace_);
+		attr_str(r, "k8s.pod.uid", c->pod_uuid);
+		attr_str(r, "k8s.container.name", c->name);
+	}
+	for (size_t i = 0; i < c->n_labels && nl < MAX_LABELS; i++) {
+		const char *eq = strchr(c->labels[i], '=');
+
+		if (!eq)
+			continue;
+		snprintf(r->label_key[nl], sizeof(r->label_key[nl]), "container.label.%.*s",
+			 (int)(eq - c->labels[i]), c->labels[i]);
+		attr_str(r, r->label_key[nl++], eq + 1);
+	}
 }
 
 static void attr_int(struct rec *r, const char *key, int64_t v)
@@ -241,6 +297,8 @@ static void to_log_record(struct rec *r, uint64_t now)
 	if (ev->sandbox) {
 		attr_str(r, "egret.sandbox.name", ev->sandbox->name);
 		attr_int(r, "egret.sandbox.cgroup_id", (int64_t)ev->sandbox->cgroup_id);
+		if (ev->sandbox->container)
+			attr_container(r, ev->sandbox->container);
 	}
 	if (ev->process) {
 		attr_int(r, "process.pid", ev->process->pid);

@@ -53,6 +53,8 @@ static void run(struct daemon *d)
 		if (now >= next_tick) {
 			if (++ticks % RESCAN_TICKS == 0)
 				engine__rescan(&d->engine);
+			if (d->opt.reload_on_change)
+				engine__reload_if_changed(&d->engine);
 			check_gap(d);
 			collector__check_drops(&d->collector);
 			control__expire(&d->control);

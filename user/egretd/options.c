@@ -158,6 +158,15 @@ static const char *const default_skips[] = { "/dev", "/proc", "/sys", NULL };
 static const struct opt_spec specs[] = {
 	{ "policy", 0, "FILE", OPT_STRING, FIELD(policy), .def = EGRET_DEFAULT_POLICY,
 	  .help = "the policy; SIGHUP or 'egretctl reload' re-reads it" },
+	{ "reload-on-change", 0, NULL, OPT_FLAG, FIELD(reload_on_change),
+	  .help = "re-read the policy when the file changes (looked at every second; a ConfigMap "
+		  "volume's update is one): like egretctl reload, a file with an error changes "
+		  "nothing and is a refused PolicyChange" },
+	{ "trusted-dir", 0, "DIR", OPT_STRING, FIELD(trusted_dir), .check = check_absolute,
+	  .def_text = "none: every directory up to / is checked",
+	  .help = "take DIR and the directories above it as safe when checking who could write the "
+		  "policy, live rules and spool (a Kubernetes ConfigMap volume, world-writable "
+		  "but reachable only inside egret's own pod)" },
 	{ "live-rules", 0, "FILE", OPT_STRING, FIELD(live_rules), .def = EGRET_DEFAULT_LIVE_RULES,
 	  .help = "where rules added with egretctl allow/deny are kept across restarts" },
 	{ "cgroup", 0, "PATH", OPT_STRING, FIELD(cgroup), .def = EGRET_DEFAULT_CGROUP_NAME,

@@ -20,6 +20,8 @@
 struct options {
 	const char *policy;
 	const char *live_rules;
+	bool reload_on_change;
+	const char *trusted_dir;
 	const char *cgroup;
 	const char *attach;
 	const char *watch[7];

@@ -81,8 +81,11 @@ int daemon__lock_instance(struct daemon *d)
 int daemon__check_files(const struct daemon *d)
 {
 	char err[FILEPERM_ERR_LEN];
-	int ret = fileperm__check_instance(d->opt.policy, d->opt.live_rules, d->opt.spool, err,
-					   sizeof(err));
+	int ret;
+
+	fileperm__trust(d->opt.trusted_dir);
+	ret = fileperm__check_instance(d->opt.policy, d->opt.live_rules, d->opt.spool, err,
+				       sizeof(err));
 
 	if (ret)
 		log_err("%s", err);

@@ -324,12 +324,45 @@ static int parse_checked(struct policy *out, const char *what, const char *path,
 	return ret;
 }
 
+/* What the policy file's path names now, to see it change. */
+static void policy_seen(const struct engine *e, struct engine_file_seen *out)
+{
+	struct stat st;
+
+	memset(out, 0, sizeof(*out));
+	if (stat(e->policy_path, &st))
+		return;
+	out->dev = st.st_dev;
+	out->ino = st.st_ino;
+	out->size = (uint64_t)st.st_size;
+	out->mtime_ns = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+	out->ctime_ns = (uint64_t)st.st_ctim.tv_sec * 1000000000ull + (uint64_t)st.st_ctim.tv_nsec;
+}
+
+void engine__reload_if_changed(struct engine *e)
+{
+	struct engine_file_seen now;
+	char err[POLICY_ERR_LEN];
+
+	policy_seen(e, &now);
+	if (!memcmp(&now, &e->seen, sizeof(now)))
+		return;
+	if (!engine__reload(e, "egretd: the policy file changed", NULL, false, err, sizeof(err)))
+		log_info("policy %s changed: reloaded, %zu rules, rule set %s", e->policy_path,
+			 e->pol.n, e->hash);
+	else
+		log_err("policy %s changed but is refused (the rules in force stay): %s",
+			e->policy_path, err);
+	e->seen = now; /* a refused file is not read again until it changes again */
+}
+
 /* The policy file's rules plus the live rules of live (if any). */
 static int read_policy(struct engine *e, struct policy *out, const struct policy *live, char *err,
 		       size_t errsz)
 {
 	int ret;
 
+	policy_seen(e, &e->seen);
 	policy__init(out);
 	ret = parse_checked(out, "policy", e->policy_path, false, err, errsz);
 	for (size_t i = 0; !ret && live && i < live->n; i++) {

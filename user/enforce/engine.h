@@ -45,7 +45,10 @@ struct engine {
 	size_t installed;      /* how many entries of reg are flagged ENGINE_SB_INSTALLED */
 	struct stream *stream; /* NULL until the event pipeline is up */
 	char hash[65];
-	uint64_t changes;	/* rule set changes since start */
+	uint64_t changes; /* rule set changes since start */
+	struct engine_file_seen {
+		uint64_t dev, ino, size, mtime_ns, ctime_ns;
+	} seen;			/* the policy file as last read (engine__reload_if_changed) */
 	const char *no_enforce; /* a kernel gap nobody accepted (kfeatures): no enforce mode */
 };
 
@@ -63,6 +66,10 @@ int engine__reload(struct engine *e, const char *actor, const struct ucred *cr, 
 		   char *err, size_t errsz);
 void engine__refuse_reload(struct engine *e, const char *actor, const struct ucred *cr,
 			   const char *why);
+/* --reload-on-change: the policy file (as its path resolves now) is not the one last read;
+ * reload it then (once per change: a file with an error is not read again until it changes).
+ */
+void engine__reload_if_changed(struct engine *e);
 void engine__actor_of(const struct ucred *cr, char *out, size_t size);
 /* The domain rules' verdict on name for the sandbox (NULL: the global rules only). */
 int engine__domain_verdict(const struct engine *e, const struct sandbox_entry *sandbox,
