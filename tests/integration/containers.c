@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -908,4 +909,82 @@ Test(containers, install_hook_writes_what_each_runtime_reads)
 			   EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_REGISTERED),
 		  "the base spec's hook did not register the container");
 	events_free(&evs);
+}
+
+/* ---- identity ------------------------------------------------------------------------------- */
+
+static bool named(const Egret__V1__Event *ev, const void *name)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT && ev->sandbox &&
+	       !strcmp(ev->sandbox->name, name);
+}
+
+/* A sandbox's name is its directory name in full (Docker's 64-hex ids, podman's libpod-<64>
+ * were cut at 63 characters), and a cgroup made inside a sandbox is in that sandbox.
+ */
+Test(containers, names_are_whole_and_nested_cgroups_are_the_sandboxs)
+{
+	char name[80], nested[PATH_MAX + 128];
+	struct events evs;
+
+	memset(name, 0, sizeof(name));
+	memcpy(name, "libpod-", 7);
+	memset(name + 7, 'f', 64);
+	harness_setup_start(NULL, NULL);
+	cr_expect_eq(in_sandbox(T, name, connect_server, NULL), EPERM);
+	cr_assert_eq(events_wait(T->sink_path, named, name, 5000, &evs), 0,
+		     "no event names the sandbox in full");
+	events_free(&evs);
+	/* a cgroup the sandbox made inside itself: the same sandbox, the same rules */
+	snprintf(nested, sizeof(nested), "%s/%s/inner", T->cgroup_root, name);
+	cr_assert_eq(mkdir(nested, 0755), 0);
+	cr_expect_eq(in_cgroup(nested, connect_server), EPERM);
+	cr_assert_eq(egretctl(T, NULL, 0, "allow", "--sandbox", name, SERVER, "tcp/8080", NULL), 0);
+	cr_expect_eq(in_cgroup(nested, connect_server), 0,
+		     "the nested cgroup did not get its sandbox's rule");
+}
+
+/* A process that showed egretd a network namespace without a resolver (a setns, a dig) is gone
+ * before egretd looks: egretd finds the namespace from another process of the sandbox still in
+ * it, and listens there.
+ */
+Test(containers, a_namespace_is_found_again_when_its_reporter_is_gone)
+{
+	char out[4096], nsref[64], box[PATH_MAX];
+	int fd[2];
+	pid_t holder;
+
+	harness_setup_start("mode enforce\nallow domain allowed.test\n", NULL);
+	cr_assert_eq(sandbox_path(T, "netbox", box, sizeof(box)), 0);
+	mkdir(box, 0755);
+	cr_assert_eq(pipe(fd), 0);
+	/* the namespace is made outside the sandbox (no report), its holder then joins it */
+	holder = fork();
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (unshare(CLONE_NEWNET) || cgroup__join(box, getpid()))
+			_exit(1);
+		write(fd[1], "x", 1);
+		pause();
+		_exit(0);
+	}
+	harness_kill_at_teardown(&holder);
+	cr_assert_eq(read(fd[0], out, 1), 1);
+	snprintf(nsref, sizeof(nsref), "--net=/proc/%d/ns/net", (int)holder);
+	/* a short-lived process enters it and is gone at once: egretd learns of the namespace
+	 * from its setns, too late to open it through that process
+	 */
+	cr_expect_eq(sandbox_cmd(T, "netbox", out, sizeof(out), "nsenter", nsref, "true", NULL), 0,
+		     "%s", out);
+	/* egretd listens there without anyone asking again (its own namespace and this one) */
+	for (int i = 0; i < 30 && !strstr(out, ", 2 namespaces,"); i++) {
+		usleep(100000);
+		egretctl(T, out, sizeof(out), "status", NULL);
+	}
+	cr_expect(strstr(out, ", 2 namespaces,"), "no resolver in the namespace: %s", out);
+	/* so the next process's first query there is answered */
+	cr_expect_eq(sandbox_cmd(T, "netbox", out, sizeof(out), "nsenter", nsref, "dig", "+time=2",
+				 "+tries=1", "@" UPSTREAM, "allowed.test", NULL),
+		     0, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "the namespace never got a resolver: %s", out);
 }

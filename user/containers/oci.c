@@ -92,24 +92,27 @@ static void annotations(struct oci_container *c, const struct json_doc *d, int a
 	char err[JSON_ERR_LEN];
 	int v;
 
+	member_str(d, ann, "io.container.manager", c->manager, sizeof(c->manager));
 	/* containerd's CRI plugin */
-	member_str(d, ann, "io.kubernetes.cri.container-name", c->k8s_container,
-		   sizeof(c->k8s_container));
-	member_str(d, ann, "io.kubernetes.cri.sandbox-name", c->pod_name, sizeof(c->pod_name));
-	member_str(d, ann, "io.kubernetes.cri.sandbox-namespace", c->pod_namespace,
-		   sizeof(c->pod_namespace));
-	member_str(d, ann, "io.kubernetes.cri.sandbox-uid", c->pod_uid, sizeof(c->pod_uid));
-	member_str(d, ann, "io.kubernetes.cri.image-name", c->image, sizeof(c->image));
+	member_str(d, ann, "io.kubernetes.cri.container-name", c->cri.container,
+		   sizeof(c->cri.container));
+	member_str(d, ann, "io.kubernetes.cri.sandbox-name", c->cri.name, sizeof(c->cri.name));
+	member_str(d, ann, "io.kubernetes.cri.sandbox-namespace", c->cri.namespace_,
+		   sizeof(c->cri.namespace_));
+	member_str(d, ann, "io.kubernetes.cri.sandbox-uid", c->cri.uid, sizeof(c->cri.uid));
+	member_str(d, ann, "io.kubernetes.cri.image-name", c->cri.image, sizeof(c->cri.image));
 	/* CRI-O, and the kubelet's labels it flattens into annotations */
-	member_str(d, ann, "io.kubernetes.container.name", c->k8s_container,
-		   sizeof(c->k8s_container));
-	member_str(d, ann, "io.kubernetes.pod.name", c->pod_name, sizeof(c->pod_name));
-	member_str(d, ann, "io.kubernetes.pod.namespace", c->pod_namespace,
-		   sizeof(c->pod_namespace));
-	member_str(d, ann, "io.kubernetes.pod.uid", c->pod_uid, sizeof(c->pod_uid));
-	member_str(d, ann, "io.kubernetes.cri-o.ImageName", c->image, sizeof(c->image));
+	member_str(d, ann, "io.kubernetes.container.name", c->crio.container,
+		   sizeof(c->crio.container));
+	member_str(d, ann, "io.kubernetes.pod.name", c->crio.name, sizeof(c->crio.name));
+	member_str(d, ann, "io.kubernetes.pod.namespace", c->crio.namespace_,
+		   sizeof(c->crio.namespace_));
+	member_str(d, ann, "io.kubernetes.pod.uid", c->crio.uid, sizeof(c->crio.uid));
+	member_str(d, ann, "io.kubernetes.cri-o.ImageName", c->crio.image, sizeof(c->crio.image));
 	v = json__member(d, ann, "io.kubernetes.cri-o.Labels");
-	if (v >= 0 && json__string(d, v, labels, sizeof(labels)) > 0 &&
+	/* CRI-O's own record of the pod's labels, in a CRI-O container only */
+	if (!strcmp(c->manager, "cri-o") && strstr(c->bundle, "-containers/") && v >= 0 &&
+	    json__string(d, v, labels, sizeof(labels)) > 0 &&
 	    json__parse(&ld, labels, strlen(labels), NULL, err, sizeof(err)) == 0) {
 		labels_from(c, &ld, 0, "io.kubernetes.");
 		json__free(&ld);
@@ -136,7 +139,6 @@ static void annotations(struct oci_container *c, const struct json_doc *d, int a
 		if (n)
 			c->negret_labels++;
 	}
-	member_str(d, ann, "io.container.manager", c->runtime, sizeof(c->runtime));
 }
 
 int oci__parse_state(struct oci_container *c, const char *text, size_t len, char *err, size_t errsz)
@@ -238,18 +240,33 @@ int oci__parse_docker(struct oci_container *c, const char *text, size_t len, cha
 	return 0;
 }
 
+static void take_pod(struct oci_container *c, const struct oci_pod *p)
+{
+	snprintf(c->pod_name, sizeof(c->pod_name), "%s", p->name);
+	snprintf(c->pod_namespace, sizeof(c->pod_namespace), "%s", p->namespace_);
+	snprintf(c->pod_uid, sizeof(c->pod_uid), "%s", p->uid);
+	snprintf(c->k8s_container, sizeof(c->k8s_container), "%s", p->container);
+	if (p->image[0])
+		snprintf(c->image, sizeof(c->image), "%s", p->image);
+}
+
 void oci__detect_runtime(struct oci_container *c)
 {
-	if (!strcmp(c->runtime, "libpod"))
-		snprintf(c->runtime, sizeof(c->runtime), "podman");
-	else if (!strcmp(c->runtime, "cri-o") || c->runtime[0])
-		; /* as the runtime names itself */
-	else if (strstr(c->bundle, "/moby/"))
-		snprintf(c->runtime, sizeof(c->runtime), "docker");
-	else if (c->pod_name[0] || c->pod_uid[0])
-		snprintf(c->runtime, sizeof(c->runtime), "containerd");
-	else
-		snprintf(c->runtime, sizeof(c->runtime), "runc");
+	const char *rt = "runc";
+
+	if (strstr(c->bundle, "/io.containerd.runtime.v2.task/k8s.io/")) {
+		rt = "containerd";
+		take_pod(c, &c->cri);
+	} else if (strstr(c->bundle, "/moby/")) {
+		rt = "docker";
+	} else if (strstr(c->bundle, "-containers/") && !strcmp(c->manager, "cri-o")) {
+		/* containers/storage: .../overlay-containers/<id>/userdata */
+		rt = "cri-o";
+		take_pod(c, &c->crio);
+	} else if (strstr(c->bundle, "-containers/") && !strcmp(c->manager, "libpod")) {
+		rt = "podman";
+	}
+	snprintf(c->runtime, sizeof(c->runtime), "%s", rt);
 }
 
 bool oci__in_pod(const struct oci_container *c)
@@ -257,23 +274,11 @@ bool oci__in_pod(const struct oci_container *c)
 	return c->pod_name[0] || c->pod_uid[0] || c->pod_namespace[0];
 }
 
-/* A value a registration can carry (sandbox_meta__parse): UTF-8 without control characters.
- * JSON strings hold any (escaped): what a registration cannot say is left out, as unknown.
- */
-static bool value_ok(const char *v)
-{
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			return false;
-	}
-	return utf8_valid(v, strlen(v));
-}
-
 static int word(char *buf, size_t size, size_t *used, const char *key, const char *val)
 {
 	int n;
 
-	if (!val || !val[0] || !value_ok(val))
+	if (!val || !val[0] || !sandbox__value_ok(val))
 		return 0;
 	n = snprintf(buf + *used, size - *used, "%s=%s", key, val);
 	if (n < 0 || (size_t)n + 1 > size - *used)
@@ -287,7 +292,7 @@ static int label_word(char *buf, size_t size, size_t *used, const char *label, u
 {
 	int n;
 
-	if (!value_ok(label))
+	if (!sandbox__value_ok(label))
 		return 0;
 	if (*count == SANDBOX_LABELS_MAX)
 		return -E2BIG;

@@ -20,6 +20,15 @@
 #define OCI_CONFIG_MAX (8u << 20) /* bytes of a config.json, containers.json, config.v2.json */
 #define OCI_VALUE_MAX  512
 
+/* What one Kubernetes runtime's own annotations say of a pod's container. */
+struct oci_pod {
+	char name[OCI_VALUE_MAX]; /* the pod's */
+	char namespace_[OCI_VALUE_MAX];
+	char uid[OCI_VALUE_MAX];
+	char container[OCI_VALUE_MAX]; /* the container's name in the pod spec */
+	char image[OCI_VALUE_MAX];
+};
+
 struct oci_container {
 	char id[256];	 /* the runtime's container id */
 	char status[32]; /* creating, created, stopped */
@@ -28,6 +37,12 @@ struct oci_container {
 	char rootfs[PATH_MAX]; /* config.json root.path, made absolute */
 	/* what the registration says (user/core/sandbox.h); "" unknown */
 	char runtime[32];
+	char manager[32]; /* io.container.manager: libpod, cri-o */
+	/* containerd's CRI annotations and CRI-O's: each is believed only when the container is
+	 * that runtime's (its bundle's place, oci__detect_runtime), so a pod author who can pass
+	 * annotations through cannot claim another pod, namespace or image
+	 */
+	struct oci_pod cri, crio;
 	/* egret's own annotations (io.egret.sandbox, io.egret.image, io.egret.label.KEY): taken
 	 * for a container a host user made (runc, podman, docker), not for a pod's, whose
 	 * annotations its author writes
@@ -59,8 +74,10 @@ int oci__parse_podman(struct oci_container *c, const char *text, size_t len, cha
 /* Docker's (<data-root>/containers/<id>/config.v2.json): name, image, labels. */
 int oci__parse_docker(struct oci_container *c, const char *text, size_t len, char *err,
 		      size_t errsz);
-/* Which runtime made the container, from its annotations and bundle: "containerd" (CRI),
- * "cri-o", "podman", "docker", else "runc"; fills c->runtime.
+/* Which runtime made the container: "containerd" (a CRI pod's: its bundle is under the
+ * io.containerd.runtime.v2.task/k8s.io namespace), "docker" (.../moby/), "cri-o" and "podman"
+ * (containers/storage bundles, by io.container.manager), else "runc"; fills c->runtime, and
+ * the pod fields from that runtime's own annotations only.
  */
 void oci__detect_runtime(struct oci_container *c);
 /* Whether the container is a Kubernetes pod's (its runtime's annotations name a pod). */

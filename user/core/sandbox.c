@@ -262,8 +262,7 @@ bool sandbox__valid_registered_name(const char *name)
 	return true;
 }
 
-/* A value a registration may carry: valid UTF-8, no control characters. */
-static bool meta_value_ok(const char *v)
+bool sandbox__value_ok(const char *v)
 {
 	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
 		if (*p < 0x20 || *p == 0x7f)
@@ -277,7 +276,10 @@ struct meta_key {
 	size_t off; /* of the const char * in struct sandbox_meta */
 };
 
-#define META_KEY(k, f) { k, offsetof(struct sandbox_meta, f) }
+#define META_KEY(k, f)                              \
+	{                                           \
+		k, offsetof(struct sandbox_meta, f) \
+	}
 
 static const struct meta_key meta_keys[] = {
 	META_KEY("name", name),
@@ -298,7 +300,7 @@ static int meta_word(struct sandbox_meta *m, const char *w, char *err, size_t er
 	size_t klen = eq ? (size_t)(eq - w) : 0;
 
 	/* the whole word: a label's key is as much what it says as its value */
-	if (!eq || !klen || !meta_value_ok(w)) {
+	if (!eq || !klen || !sandbox__value_ok(w)) {
 		snprintf(err, errsz, "'%.64s': expected KEY=VALUE, the value printable UTF-8", w);
 		return -EINVAL;
 	}
@@ -361,8 +363,10 @@ int sandbox_meta__parse(struct sandbox_meta *m, const char *words, size_t len, c
 	for (size_t off = 0; !ret && off < len; off += strlen(m->words + off) + 1)
 		ret = meta_word(m, m->words + off, err, errsz);
 	if (!ret && m->name && !sandbox__valid_registered_name(m->name)) {
-		snprintf(err, errsz, "bad sandbox name '%.64s' (1-255 printable characters, no "
-			 "space or any of {}#=*)", m->name);
+		snprintf(err, errsz,
+			 "bad sandbox name '%.64s' (1-255 printable characters, no "
+			 "space or any of {}#=*)",
+			 m->name);
 		ret = -EINVAL;
 	}
 	if (ret)
@@ -467,22 +471,23 @@ int sandbox__parse_selector(char *const words[], int n, char *out, size_t size, 
 			known |= strlen(selector_keys[i]) == (size_t)(eq - words[0]) &&
 				 !strncmp(selector_keys[i], words[0], (size_t)(eq - words[0]));
 		if (!known) {
-			snprintf(err, errsz,
-				 "unknown selector '%.*s' (container, image, k8s-namespace, k8s-pod, "
-				 "label)",
-				 (int)(eq - words[0] > 32 ? 32 : eq - words[0]), words[0]);
+			snprintf(
+				err, errsz,
+				"unknown selector '%.*s' (container, image, k8s-namespace, k8s-pod, "
+				"label)",
+				(int)(eq - words[0] > 32 ? 32 : eq - words[0]), words[0]);
 			return -EINVAL;
 		}
 		if (!selector_value_ok(eq + 1)) {
-			snprintf(err, errsz, "bad value in '%.64s' (printable, '*' for any)", words[0]);
+			snprintf(err, errsz, "bad value in '%.64s' (printable, '*' for any)",
+				 words[0]);
 			return -EINVAL;
 		}
 	}
 	return selector_out(out, size, "", words[0], err, errsz);
 }
 
-int sandbox__parse_selector_text(const char *text, char *out, size_t size, char *err,
-				 size_t errsz)
+int sandbox__parse_selector_text(const char *text, char *out, size_t size, char *err, size_t errsz)
 {
 	char copy[SANDBOX_SELECTOR_MAX + 1], *words[3], *save = NULL;
 	int n = 0;

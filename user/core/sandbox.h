@@ -54,6 +54,8 @@ struct sandbox_meta {
 int sandbox_meta__parse(struct sandbox_meta *m, const char *words, size_t len, char *err,
 			size_t errsz);
 void sandbox_meta__free(struct sandbox_meta *m);
+/* A value a registration may carry: valid UTF-8 without control characters. */
+bool sandbox__value_ok(const char *v);
 /* the value of label KEY, NULL when it has none */
 const char *sandbox_meta__label(const struct sandbox_meta *m, const char *key);
 /* A sandbox name a registration may give: 1-255 printable ASCII characters but space, '{',
