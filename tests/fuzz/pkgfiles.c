@@ -4,13 +4,15 @@
  *   i (1) dist-info  METADATA, RECORD, direct_url.json, the dist-info's name
  *   d (2) dpkg       the package name, dpkg's status, an apt Packages list, md5sums, a
  *                    registry, a .deb given to dpkg -i
- *   s (3) stanza     text, package, version ("" for any), field
+ *   s (3) stanza     text, package, version ("" for any), field; the text's bytes are also
+ *                    decompressed as an lz4 frame (apt's compressed lists), into at most 1 MiB
  *   g (4) gem, go    a gemspec, a go .ziphash, a registry
  * Files are written under the target's temp dir and read by pkgmeta__read(). Invariants: no
  * read outside the bytes given (ASan), every string of a result ends inside its array, and a
  * path's package has a name and lies inside the path (npm: "name" or "@scope/name"; go: a
  * module and a one-component version).
  */
+#include "aptlist.h"
 #include "pkgfuzz.h"
 #include "pkgmeta.h"
 
@@ -106,11 +108,16 @@ static void dpkg(const struct sections *x, const char *dir)
 
 static void stanza(const struct sections *x)
 {
-	char out[PKG_URL_MAX];
+	char out[PKG_URL_MAX], *text;
+	size_t n;
 
 	if (pkgmeta__stanza(x->s[0], x->s[1], x->len[2] ? x->s[2] : NULL, x->s[3], out,
 			    sizeof(out)))
 		FUZZ_TERMINATED(out);
+	text = apt_list__lz4((const unsigned char *)x->exact[0], x->len[0], 1u << 20, &n);
+	if (text && (n > 1u << 20 || text[n] != '\0'))
+		abort();
+	free(text);
 }
 
 static void gem_go(const struct sections *x, const char *dir)

@@ -3,14 +3,19 @@
  * 192.0.2.20 (allowed) and 192.0.2.30 (not), a .deb for dpkg, an npm tarball. Each install is
  * reported with the right manager, name, version, source and hash; a package copied into place
  * with cp is reported too; an install from the denied registry is reported as such.
+ * A sandboxed process in a mount namespace of its own has its files read in its root: what it
+ * wrote under its own tmpfs, not the host's file at the same path; its symlinks resolve in its
+ * root; and when it is gone before egretd could look, nothing is read.
  * Fixtures: tests/tools/pkg_fixtures.sh.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -274,16 +279,26 @@ Test(packages, npm_of_a_tarball)
 	events_free(&evs);
 }
 
+/* egretd reads a package in the root of the process that wrote it, so it must see that process
+ * alive (a_writer_gone_unseen_is_reported_from_its_path is the other case): this cp copies the
+ * dist-info, then waits on a FIFO, its last source, until egretd had a second to look.
+ */
 Test(packages, copied_into_place_without_a_manager)
 {
-	char src[PATH_MAX + 64], dst[PATH_MAX + 16];
+	char src[PATH_MAX + 64], dst[PATH_MAX + 16], hold[PATH_MAX + 16];
 	const Egret__V1__Event *ev;
 	struct events evs;
 
 	snprintf(src, sizeof(src), "%s/unpacked/demo_pkg-1.0.dist-info", fx);
 	snprintf(dst, sizeof(dst), "%s/site3", T->tmpdir);
+	snprintf(hold, sizeof(hold), "%s/hold", T->tmpdir);
 	cr_assert_eq(mkdir_p(dst, 0755), 0);
-	cr_assert_eq(in_box("cp", "cp", "-r", src, dst, NULL), 0);
+	cr_assert_eq(mkfifo(hold, 0600), 0);
+	cr_assert_eq(in_box("cp", "/bin/sh", "-c",
+			    "cp -r --copy-contents \"$1\" \"$2\" \"$3\" & sleep 1; : >\"$2\"; "
+			    "wait $!",
+			    "sh", src, hold, dst, NULL),
+		     0);
 	wait_install(&evs, "demo-pkg");
 	ev = events_find(&evs, is_install, "demo-pkg", NULL);
 	cr_expect_str_eq(ev->package_install->installer, "");
@@ -314,5 +329,236 @@ Test(packages, a_denied_registry_is_reported)
 	cr_expect_eq(run->n_installed, 0);
 	cr_expect_neq(run->exit_code, 0);
 	cr_expect_null(events_find(&evs, is_install, "demo-pkg", NULL), "an install was reported");
+	events_free(&evs);
+}
+
+/* ---- a sandbox's own mount namespace ------------------------------------------------------ */
+
+/* Writes files as a container would, with python3: "file PATH TEXT", "link PATH TARGET" (the
+ * directories made as needed), "sleep S" (the writer stays that long).
+ */
+static const char writer_py[] = "import os, sys, time\n"
+				"a = sys.argv[1:]\n"
+				"while a:\n"
+				"    op = a.pop(0)\n"
+				"    if op == 'sleep':\n"
+				"        time.sleep(float(a.pop(0)))\n"
+				"        continue\n"
+				"    p, v = a.pop(0), a.pop(0)\n"
+				"    os.makedirs(os.path.dirname(p), exist_ok=True)\n"
+				"    if op == 'link':\n"
+				"        os.symlink(v, p)\n"
+				"    else:\n"
+				"        open(p, 'w').write(v)\n";
+
+struct writer {
+	bool own_ns;	      /* in a mount namespace of its own, with... */
+	const char *tmpfs[2]; /* ...a tmpfs over these directories (NULL: none) */
+	char *args[16];	      /* writer_py's, NULL-terminated */
+};
+
+static int write_as_container(void *arg)
+{
+	struct writer *w = arg;
+	char *argv[24], out[4096];
+	int n = 0;
+
+	if (w->own_ns) {
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
+			return 90;
+		for (int i = 0; i < 2 && w->tmpfs[i]; i++) {
+			if (mkdir_p(w->tmpfs[i], 0755) ||
+			    mount("tmpfs", w->tmpfs[i], "tmpfs", 0, "mode=0755"))
+				return 91;
+		}
+	}
+	argv[n++] = "/usr/bin/python3";
+	argv[n++] = "-c";
+	argv[n++] = (char *)writer_py;
+	for (int i = 0; w->args[i] && n < 23; i++)
+		argv[n++] = w->args[i];
+	argv[n] = NULL;
+	return run_cmd(argv, out, sizeof(out));
+}
+
+/* a dist-info's METADATA and RECORD (RECORD's hash of METADATA: hash) in dir */
+static void host_dist_info(const char *dir, const char *name, const char *version, const char *hash)
+{
+	char p[PATH_MAX + 64];
+	FILE *f;
+
+	cr_assert_eq(mkdir_p(dir, 0755), 0, "%s", dir);
+	snprintf(p, sizeof(p), "%s/METADATA", dir);
+	f = fopen(p, "w");
+	cr_assert(f, "%s", p);
+	fprintf(f, "Metadata-Version: 2.1\nName: %s\nVersion: %s\n", name, version);
+	fclose(f);
+	snprintf(p, sizeof(p), "%s/RECORD", dir);
+	f = fopen(p, "w");
+	cr_assert(f, "%s", p);
+	fprintf(f, "%s-1.0.dist-info/METADATA,sha256=%s,60\n", name, hash);
+	fclose(f);
+}
+
+static bool is_install_under(const Egret__V1__Event *ev, const void *dir)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_PACKAGE_INSTALL &&
+	       str_starts_with(ev->package_install->path, dir);
+}
+
+static const Egret__V1__Event *wait_install_under(struct events *evs, const char *dir)
+{
+	cr_assert_eq(events_wait(T->sink_path, is_install_under, dir, 15000, evs), 0,
+		     "no PackageInstall under %s", dir);
+	return events_find(evs, is_install_under, dir, NULL);
+}
+
+/* The host has nsdemo 6.6.6 at a path where the sandbox, in a mount namespace of its own, has
+ * mounted a tmpfs and written nsdemo 1.0: egretd reports the sandbox's, read through its root
+ * (held with its namespace, so still the sandbox's 2 s later when the writer has exited and its
+ * namespace's mounts would be gone). Before, it read the host's file at the sandbox's path.
+ */
+Test(packages, a_sandbox_in_its_own_mount_namespace_is_read_in_its_root)
+{
+	char site[PATH_MAX], info[PATH_MAX + 32], meta[PATH_MAX + 48], record[PATH_MAX + 48];
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+	struct writer w = { .own_ns = true };
+
+	snprintf(site, sizeof(site), "%s/nsA/site", T->tmpdir);
+	snprintf(info, sizeof(info), "%s/nsdemo-1.0.dist-info", site);
+	host_dist_info(info, "nsdemo", "6.6.6-host", "HOSTHASH");
+	snprintf(meta, sizeof(meta), "%s/METADATA", info);
+	snprintf(record, sizeof(record), "%s/RECORD", info);
+	w.tmpfs[0] = site;
+	w.args[0] = "file";
+	w.args[1] = meta;
+	w.args[2] = "Metadata-Version: 2.1\nName: nsdemo\nVersion: 1.0\n";
+	w.args[3] = "file";
+	w.args[4] = record;
+	w.args[5] = "nsdemo-1.0.dist-info/METADATA,sha256=BOXHASH,44\n";
+	w.args[6] = "sleep";
+	w.args[7] = "0.5";
+	cr_assert_eq(in_sandbox(T, "pkgbox", write_as_container, &w), 0, "the writer failed");
+	pi = wait_install_under(&evs, site)->package_install;
+	cr_expect_str_eq(pi->name, "nsdemo");
+	cr_expect_str_eq(pi->version, "1.0", "not the sandbox's version: %s", pi->version);
+	cr_expect_str_eq(pi->hash, "sha256:BOXHASH");
+	cr_expect_str_eq(pi->hash_source, "pip RECORD (METADATA)");
+	cr_expect_str_eq(pi->path, info);
+	cr_expect_eq(events_find(&evs, is_install, "nsdemo", NULL)->package_install, pi);
+	events_free(&evs);
+}
+
+/* The control: the same writer in the host's mount namespace, read where egretd reads it. */
+Test(packages, a_sandbox_in_the_hosts_mount_namespace_is_read_as_before)
+{
+	char site[PATH_MAX], meta[PATH_MAX + 48], record[PATH_MAX + 48];
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+	struct writer w = { .own_ns = false };
+
+	snprintf(site, sizeof(site), "%s/nsB/site", T->tmpdir);
+	snprintf(meta, sizeof(meta), "%s/nsctl-1.0.dist-info/METADATA", site);
+	snprintf(record, sizeof(record), "%s/nsctl-1.0.dist-info/RECORD", site);
+	w.args[0] = "file";
+	w.args[1] = meta;
+	w.args[2] = "Metadata-Version: 2.1\nName: nsctl\nVersion: 1.0\n";
+	w.args[3] = "file";
+	w.args[4] = record;
+	w.args[5] = "nsctl-1.0.dist-info/METADATA,sha256=CTLHASH,44\n";
+	w.args[6] = "sleep";
+	w.args[7] = "0.5";
+	cr_assert_eq(in_sandbox(T, "pkgbox", write_as_container, &w), 0, "the writer failed");
+	pi = wait_install_under(&evs, site)->package_install;
+	cr_expect_str_eq(pi->name, "nsctl");
+	cr_expect_str_eq(pi->version, "1.0");
+	cr_expect_str_eq(pi->hash, "sha256:CTLHASH");
+	cr_expect_str_eq(pi->hash_source, "pip RECORD (METADATA)");
+	events_free(&evs);
+}
+
+/* The sandbox plants METADATA -> <host file> in a directory the host shares with it; in its own
+ * mount namespace that path holds a file of its own. The symlink is resolved in the sandbox's
+ * root: egretd reads the sandbox's file, never the host's (which would say "stolen 6.6.6").
+ */
+Test(packages, a_sandbox_symlink_resolves_in_its_root)
+{
+	char site[PATH_MAX], secret_dir[PATH_MAX], secret[PATH_MAX + 16], meta[PATH_MAX + 48],
+		record[PATH_MAX + 48];
+	const Egret__V1__Event *ev;
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+	struct writer w = { .own_ns = true };
+	FILE *f;
+
+	snprintf(secret_dir, sizeof(secret_dir), "%s/hostonly", T->tmpdir);
+	snprintf(secret, sizeof(secret), "%s/shadow", secret_dir);
+	cr_assert_eq(mkdir_p(secret_dir, 0700), 0);
+	f = fopen(secret, "w");
+	cr_assert(f);
+	fputs("Metadata-Version: 2.1\nName: stolen\nVersion: 6.6.6-secret\n", f);
+	fclose(f);
+	snprintf(site, sizeof(site), "%s/nsC/site", T->tmpdir);
+	cr_assert_eq(mkdir_p(site, 0755), 0);
+	snprintf(meta, sizeof(meta), "%s/evil-1.0.dist-info/METADATA", site);
+	snprintf(record, sizeof(record), "%s/evil-1.0.dist-info/RECORD", site);
+	w.tmpfs[0] = secret_dir; /* the sandbox's own view of that directory */
+	w.args[0] = "file";
+	w.args[1] = secret;
+	w.args[2] = "Metadata-Version: 2.1\nName: evil\nVersion: 1.0-sandbox\n";
+	w.args[3] = "link";
+	w.args[4] = meta;
+	w.args[5] = secret;
+	w.args[6] = "file";
+	w.args[7] = record;
+	w.args[8] = "evil-1.0.dist-info/METADATA,sha256=EVILHASH,44\n";
+	w.args[9] = "sleep";
+	w.args[10] = "0.5";
+	cr_assert_eq(in_sandbox(T, "pkgbox", write_as_container, &w), 0, "the writer failed");
+	ev = wait_install_under(&evs, site);
+	pi = ev->package_install;
+	cr_expect_str_neq(pi->name, "stolen", "egretd read the host's file through the symlink");
+	cr_expect(!strstr(pi->version, "secret"), "egretd read the host's file: %s", pi->version);
+	cr_expect_str_eq(pi->name, "evil");
+	cr_expect_str_eq(pi->version, "1.0-sandbox");
+	cr_expect_null(events_find(&evs, is_install, "stolen", NULL));
+	events_free(&evs);
+}
+
+/* A writer gone before egretd could open its root, in a sandbox that registered none: egretd
+ * cannot tell which mount namespace it wrote in, so it reads nothing (not the host's nsgone
+ * 6.6.6 at that path) and reports what the path says, saying why. egretd is stopped while the
+ * sandbox writes and exits, so that it is gone for certain.
+ */
+Test(packages, a_writer_gone_unseen_is_reported_from_its_path)
+{
+	char site[PATH_MAX], info[PATH_MAX + 32], meta[PATH_MAX + 48];
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+	struct writer w = { .own_ns = true };
+	pid_t egretd = T->egretd;
+	int rc;
+
+	snprintf(site, sizeof(site), "%s/nsD/site", T->tmpdir);
+	snprintf(info, sizeof(info), "%s/nsgone-1.0.dist-info", site);
+	host_dist_info(info, "nsgone", "6.6.6-host", "HOSTHASH");
+	snprintf(meta, sizeof(meta), "%s/METADATA", info);
+	w.tmpfs[0] = site;
+	w.args[0] = "file";
+	w.args[1] = meta;
+	w.args[2] = "Metadata-Version: 2.1\nName: nsgone\nVersion: 1.0\n";
+	cr_assert_eq(in_box("true", "true", NULL), 0); /* the sandbox prepared, while egretd runs */
+	cr_assert_eq(kill(egretd, SIGSTOP), 0);
+	T->egretd = 0; /* entering the sandbox would ask the stopped egretd to prepare it again */
+	rc = in_sandbox(T, "pkgbox", write_as_container, &w);
+	T->egretd = egretd;
+	kill(egretd, SIGCONT);
+	cr_assert_eq(rc, 0, "the writer failed");
+	pi = wait_install_under(&evs, site)->package_install;
+	cr_expect_str_eq(pi->name, "nsgone");
+	cr_expect_str_eq(pi->version, "1.0", "the host's file was read: %s", pi->version);
+	cr_expect_str_eq(pi->hash, "");
+	cr_expect(str_starts_with(pi->hash_source, "unreadable: "), "%s", pi->hash_source);
 	events_free(&evs);
 }

@@ -2,12 +2,16 @@
  * written in a temporary directory, the events it emits read back from a file sink. The
  * kernel side is covered by the packages integration suite; here are the bounds: a run that
  * installs more packages than the tracker holds at once loses none of them, and egretd
- * stopping mid-run still reports what was installed.
+ * stopping mid-run still reports what was installed; and where a package is read when the
+ * process that wrote it is gone: in its sandbox's registered root, or nowhere.
  */
+#include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -17,6 +21,7 @@
 #include "pkg.h"
 #include "sink.h"
 #include "stream.h"
+#include "util.h"
 
 struct rig {
 	char dir[64], spool[96], out[96];
@@ -204,4 +209,155 @@ Test(pkg, a_stop_mid_run_reports_what_was_installed)
 			      "a run still going was reported as ended");
 	events_free(&evs);
 	rig_free(&r);
+}
+
+/* a pid no process has: a child's, reaped */
+static uint32_t gone_pid(void)
+{
+	pid_t pid = fork();
+
+	cr_assert_geq(pid, 0);
+	if (!pid)
+		_exit(0);
+	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	return (uint32_t)pid;
+}
+
+/* a file event of pid in sandbox 77, in no run */
+static void file_written(struct rig *r, uint32_t pid, const char *path)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
+	Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
+	Egret__V1__FileActivity fa = EGRET__V1__FILE_ACTIVITY__INIT;
+
+	as_sandboxed(&ev, &sb, &p, 2002);
+	p.pid = pid;
+	p.comm = "cp";
+	fa.op = EGRET__V1__FILE_ACTIVITY__OP__OP_CREATE;
+	fa.path = (char *)path;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
+	ev.file = &fa;
+	pkg__observe(&r->t, &ev);
+}
+
+static size_t open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	size_t n = 0;
+
+	cr_assert(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static size_t roots_held(const struct pkg_tracker *t, uint32_t *refs)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < PKG_MAX_ROOTS; i++) {
+		if (t->roots[i].fd >= 0) {
+			n++;
+			*refs = t->roots[i].refs;
+		}
+	}
+	return n;
+}
+
+/* The path in a file event is the sandbox's: with its writer gone egretd reads it in the root
+ * the sandbox's registration gave (one held for all its packages, let go when they are
+ * reported), and without one reads nothing, reporting what the path says.
+ */
+Test(pkg, a_gone_writer_is_read_in_the_registered_root_or_not_at_all)
+{
+	const char *paths[] = { "/site/gone-1.0.dist-info/METADATA",
+				"/site/also-2.0.dist-info/METADATA" };
+	size_t fds = open_fds();
+	struct rig r;
+	struct events evs;
+	char root[128], dir[192];
+	uint32_t pid = gone_pid(), refs = 0;
+	FILE *f;
+
+	rig_init(&r);
+	snprintf(root, sizeof(root), "%s/root", r.dir);
+	for (int i = 0; i < 2; i++) {
+		snprintf(dir, sizeof(dir), "%s/site/%s-%d.0.dist-info", root, i ? "also" : "gone",
+			 i + 1);
+		cr_assert_eq(mkdir_p(dir, 0755), 0);
+		strcat(dir, "/METADATA");
+		f = fopen(dir, "w");
+		cr_assert(f);
+		fprintf(f, "Name: %s\nVersion: %d.0-in-the-root\n", i ? "also" : "gone", i + 1);
+		fclose(f);
+	}
+
+	/* no root known: from the path only */
+	file_written(&r, pid, paths[0]);
+	cr_expect_eq(roots_held(&r.t, &refs), 0);
+	pkg__flush(&r.t);
+	/* the registration's root: read in it, one root held for both */
+	pkg__set_sandbox_root(&r.t, 77, open(root, O_PATH | O_DIRECTORY | O_CLOEXEC));
+	file_written(&r, pid, paths[0]);
+	file_written(&r, pid, paths[1]);
+	cr_expect_eq(roots_held(&r.t, &refs), 1);
+	cr_expect_eq(refs, 2);
+	pkg__flush(&r.t);
+	cr_expect_eq(roots_held(&r.t, &refs), 0, "a root outlived its packages");
+	/* forgotten: nothing read again */
+	pkg__set_sandbox_root(&r.t, 77, -1);
+	file_written(&r, pid, paths[1]);
+	pkg__flush(&r.t);
+	stream__flush(&r.s);
+
+	cr_assert_eq(events_read(r.out, &evs), 0);
+	cr_assert_eq(evs.n, 4);
+	for (size_t i = 0; i < evs.n; i++) {
+		const Egret__V1__PackageInstall *pi = evs.ev[i]->package_install;
+		bool read = i == 1 || i == 2;
+
+		cr_assert_eq(evs.ev[i]->payload_case, EGRET__V1__EVENT__PAYLOAD_PACKAGE_INSTALL);
+		cr_expect_str_eq(pi->installer, "");
+		cr_expect_str_eq(evs.ev[i]->process->comm, "cp");
+		if (read) {
+			cr_expect(strstr(pi->version, "-in-the-root"), "%zu: %s", i, pi->version);
+			cr_expect_str_eq(pi->hash_source, "egret sha256 of METADATA");
+			cr_expect(!strncmp(pi->hash, "sha256:", 7), "%s", pi->hash);
+		} else {
+			cr_expect(!strcmp(pi->version, "1.0") || !strcmp(pi->version, "2.0"), "%s",
+				  pi->version);
+			cr_expect_str_eq(pi->hash, "");
+			cr_expect(!strncmp(pi->hash_source, "unreadable: ", 12), "%s",
+				  pi->hash_source);
+		}
+	}
+	events_free(&evs);
+	rig_free(&r);
+	cr_expect_eq(open_fds(), fds, "descriptors leaked");
+}
+
+/* Registered roots past the table's bound are closed, not leaked; re-registering replaces; a
+ * descriptor that is not a directory is refused.
+ */
+Test(pkg, registered_roots_are_bounded)
+{
+	size_t fds = open_fds(), rig;
+	struct rig r;
+
+	rig_init(&r);
+	rig = open_fds();
+	for (uint64_t id = 1; id <= PKG_MAX_SANDBOX_ROOTS + 10; id++)
+		pkg__set_sandbox_root(&r.t, id, open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+	pkg__set_sandbox_root(&r.t, 1, open("/", O_PATH | O_DIRECTORY | O_CLOEXEC));
+	cr_expect_eq(open_fds(), rig + PKG_MAX_SANDBOX_ROOTS);
+	for (uint64_t id = 1; id <= 100; id++)
+		pkg__set_sandbox_root(&r.t, id, -1);
+	cr_expect_eq(open_fds(), rig + PKG_MAX_SANDBOX_ROOTS - 100);
+	/* not a directory: closed, and the root held for it before forgotten */
+	pkg__set_sandbox_root(&r.t, 200, open("/dev/null", O_RDONLY | O_CLOEXEC));
+	cr_expect_eq(open_fds(), rig + PKG_MAX_SANDBOX_ROOTS - 101);
+	rig_free(&r);
+	cr_expect_eq(open_fds(), fds, "descriptors leaked");
 }

@@ -2,6 +2,7 @@
  * registry each will use, which paths mark an installed package, and what the metadata says.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 
 #include <criterion/criterion.h>
 
+#include "aptlist.h"
+#include "metafile.h"
 #include "pkgmeta.h"
 #include "util.h"
 
@@ -544,7 +547,250 @@ Test(pkgmeta, a_fifo_for_metadata_does_not_block, .timeout = 10)
 	/* a FIFO for a .deb given to dpkg is not hashed */
 	snprintf(q, sizeof(q), "%s/x.deb", dir);
 	cr_assert_eq(mkfifo(q, 0644), 0);
-	cr_expect_eq(pkgmeta__sha256_file(q, 1u << 30, p), -EINVAL);
+	cr_expect_eq(pkgmeta__sha256_file(PKG_ROOT_HOST, q, 1u << 30, p), -EINVAL);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	cr_expect_eq(system(p), 0);
+}
+
+/* ---- reading inside a sandbox's root --------------------------------------------------------- */
+
+static int open_root(const char *dir)
+{
+	int fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	cr_assert_geq(fd, 0, "%s", dir);
+	return fd;
+}
+
+static void symlink_at(const char *target, const char *dir, const char *name)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	cr_assert_eq(symlink(target, path), 0, "%s", path);
+}
+
+/* A root "root" with a dist-info and an etc/passwd of its own: every path, absolute symlink and
+ * ".." resolves inside it, never in egretd's own file system.
+ */
+Test(pkgmeta, reads_stay_inside_the_root, .timeout = 10)
+{
+	char dir[] = "/tmp/egret-unit-XXXXXX", root[64], p[256], buf[256];
+	size_t len;
+	char *text;
+	int rfd;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(p, sizeof(p), "%s/usr/lib/x-1.0.dist-info", root);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "METADATA", "Name: x\nVersion: 1.0\n");
+	snprintf(p, sizeof(p), "%s/etc", root);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "passwd", "inside:x:0:0::/:/bin/sh\n");
+	snprintf(p, sizeof(p), "%s/usr/lib", root);
+	symlink_at("/etc/passwd", p, "abs");			   /* absolute: root/etc/passwd */
+	symlink_at("../../../../../../../../etc/passwd", p, "up"); /* climbs to root, not past */
+	symlink_at("/etc/hostname", p, "hostonly");		   /* only the host has one */
+	symlink_at("/", p, "slash");
+	cr_assert_eq(mkfifo(strcat(p, "/fifo"), 0644), 0);
+	rfd = open_root(root);
+
+	text = metafile__slurp(rfd, "/usr/lib/x-1.0.dist-info/METADATA", &len);
+	cr_assert(text);
+	cr_expect_str_eq(text, "Name: x\nVersion: 1.0\n");
+	free(text);
+	cr_expect_gt(metafile__read_small(rfd, "/usr/lib/abs", buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "inside:x:0:0::/:/bin/sh\n", "an absolute symlink left the root");
+	cr_expect_gt(metafile__read_small(rfd, "/usr/lib/up", buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "inside:x:0:0::/:/bin/sh\n", "a relative symlink left the root");
+	cr_expect_gt(metafile__read_small(rfd, "/../../../../etc/passwd", buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "inside:x:0:0::/:/bin/sh\n", "\"..\" left the root");
+	cr_expect_gt(metafile__read_small(rfd, "usr/lib/slash/etc/passwd", buf, sizeof(buf)), 0);
+	cr_expect_str_eq(buf, "inside:x:0:0::/:/bin/sh\n");
+	cr_expect_lt(metafile__read_small(rfd, "/usr/lib/hostonly", buf, sizeof(buf)), 0,
+		     "read the host's /etc/hostname: %s", buf);
+	cr_expect_eq(metafile__open(rfd, "/usr/lib/fifo", NULL), -EINVAL, "a FIFO was opened");
+	cr_expect(metafile__exists(rfd, "/usr/lib/abs"));
+	cr_expect_not(metafile__exists(rfd, "/usr/lib/hostonly"));
+	/* nothing at all without a root */
+	cr_expect_eq(metafile__open(PKG_ROOT_NONE, "/usr/lib/abs", NULL), -ENOENT);
+	cr_expect_eq(metafile__open(PKG_ROOT_NONE, p, NULL), -ENOENT);
+	close(rfd);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	cr_expect_eq(system(p), 0);
+}
+
+/* Magic links (/proc/PID/fd/N, /proc/PID/root) are refused, whoever's root it is: through them a
+ * sandbox could name a file of any process, egretd's own open files among them.
+ */
+Test(pkgmeta, magic_links_are_refused)
+{
+	char dir[] = "/tmp/egret-unit-XXXXXX", p[256], link[64], buf[64];
+	int secret, slash;
+
+	cr_assert(mkdtemp(dir));
+	put(dir, "secret", "Name: secret\nVersion: 6.6.6\n");
+	snprintf(p, sizeof(p), "%s/secret", dir);
+	secret = open(p, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(secret, 0);
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", secret);
+	symlink_at(link, dir, "METADATA");
+	snprintf(p, sizeof(p), "%s/METADATA", dir);
+	cr_assert_gt(read_file(p, buf, sizeof(buf)), 0, "the control: open(2) follows it");
+	cr_expect_eq(metafile__open(PKG_ROOT_HOST, p, NULL), -ELOOP);
+	cr_expect_eq(metafile__open(PKG_ROOT_HOST, link, NULL), -ELOOP);
+	slash = open_root("/");
+	cr_expect_eq(metafile__open(slash, p, NULL), -ELOOP);
+	cr_expect_eq(metafile__open(slash, "/proc/self/root/etc/passwd", NULL), -ELOOP);
+	close(slash);
+	close(secret);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	cr_expect_eq(system(p), 0);
+}
+
+/* A package, its registry's config files and apt's sources, all read in the root given. */
+Test(pkgmeta, packages_and_config_read_in_the_root)
+{
+	char dir[] = "/tmp/egret-unit-XXXXXX", root[64], p[256], out[256], from[256];
+	char *pip[] = { "pip", "install", "x" }, *apt[] = { "apt-get", "install", "x" };
+	struct pkg_found f;
+	int rfd;
+
+	cr_assert(mkdtemp(dir));
+	snprintf(root, sizeof(root), "%s/root", dir);
+	snprintf(p, sizeof(p), "%s/site/demo-2.0.dist-info", root);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "METADATA", "Name: demo\nVersion: 2.0-in-root\n");
+	snprintf(p, sizeof(p), "%s/etc/apt/sources.list.d", root);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	put(p, "x.list", "deb http://root-apt/debian bookworm main\n");
+	snprintf(p, sizeof(p), "%s/etc", root);
+	put(p, "pip.conf", "[global]\nindex-url = http://root-pip/simple\n");
+	rfd = open_root(root);
+
+	/* the path is the sandbox's: /site/..., which egretd's / does not have */
+	cr_assert(pkgmeta__match("/site/demo-2.0.dist-info/METADATA", &f));
+	cr_assert_eq(pkgmeta__read_in(rfd, &f, NULL, 0, NULL), 0);
+	cr_expect_str_eq(f.version, "2.0-in-root");
+	cr_expect(!strncmp(f.hash_source, "egret sha256 of", 15), "%s", f.hash_source);
+	cr_assert(pkgmeta__match("/site/demo-2.0.dist-info/METADATA", &f));
+	cr_expect_eq(pkgmeta__read_in(PKG_ROOT_NONE, &f, NULL, 0, NULL), -ENOENT);
+
+	pkgmeta__registry_in(rfd, "pip", pip, 3, NULL, 0, "/", out, sizeof(out), from,
+			     sizeof(from));
+	cr_expect_str_eq(out, "http://root-pip/simple");
+	cr_expect_str_eq(from, "/etc/pip.conf");
+	pkgmeta__registry_in(rfd, "apt", apt, 3, NULL, 0, "/", out, sizeof(out), from,
+			     sizeof(from));
+	cr_expect_str_eq(out, "http://root-apt/debian");
+	/* no root: no config file is read */
+	pkgmeta__registry_in(PKG_ROOT_NONE, "pip", pip, 3, NULL, 0, "/", out, sizeof(out), from,
+			     sizeof(from));
+	cr_expect_str_eq(from, "default");
+	close(rfd);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	cr_expect_eq(system(p), 0);
+}
+
+/* a whole small file, malloc'd */
+static char *read_all(const char *path, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *buf;
+
+	if (fd < 0)
+		return NULL;
+	buf = metafile__read_fd(fd, 1 << 20, 0, len);
+	close(fd);
+	return buf;
+}
+
+/* apt's compressed lists are decompressed from the descriptor opened in the root: lz4 by egret
+ * (linked 64 KiB blocks; every truncation of a frame refused or read, never read past), gz by
+ * the host's gzip.
+ */
+Test(pkgmeta, compressed_apt_lists_in_the_root)
+{
+	char dir[] = "/tmp/egret-unit-XXXXXX", lists[128], p[512], cmd[1024];
+	const char *list = "Package: zz\nVersion: 1.0\nFilename: pool/zz_1.0.deb\nSHA256: 4242\n";
+	struct pkg_found f;
+	size_t len, n;
+	char *lz, *text;
+	FILE *big;
+	int rfd;
+
+	if (access("/usr/bin/lz4", X_OK) || access("/usr/bin/gzip", X_OK))
+		cr_skip_test("needs lz4 and gzip to make the lists");
+	cr_assert(mkdtemp(dir));
+	snprintf(p, sizeof(p), "%s/var/lib/dpkg/info", dir);
+	cr_assert_eq(mkdir_p(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/var/lib/dpkg", dir);
+	put(p, "status",
+	    "Package: zz\nStatus: install ok installed\nVersion: 1.0\n\n"
+	    "Package: yy\nStatus: install ok installed\nVersion: 2.0\n");
+	snprintf(lists, sizeof(lists), "%s/var/lib/apt/lists", dir);
+	cr_assert_eq(mkdir_p(lists, 0755), 0);
+	/* 400 KiB: several blocks, matches reaching into the block before */
+	snprintf(p, sizeof(p), "%s/plain", lists);
+	big = fopen(p, "w");
+	cr_assert(big);
+	for (int i = 0; i < 5000; i++)
+		fprintf(big, "Package: p%d\nVersion: 1\nFilename: pool/p%d.deb\nSHA256: %d\n\n", i,
+			i, i);
+	fputs(list, big);
+	fclose(big);
+	snprintf(cmd, sizeof(cmd),
+		 "lz4 -q -z -B4 -BD --content-size %s/plain %s/m_main_binary-amd64_Packages.lz4 && "
+		 "printf 'Package: yy\\nVersion: 2.0\\nSHA256: 77\\n' | gzip -c "
+		 ">%s/n_main_binary-amd64_Packages.gz && rm %s/plain",
+		 lists, lists, lists, lists);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	rfd = open_root(dir);
+
+	cr_assert(pkgmeta__match("/var/lib/dpkg/info/zz.list", &f));
+	cr_assert_eq(pkgmeta__read_in(rfd, &f, NULL, 0, "http://m"), 0);
+	cr_expect_str_eq(f.hash, "sha256:4242");
+	cr_expect_str_eq(f.hash_source, "apt lists (m_main_binary-amd64_Packages.lz4)");
+	cr_expect_str_eq(f.source, "http://m/pool/zz_1.0.deb");
+	cr_assert(pkgmeta__match("/var/lib/dpkg/info/yy.list", &f));
+	cr_assert_eq(pkgmeta__read_in(rfd, &f, NULL, 0, NULL), 0);
+	cr_expect_str_eq(f.hash, "sha256:77");
+	pkgmeta__expire(0);
+
+	snprintf(p, sizeof(p), "%s/m_main_binary-amd64_Packages.lz4", lists);
+	lz = read_all(p, &len);
+	cr_assert(lz);
+	text = apt_list__lz4((unsigned char *)lz, len, 1 << 20, &n);
+	cr_assert(text);
+	cr_expect_eq(n, strlen(text));
+	cr_expect(n > 300000 && !strcmp(text + n - strlen(list), list));
+	free(text);
+	cr_expect_null(apt_list__lz4((unsigned char *)lz, len, 100000, &n),
+		       "more than max was decompressed");
+	free(lz);
+	/* a small one, cut everywhere */
+	put(lists, "small", list);
+	snprintf(cmd, sizeof(cmd), "lz4 -q -z %s/small %s/small.lz4", lists, lists);
+	cr_assert_eq(system(cmd), 0, "%s", cmd);
+	snprintf(p, sizeof(p), "%s/small.lz4", lists);
+	lz = read_all(p, &len);
+	cr_assert(lz);
+	text = apt_list__lz4((unsigned char *)lz, len, 1 << 20, &n);
+	cr_assert(text);
+	cr_expect_str_eq(text, list);
+	free(text);
+	for (size_t cut = 0; cut < len; cut++) {
+		unsigned char *exact = malloc(cut ? cut : 1);
+
+		memcpy(exact, lz, cut);
+		text = apt_list__lz4(exact, cut, 1 << 20, &n);
+		cr_expect(!text || n <= strlen(list));
+		free(text);
+		free(exact);
+	}
+	free(lz);
+	close(rfd);
 	snprintf(p, sizeof(p), "rm -rf %s", dir);
 	cr_expect_eq(system(p), 0);
 }

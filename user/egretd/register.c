@@ -16,12 +16,6 @@
 #include "egretd.h"
 #include "util.h"
 
-/* XXX until user/packages has it (being written) */
-void pkg__set_sandbox_root(struct pkg_tracker *t, uint64_t sandbox_id, int fd)
-	__attribute__((weak));
-#define pkg__set_sandbox_root(t, id, fd) \
-	(pkg__set_sandbox_root ? pkg__set_sandbox_root(t, id, fd) : (void)close(fd))
-
 enum reg_fd {
 	REG_CGROUP,
 	REG_NET,

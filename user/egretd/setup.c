@@ -315,6 +315,7 @@ static void on_sandbox_destroyed(void *ctx, uint64_t id)
 	engine__sandbox_destroyed(&d->engine, id);
 	if (d->resolver)
 		resolver__sandbox_gone(d->resolver, id);
+	pkg__set_sandbox_root(&d->pkg, id, -1);
 }
 
 static const char *on_rule_text(void *ctx, uint32_t id, char *buf, size_t size)

@@ -24,15 +24,17 @@ static const char *const apt_installs[] = { "install",	    "reinstall", "upgrade
 					    "full-upgrade", "build-dep", NULL };
 static const char *const apt_programs[] = { "apt", "apt-get", "aptitude", NULL };
 
-/* the sources apt reads: list, or sources.list and sources.list.d/'s *.list and *.sources */
-static size_t sources_files(const char *list, char files[][PATH_MAX], size_t max)
+/* the sources apt reads: list, or sources.list and sources.list.d/'s *.list and *.sources (in
+ * root)
+ */
+static size_t sources_files(int root, const char *list, char files[][PATH_MAX], size_t max)
 {
 	size_t nf = 0;
 	DIR *d;
 	struct dirent *de;
 
 	snprintf(files[nf++], PATH_MAX, "%s", list ? list : SOURCES_LIST);
-	d = list ? NULL : opendir(SOURCES_DIR);
+	d = list ? NULL : metafile__opendir(root, SOURCES_DIR);
 	while (d && (de = readdir(d)) && nf < max) {
 		size_t l = strlen(de->d_name);
 
@@ -62,15 +64,17 @@ static char *line_uri(char *line)
 	return uri;
 }
 
-/* The URIs of every "deb" line and URIs: field in the sources apt reads, joined by ','. */
-static bool apt_sources(const char *list, char *out, size_t size)
+/* The URIs of every "deb" line and URIs: field in the sources apt reads (in root), joined by
+ * ','.
+ */
+static bool apt_sources(int root, const char *list, char *out, size_t size)
 {
 	char files[SOURCES_FILES][PATH_MAX], buf[SOURCES_MAX], *save = NULL;
-	size_t nf = sources_files(list, files, SOURCES_FILES), used = 0;
+	size_t nf = sources_files(root, list, files, SOURCES_FILES), used = 0;
 
 	out[0] = '\0';
 	for (size_t i = 0; i < nf; i++) {
-		if (metafile__read_small(files[i], buf, sizeof(buf)) <= 0)
+		if (metafile__read_small(root, files[i], buf, sizeof(buf)) <= 0)
 			continue;
 		for (char *line = strtok_r(buf, "\n", &save); line;
 		     line = strtok_r(NULL, "\n", &save)) {
@@ -84,7 +88,9 @@ static bool apt_sources(const char *list, char *out, size_t size)
 	return used > 0;
 }
 
-/* -o Dir::Etc::sourcelist=FILE, or -o Dir=ROOT (ROOT/etc/apt/sources.list), then the host's */
+/* -o Dir::Etc::sourcelist=FILE, or -o Dir=ROOT (ROOT/etc/apt/sources.list), then the run's
+ * /etc/apt (all of them in the run's root)
+ */
 static bool apt_registry(const struct pkg_manager *m, const struct pkg_cmd *cmd,
 			 struct pkg_registry *r)
 {
@@ -99,16 +105,16 @@ static bool apt_registry(const struct pkg_manager *m, const struct pkg_cmd *cmd,
 		else if (str_starts_with(o, "-o"))
 			o += strlen("-o");
 		v = pkg_after(o, OPT_SOURCELIST);
-		if (v && apt_sources(v, r->url, r->size))
+		if (v && apt_sources(cmd->root, v, r->url, r->size))
 			return pkg_registry__set(r, r->url, v);
 		v = pkg_after(o, OPT_ROOT);
 		if (v) {
 			snprintf(path, sizeof(path), "%s" SOURCES_LIST, v);
-			if (apt_sources(path, r->url, r->size))
+			if (apt_sources(cmd->root, path, r->url, r->size))
 				return pkg_registry__set(r, r->url, path);
 		}
 	}
-	if (apt_sources(NULL, r->url, r->size))
+	if (apt_sources(cmd->root, NULL, r->url, r->size))
 		return pkg_registry__set(r, r->url, SOURCES_LIST);
 	return false;
 }

@@ -67,7 +67,7 @@ static bool dpkg_match(const char *path, struct pkg_found *f)
 }
 
 /* dpkg's status: f's version, 0 when f is installed (not half-installed, not removed) */
-static int dpkg_status(struct pkg_found *f)
+static int dpkg_status(int root, struct pkg_found *f)
 {
 	char path[8192], val[256];
 	size_t len;
@@ -75,7 +75,7 @@ static int dpkg_status(struct pkg_found *f)
 	int err = -ENOENT;
 
 	snprintf(path, sizeof(path), "%s" DPKG_STATUS, f->root);
-	status = metafile__slurp(path, &len);
+	status = metafile__slurp(root, path, &len);
 	if (!status)
 		return -ENOENT;
 	if (pkgmeta__stanza(status, f->name, NULL, "Version", f->version, sizeof(f->version)) &&
@@ -88,7 +88,7 @@ static int dpkg_status(struct pkg_found *f)
 }
 
 /* the .deb's SHA256 as an apt list has it, and its URL under the registry */
-static void dpkg_list_hash(struct pkg_found *f, const char *dir, const char *name,
+static void dpkg_list_hash(int root, struct pkg_found *f, const char *dir, const char *name,
 			   const char *registry)
 {
 	char lp[8448], val[256];
@@ -96,7 +96,7 @@ static void dpkg_list_hash(struct pkg_found *f, const char *dir, const char *nam
 	bool slash;
 
 	snprintf(lp, sizeof(lp), "%s/%s", dir, name);
-	list = apt_list__get(lp, !pkg_ends_with(name, APT_PACKAGES));
+	list = apt_list__get(root, lp, !pkg_ends_with(name, APT_PACKAGES));
 	if (!list || !apt_list__stanza(list, f->name, f->version, "SHA256", val, sizeof(val)))
 		return;
 	metafile__set_hash(f, "sha256:", val);
@@ -109,31 +109,31 @@ static void dpkg_list_hash(struct pkg_found *f, const char *dir, const char *nam
 	snprintf(f->source, sizeof(f->source), "%s%s%s", registry, slash ? "/" : "", val);
 }
 
-static void dpkg_lists_hash(struct pkg_found *f, const char *registry)
+static void dpkg_lists_hash(int root, struct pkg_found *f, const char *registry)
 {
 	char path[8192];
 	DIR *d;
 	struct dirent *de;
 
 	snprintf(path, sizeof(path), "%s" APT_LISTS, f->root);
-	d = opendir(path);
+	d = metafile__opendir(root, path);
 	while (d && (de = readdir(d)) && !f->hash[0]) {
 		if (strstr(de->d_name, APT_PACKAGES))
-			dpkg_list_hash(f, path, de->d_name, registry);
+			dpkg_list_hash(root, f, path, de->d_name, registry);
 	}
 	if (d)
 		closedir(d);
 }
 
 /* dpkg -i FILE.deb: that file's sha256 (the one named <pkg>_... when there are several) */
-static void dpkg_deb_hash(struct pkg_found *f, char *const *debs, size_t ndebs)
+static void dpkg_deb_hash(int root, struct pkg_found *f, char *const *debs, size_t ndebs)
 {
 	char want[PKG_NAME_MAX + PKG_VER_MAX + 4], hex[65];
 
 	snprintf(want, sizeof(want), "%s_", f->name);
 	for (size_t i = 0; i < ndebs && !f->hash[0]; i++) {
 		if ((ndebs == 1 || str_starts_with(pkg_base(debs[i]), want)) &&
-		    !pkgmeta__sha256_file(debs[i], HASH_MAX, hex)) {
+		    !pkgmeta__sha256_file(root, debs[i], HASH_MAX, hex)) {
 			snprintf(f->hash, sizeof(f->hash), "sha256:%s", hex);
 			snprintf(f->hash_source, sizeof(f->hash_source), "sha256 of the .deb");
 			snprintf(f->source, sizeof(f->source), "file://%s", debs[i]);
@@ -141,17 +141,18 @@ static void dpkg_deb_hash(struct pkg_found *f, char *const *debs, size_t ndebs)
 	}
 }
 
-static int dpkg_read(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry)
+static int dpkg_read(int root, struct pkg_found *f, char *const *debs, size_t ndebs,
+		     const char *registry)
 {
 	char path[8192];
 
-	if (dpkg_status(f))
+	if (dpkg_status(root, f))
 		return -ENOENT;
-	dpkg_lists_hash(f, registry);
-	dpkg_deb_hash(f, debs, ndebs);
+	dpkg_lists_hash(root, f, registry);
+	dpkg_deb_hash(root, f, debs, ndebs);
 	if (!f->hash[0]) {
 		snprintf(path, sizeof(path), "%s" DPKG_INFO "%s.md5sums", f->root, f->name);
-		metafile__own_hash(f, path, "dpkg's md5sums");
+		metafile__own_hash(f, root, path, "dpkg's md5sums");
 	}
 	return 0;
 }

@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "managers.h"
 #include "metafile.h"
@@ -47,14 +46,15 @@ static bool gem_match(const char *path, struct pkg_found *f)
 	return true;
 }
 
-static int gem_read(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry)
+static int gem_read(int root, struct pkg_found *f, char *const *debs, size_t ndebs,
+		    const char *registry)
 {
 	(void)debs;
 	(void)ndebs;
 	(void)registry;
-	if (access(f->key, R_OK))
+	if (!metafile__exists(root, f->key))
 		return -ENOENT;
-	metafile__own_hash(f, f->key, "the gemspec");
+	metafile__own_hash(f, root, f->key, "the gemspec");
 	return 0;
 }
 

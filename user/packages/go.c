@@ -60,14 +60,15 @@ static bool go_match(const char *path, struct pkg_found *f)
 }
 
 /* go's own hash of the module zip: "h1:<base64 sha256 of the file tree>" */
-static int go_read(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry)
+static int go_read(int root, struct pkg_found *f, char *const *debs, size_t ndebs,
+		   const char *registry)
 {
 	char buf[PKG_HASH_MAX];
 
 	(void)debs;
 	(void)ndebs;
 	(void)registry;
-	if (metafile__read_small(f->key, buf, sizeof(buf)) <= 0)
+	if (metafile__read_small(root, f->key, buf, sizeof(buf)) <= 0)
 		return -ENOENT;
 	buf[strcspn(buf, "\r\n")] = '\0';
 	snprintf(f->hash, sizeof(f->hash), "%s", buf);

@@ -20,6 +20,7 @@ struct pkg_cmd {
 	size_t envlen;
 	const char *cwd;  /* may be NULL */
 	const char *home; /* $HOME, or /root */
+	int root;	  /* where its config files are read (pkgmeta.h) */
 };
 
 /* Where a registry reader writes: the registry and where it came from. */
@@ -38,8 +39,9 @@ struct pkg_files {
 	 * answer is yes) as pkgmeta__match says; the name may come out empty.
 	 */
 	bool (*match)(const char *path, struct pkg_found *f);
-	/* the rest of f from the files: 0, or -ENOENT when the package is not there */
-	int (*read)(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry);
+	/* the rest of f from the files, in root: 0, or -ENOENT when the package is not there */
+	int (*read)(int root, struct pkg_found *f, char *const *debs, size_t ndebs,
+		    const char *registry);
 };
 
 struct pkg_manager {
@@ -65,11 +67,11 @@ extern const struct pkg_files pkg_pip_files, pkg_npm_files, pkg_dpkg_files, pkg_
 
 /* the registry in r (unless val is r->url already) and where it came from; true */
 bool pkg_registry__set(struct pkg_registry *r, const char *val, const char *from);
-/* The first of n config files (NULL: skipped) that sets key ("key = value", "key: value"):
- * its value and its path into r.
+/* The first of n config files (NULL: skipped; read in cmd's root) that sets key ("key =
+ * value", "key: value"): its value and its path into r.
  */
-bool pkg_registry__config(struct pkg_registry *r, const char *const *paths, size_t n,
-			  const char *key);
+bool pkg_registry__config(struct pkg_registry *r, const struct pkg_cmd *cmd,
+			  const char *const *paths, size_t n, const char *key);
 /* the value of an option: "--opt V", "--opt=V", "-o V" (names: NULL-terminated) */
 const char *pkg_cmd__option(const struct pkg_cmd *cmd, const char *const *names);
 /* the value of a variable of the run's environment, NULL when unset */

@@ -1,10 +1,13 @@
 /* Reading package metadata files safely, headers and stanzas, hashes; see metafile.h. */
+#include <linux/openat2.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,17 +16,86 @@
 #include "sha256.h"
 #include "util.h"
 
-#define READ_CHUNK 65536 /* read_fd's first buffer */
-#define STANZA_END "\n\n"
+#define READ_CHUNK    65536 /* read_fd's first buffer */
+#define STANZA_END    "\n\n"
+#define RESOLVE_TRIES 4 /* openat2's -EAGAIN: a rename raced a ".." inside the root */
 
-int metafile__open(const char *path, uint64_t *size)
+int metafile__open_in(int root, const char *path, int flags)
 {
-	return open_regular(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, 0, size);
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC),
+				.resolve = RESOLVE_NO_MAGICLINKS };
+	int dirfd = AT_FDCWD;
+	long fd = -1;
+
+	if (root < 0 && root != PKG_ROOT_HOST)
+		return -ENOENT; /* PKG_ROOT_NONE: nothing is read */
+	if (root >= 0) {
+		dirfd = root;
+		how.resolve |= RESOLVE_IN_ROOT;
+	}
+	for (int i = 0; i < RESOLVE_TRIES; i++) {
+		fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+		if (fd >= 0 || errno != EAGAIN)
+			break;
+	}
+	if (fd < 0 && errno == ENOSYS && root == PKG_ROOT_HOST) /* before Linux 5.6 */
+		fd = open(path, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
 }
 
-int metafile__read_small(const char *path, char *buf, size_t size)
+/* O_PATH first: a FIFO or a device is looked at, never opened; a regular file is reopened
+ * through egretd's own /proc/self/fd (the same inode, whatever the path has become since).
+ */
+int metafile__open(int root, const char *path, uint64_t *size)
 {
-	int fd = metafile__open(path, NULL);
+	int pfd = metafile__open_in(root, path, O_PATH), fd;
+	char self[32];
+	struct stat st;
+
+	if (pfd < 0)
+		return pfd;
+	if (fstat(pfd, &st) || !S_ISREG(st.st_mode)) {
+		close(pfd);
+		return -EINVAL;
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		fd = -errno;
+	close(pfd);
+	if (fd >= 0 && size)
+		*size = (uint64_t)st.st_size;
+	return fd;
+}
+
+bool metafile__exists(int root, const char *path)
+{
+	int fd = metafile__open_in(root, path, O_PATH);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+DIR *metafile__opendir(int root, const char *path)
+{
+	int fd = metafile__open_in(root, path, O_RDONLY | O_DIRECTORY);
+	DIR *d;
+
+	if (fd < 0) {
+		errno = -fd;
+		return NULL;
+	}
+	d = fdopendir(fd);
+	if (!d)
+		close(fd);
+	return d;
+}
+
+int metafile__read_small(int root, const char *path, char *buf, size_t size)
+{
+	int fd = metafile__open(root, path, NULL);
 	ssize_t n;
 
 	if (fd < 0)
@@ -87,9 +159,9 @@ char *metafile__read_fd(int fd, size_t max, uint64_t deadline, size_t *len)
 	return buf;
 }
 
-char *metafile__slurp_max(const char *path, size_t max, size_t *len)
+char *metafile__slurp_max(int root, const char *path, size_t max, size_t *len)
 {
-	int fd = metafile__open(path, NULL);
+	int fd = metafile__open(root, path, NULL);
 	char *buf;
 
 	if (fd < 0)
@@ -99,17 +171,17 @@ char *metafile__slurp_max(const char *path, size_t max, size_t *len)
 	return buf;
 }
 
-char *metafile__slurp(const char *path, size_t *len)
+char *metafile__slurp(int root, const char *path, size_t *len)
 {
-	return metafile__slurp_max(path, META_MAX, len);
+	return metafile__slurp_max(root, path, META_MAX, len);
 }
 
-int pkgmeta__sha256_file(const char *path, uint64_t max, char *hex)
+int pkgmeta__sha256_file(int root, const char *path, uint64_t max, char *hex)
 {
 	uint8_t buf[65536], digest[32];
 	struct sha256 s;
 	uint64_t size = 0;
-	int fd = metafile__open(path, &size);
+	int fd = metafile__open(root, path, &size);
 	ssize_t n;
 
 	if (fd < 0)
@@ -119,11 +191,13 @@ int pkgmeta__sha256_file(const char *path, uint64_t max, char *hex)
 		return -EFBIG;
 	}
 	sha256__init(&s);
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
+	for (size = 0; (n = read(fd, buf, sizeof(buf))) > 0 && size <= max; size += (uint64_t)n)
 		sha256__update(&s, buf, (size_t)n);
 	close(fd);
 	if (n < 0)
 		return -EIO;
+	if (size > max)
+		return -EFBIG; /* it grew since it was looked at */
 	sha256__final(&s, digest);
 	sha256__hex(digest, hex);
 	return 0;
@@ -188,11 +262,11 @@ void metafile__set_hash(struct pkg_found *f, const char *prefix, const char *val
 	str_copy(f->hash + n, sizeof(f->hash) - n, val);
 }
 
-void metafile__own_hash(struct pkg_found *f, const char *path, const char *what)
+void metafile__own_hash(struct pkg_found *f, int root, const char *path, const char *what)
 {
 	char hex[65];
 
-	if (!pkgmeta__sha256_file(path, META_MAX, hex)) {
+	if (!pkgmeta__sha256_file(root, path, META_MAX, hex)) {
 		snprintf(f->hash, sizeof(f->hash), "sha256:%s", hex);
 		snprintf(f->hash_source, sizeof(f->hash_source), "egret sha256 of %s", what);
 	}

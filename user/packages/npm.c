@@ -44,7 +44,7 @@ static bool npm_registry(const struct pkg_manager *m, const struct pkg_cmd *cmd,
 	confs[0] = conf[0];
 	confs[1] = conf[1];
 	confs[2] = "/etc/npmrc";
-	return pkg_registry__config(r, confs, ARRAY_SIZE(confs), "registry");
+	return pkg_registry__config(r, cmd, confs, ARRAY_SIZE(confs), "registry");
 }
 
 /* the last "/node_modules/" in s, NULL when none */
@@ -92,7 +92,7 @@ static bool npm_match(const char *path, struct pkg_found *f)
 }
 
 /* npm 7+: node_modules/.package-lock.json, "packages": {"node_modules/<name>": {...}} */
-static void npm_lockfile(struct pkg_found *f, const char *last)
+static void npm_lockfile(int root, struct pkg_found *f, const char *last)
 {
 	char path[8192], key[PKG_NAME_MAX + 16];
 	const char *entry;
@@ -100,7 +100,7 @@ static void npm_lockfile(struct pkg_found *f, const char *last)
 	char *text;
 
 	snprintf(path, sizeof(path), "%.*s/" HIDDEN_LOCKFILE, (int)(last - f->root), f->root);
-	text = metafile__slurp(path, &len);
+	text = metafile__slurp(root, path, &len);
 	snprintf(key, sizeof(key), "node_modules/%s", f->name);
 	if (text && pkgmeta__json_object(text, len, "packages", &entry, &elen) &&
 	    pkgmeta__json_object(entry, elen, key, &entry, &elen)) {
@@ -111,7 +111,8 @@ static void npm_lockfile(struct pkg_found *f, const char *last)
 	free(text);
 }
 
-static int npm_read(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry)
+static int npm_read(int root, struct pkg_found *f, char *const *debs, size_t ndebs,
+		    const char *registry)
 {
 	const char *last = last_node_modules(f->root);
 	char path[8192];
@@ -122,7 +123,7 @@ static int npm_read(struct pkg_found *f, char *const *debs, size_t ndebs, const 
 	(void)ndebs;
 	(void)registry;
 	snprintf(path, sizeof(path), "%s" PACKAGE_JSON, f->root);
-	text = metafile__slurp(path, &len);
+	text = metafile__slurp(root, path, &len);
 	if (!text)
 		return -ENOENT;
 	pkgmeta__json_string(text, len, "name", f->name, sizeof(f->name));
@@ -133,10 +134,10 @@ static int npm_read(struct pkg_found *f, char *const *debs, size_t ndebs, const 
 		snprintf(f->hash_source, sizeof(f->hash_source), "package.json _integrity");
 	free(text);
 	if (!f->hash[0] && last)
-		npm_lockfile(f, last);
+		npm_lockfile(root, f, last);
 	if (!f->hash[0]) {
 		snprintf(path, sizeof(path), "%s" PACKAGE_JSON, f->root);
-		metafile__own_hash(f, path, "package.json");
+		metafile__own_hash(f, root, path, "package.json");
 	}
 	return 0;
 }

@@ -47,7 +47,7 @@ static bool pip_registry(const struct pkg_manager *m, const struct pkg_cmd *cmd,
 	confs[1] = conf[1];
 	confs[2] = conf[2];
 	confs[3] = "/etc/pip.conf";
-	return pkg_registry__config(r, confs, ARRAY_SIZE(confs), "index-url");
+	return pkg_registry__config(r, cmd, confs, ARRAY_SIZE(confs), "index-url");
 }
 
 /* .../<dist>-<version>.dist-info/{RECORD,METADATA}, or the directory itself moved into place
@@ -108,7 +108,7 @@ static bool record_hash(const char *record, const char *dist, char *out, size_t 
 }
 
 /* a URL or file install: the artifact and its hash */
-static void pip_direct_url(struct pkg_found *f)
+static void pip_direct_url(int root, struct pkg_found *f)
 {
 	char path[8192], val[PKG_URL_MAX];
 	const char *info;
@@ -116,7 +116,7 @@ static void pip_direct_url(struct pkg_found *f)
 	char *text;
 
 	snprintf(path, sizeof(path), "%s/direct_url.json", f->root);
-	text = metafile__slurp(path, &len);
+	text = metafile__slurp(root, path, &len);
 	if (!text)
 		return;
 	pkgmeta__json_string(text, len, "url", f->source, sizeof(f->source));
@@ -126,7 +126,8 @@ static void pip_direct_url(struct pkg_found *f)
 	free(text);
 }
 
-static int pip_read(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry)
+static int pip_read(int root, struct pkg_found *f, char *const *debs, size_t ndebs,
+		    const char *registry)
 {
 	char path[8192], val[PKG_URL_MAX];
 	size_t len;
@@ -136,23 +137,23 @@ static int pip_read(struct pkg_found *f, char *const *debs, size_t ndebs, const 
 	(void)ndebs;
 	(void)registry;
 	snprintf(path, sizeof(path), "%s/METADATA", f->root);
-	text = metafile__slurp(path, &len);
+	text = metafile__slurp(root, path, &len);
 	if (!text)
 		return -ENOENT;
 	metafile__header(text, "Name", f->name, sizeof(f->name));
 	metafile__header(text, "Version", f->version, sizeof(f->version));
 	free(text);
-	pip_direct_url(f);
+	pip_direct_url(root, f);
 	if (!f->hash[0]) {
 		snprintf(path, sizeof(path), "%s/RECORD", f->root);
-		text = metafile__slurp(path, &len);
+		text = metafile__slurp(root, path, &len);
 		if (text && record_hash(text, pkg_base(f->root), val, sizeof(val)))
 			pip_hash(f, val, "pip RECORD (METADATA)");
 		free(text);
 	}
 	if (!f->hash[0]) {
 		snprintf(path, sizeof(path), "%s/METADATA", f->root);
-		metafile__own_hash(f, path, "METADATA");
+		metafile__own_hash(f, root, path, "METADATA");
 	}
 	return 0;
 }

@@ -1,10 +1,14 @@
 /* Package runs and installs; see pkg.h. */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "metafile.h"
@@ -14,12 +18,246 @@
 
 #define DEB ".deb" /* a package file dpkg -i is given */
 
+#define WHY_GONE                                                                            \
+	"unreadable: the process that wrote it had exited, and no root of its sandbox was " \
+	"known"
+#define WHY_FULL "unreadable: egret held too many sandbox roots"
+
+/* ---- roots: where a sandbox's files are read --------------------------------------------------- */
+
+/* which directory fd is: its mount, device and inode */
+static int root_identity(int fd, uint64_t *mnt, uint64_t *dev, uint64_t *ino)
+{
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_INO | STATX_MNT_ID, &sx))
+		return -errno;
+	*mnt = sx.stx_mask & STATX_MNT_ID ? sx.stx_mnt_id : 0;
+	*dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+	*ino = sx.stx_ino;
+	return 0;
+}
+
+static void self_root(struct pkg_tracker *t)
+{
+	struct stat ns;
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0 && !stat("/proc/self/ns/mnt", &ns) &&
+	    !root_identity(fd, &t->self_mnt, &t->self_dev, &t->self_ino))
+		t->self_ns = ns.st_ino;
+	if (fd >= 0)
+		close(fd);
+}
+
+/* the descriptor a run's or a package's root (pkg.h) reads in (metafile.h) */
+static int root_fd(const struct pkg_tracker *t, int w)
+{
+	return w >= 0 ? t->roots[w].fd : w;
+}
+
+static int root_ref(struct pkg_tracker *t, int w)
+{
+	if (w >= 0)
+		t->roots[w].refs++;
+	return w;
+}
+
+static void root_put(struct pkg_tracker *t, int w)
+{
+	struct pkg_root *r;
+
+	if (w < 0)
+		return;
+	r = &t->roots[w];
+	if (--r->refs)
+		return;
+	close(r->fd);
+	if (r->ns >= 0)
+		close(r->ns);
+	r->fd = r->ns = -1;
+}
+
+/* A root fd (and ns, -1 for none) in roots[]: the one already held for the same root (fd and ns
+ * closed), or a new slot; -ENFILE (both closed) when none is free.
+ */
+static int root_keep(struct pkg_tracker *t, int fd, int ns, uint64_t ns_ino, uint64_t mnt,
+		     uint64_t dev, uint64_t ino)
+{
+	int free_slot = -1;
+
+	for (int i = 0; i < PKG_MAX_ROOTS; i++) {
+		struct pkg_root *r = &t->roots[i];
+
+		if (r->fd < 0) {
+			if (free_slot < 0)
+				free_slot = i;
+		} else if (r->ns_ino == ns_ino && r->mnt_id == mnt && r->dev == dev &&
+			   r->ino == ino) {
+			free_slot = i;
+			break;
+		}
+	}
+	if (free_slot >= 0 && t->roots[free_slot].fd >= 0) {
+		close(fd);
+		if (ns >= 0)
+			close(ns);
+		return root_ref(t, free_slot);
+	}
+	if (free_slot < 0) {
+		close(fd);
+		if (ns >= 0)
+			close(ns);
+		if (!t->roots_full++)
+			log_warn("package tracking: more than %d sandbox roots in use; packages "
+				 "of the next ones are read in their registered root, or reported "
+				 "unread",
+				 PKG_MAX_ROOTS);
+		return -ENFILE;
+	}
+	t->roots[free_slot] = (struct pkg_root){ fd, ns, ns_ino, mnt, dev, ino, 1 };
+	return free_slot;
+}
+
+/* Process pid's root while it lives: PKG_ROOT_HOST when it is egretd's own (the same mount
+ * namespace and root directory), else a root held with its mount namespace; -errno when it is
+ * gone (or cannot be looked at), -ENFILE when no slot is free.
+ */
+static int root_of_pid(struct pkg_tracker *t, uint32_t pid)
+{
+	char path[64];
+	struct stat ns, held;
+	uint64_t mnt, dev, ino;
+	int fd, nsfd = -1;
+
+	snprintf(path, sizeof(path), "/proc/%u/root", pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/%u/ns/mnt", pid);
+	if (stat(path, &ns) || root_identity(fd, &mnt, &dev, &ino)) {
+		close(fd);
+		return -ESRCH;
+	}
+	if (t->self_ns && ns.st_ino == t->self_ns && mnt == t->self_mnt && dev == t->self_dev &&
+	    ino == t->self_ino) {
+		close(fd);
+		return PKG_ROOT_HOST;
+	}
+	if (ns.st_ino != t->self_ns) {
+		/* held open, the namespace keeps its mounts when its processes are gone */
+		nsfd = open(path, O_RDONLY | O_CLOEXEC);
+		if (nsfd < 0 || fstat(nsfd, &held) || held.st_ino != ns.st_ino) {
+			if (nsfd >= 0)
+				close(nsfd);
+			close(fd);
+			return -ESRCH;
+		}
+	}
+	return root_keep(t, fd, nsfd, ns.st_ino, mnt, dev, ino);
+}
+
+/* the root the registration of a sandbox gave, shared; -ENOENT when none */
+static int root_of_sandbox(struct pkg_tracker *t, uint64_t sandbox_id)
+{
+	for (size_t i = 0; t->sandbox_roots && i < PKG_MAX_SANDBOX_ROOTS; i++) {
+		if (t->sandbox_roots[i].sandbox_id == sandbox_id) {
+			int fd = fcntl(t->sandbox_roots[i].fd, F_DUPFD_CLOEXEC, 0);
+			uint64_t mnt, dev, ino;
+
+			if (fd < 0)
+				return -errno;
+			if (root_identity(fd, &mnt, &dev, &ino)) {
+				close(fd);
+				return -EBADF;
+			}
+			return root_keep(t, fd, -1, 0, mnt, dev, ino);
+		}
+	}
+	return -ENOENT;
+}
+
+/* Where the files of process pid of a sandbox are read: its own root, else fallback (a run's;
+ * PKG_ROOT_NONE: none), else its sandbox's registered root, else nowhere, *why says why.
+ */
+static int root_for(struct pkg_tracker *t, uint32_t pid, uint64_t sandbox_id, int fallback,
+		    const char **why)
+{
+	int w = root_of_pid(t, pid);
+	bool full = w == -ENFILE;
+
+	*why = NULL;
+	if (w >= 0 || w == PKG_ROOT_HOST)
+		return w;
+	if (fallback != PKG_ROOT_NONE)
+		return root_ref(t, fallback);
+	w = root_of_sandbox(t, sandbox_id);
+	if (w >= 0)
+		return w;
+	*why = full || w == -ENFILE ? WHY_FULL : WHY_GONE;
+	return PKG_ROOT_NONE;
+}
+
+void pkg__set_sandbox_root(struct pkg_tracker *t, uint64_t sandbox_id, int fd)
+{
+	size_t free_slot = PKG_MAX_SANDBOX_ROOTS;
+	struct stat st;
+
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISDIR(st.st_mode))) {
+		log_warn("package tracking: the root given for sandbox %llu is not a directory; "
+			 "not kept",
+			 (unsigned long long)sandbox_id);
+		close(fd);
+		fd = -1; /* and the one held before is forgotten */
+	}
+
+	for (size_t i = 0; sandbox_id && t->sandbox_roots && i < PKG_MAX_SANDBOX_ROOTS; i++) {
+		if (t->sandbox_roots[i].sandbox_id == sandbox_id) {
+			if (t->sandbox_roots[i].fd != fd)
+				close(t->sandbox_roots[i].fd);
+			t->sandbox_roots[i].fd = fd;
+			if (fd < 0)
+				t->sandbox_roots[i].sandbox_id = 0;
+			return;
+		}
+		if (!t->sandbox_roots[i].sandbox_id && free_slot == PKG_MAX_SANDBOX_ROOTS)
+			free_slot = i;
+	}
+	if (fd < 0)
+		return;
+	if (!sandbox_id || free_slot == PKG_MAX_SANDBOX_ROOTS) {
+		close(fd);
+		if (sandbox_id && !t->registered_full++)
+			log_warn(
+				"package tracking: more than %d registered sandbox roots; the root "
+				"of sandbox %llu is not kept (its packages are read through its "
+				"processes only)",
+				PKG_MAX_SANDBOX_ROOTS, (unsigned long long)sandbox_id);
+		return;
+	}
+	t->sandbox_roots[free_slot].sandbox_id = sandbox_id;
+	t->sandbox_roots[free_slot].fd = fd;
+}
+
+/* ---- the tracker ------------------------------------------------------------------------------ */
+
 int pkg__init(struct pkg_tracker *t, struct stream *s)
 {
 	memset(t, 0, sizeof(*t));
 	t->stream = s;
+	for (int i = 0; i < PKG_MAX_ROOTS; i++)
+		t->roots[i].fd = t->roots[i].ns = -1;
+	self_root(t);
 	t->pending = calloc(PKG_MAX_PENDING, sizeof(*t->pending));
-	return t->pending ? 0 : -ENOMEM;
+	t->sandbox_roots = calloc(PKG_MAX_SANDBOX_ROOTS, sizeof(*t->sandbox_roots));
+	if (!t->pending || !t->sandbox_roots) {
+		free(t->pending);
+		free(t->sandbox_roots);
+		t->pending = NULL;
+		t->sandbox_roots = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 static void who_of(const Egret__V1__Event *ev, struct pkg_who *w)
@@ -108,6 +346,7 @@ static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const c
 	const Egret__V1__ProcessExec *x = ev->exec;
 	char path[64], env[65536];
 	struct pkg_run *r = NULL;
+	const char *why;
 	int envlen, idx;
 
 	for (idx = 0; idx < PKG_MAX_RUNS && t->runs[idx].used; idx++)
@@ -122,6 +361,8 @@ static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const c
 	memset(r, 0, sizeof(*r));
 	r->used = true;
 	who_of(ev, &r->who);
+	/* its root, while it runs: its config files, and its packages when their writer is gone */
+	r->root = root_for(t, ev->process->pid, r->who.sandbox_id, PKG_ROOT_NONE, &why);
 	r->started_ns = now_ns(CLOCK_MONOTONIC);
 	snprintf(r->manager, sizeof(r->manager), "%s", manager);
 	for (size_t i = 0; i < x->n_args && r->nargs < PKG_MAX_ARGS; i++) {
@@ -142,9 +383,9 @@ static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const c
 	/* the environment it runs with, while it runs */
 	snprintf(path, sizeof(path), "/proc/%u/environ", ev->process->pid);
 	envlen = read_file(path, env, sizeof(env));
-	pkgmeta__registry(manager, r->args, r->nargs, envlen > 0 ? env : NULL,
-			  envlen > 0 ? (size_t)envlen : 0, x->cwd, r->registry, sizeof(r->registry),
-			  r->from, sizeof(r->from));
+	pkgmeta__registry_in(root_fd(t, r->root), manager, r->args, r->nargs,
+			     envlen > 0 ? env : NULL, envlen > 0 ? (size_t)envlen : 0, x->cwd,
+			     r->registry, sizeof(r->registry), r->from, sizeof(r->from));
 	join(t, ev->process->pid, idx);
 }
 
@@ -156,8 +397,18 @@ static void emit_install(struct pkg_tracker *t, struct pkg_pending *p)
 	Egret__V1__PackageInstall pi = EGRET__V1__PACKAGE_INSTALL__INIT;
 	struct pkg_run *r = p->run >= 0 ? &t->runs[p->run] : NULL;
 
-	if (pkgmeta__read(&p->f, r ? r->debs : NULL, r ? r->ndebs : 0, r ? r->registry : NULL))
+	if (p->root == PKG_ROOT_NONE) {
+		/* what the path says, and why nothing more: see pkg.h */
+		snprintf(p->f.hash_source, sizeof(p->f.hash_source), "%s", p->unreadable);
+		if (r)
+			snprintf(p->f.source, sizeof(p->f.source), "%s", r->registry);
+		if (!t->unreadable++)
+			log_info("package tracking: %s is reported from its path only (%s)",
+				 p->f.key, p->unreadable);
+	} else if (pkgmeta__read_in(root_fd(t, p->root), &p->f, r ? r->debs : NULL,
+				    r ? r->ndebs : 0, r ? r->registry : NULL)) {
 		return; /* not there (any more): a failed or undone install */
+	}
 	envelope(&p->who, &ev, &sb, &pr);
 	pi.manager = (char *)pkgmeta__layout_name(p->f.layout);
 	pi.name = p->f.name;
@@ -185,6 +436,7 @@ static void emit_install(struct pkg_tracker *t, struct pkg_pending *p)
 
 static void take_pending(struct pkg_tracker *t, size_t i)
 {
+	root_put(t, t->pending[i].root);
 	t->pending[i] = t->pending[--t->npending];
 }
 
@@ -244,6 +496,7 @@ static void release_run(struct pkg_tracker *t, int idx)
 		free(r->installed[i]);
 	for (size_t i = 0; i < r->ndenied; i++)
 		free(r->denied[i]);
+	root_put(t, r->root);
 	r->used = false;
 	leave_run(t, idx);
 }
@@ -253,8 +506,11 @@ static void release_run(struct pkg_tracker *t, int idx)
 static void on_file(struct pkg_tracker *t, const Egret__V1__Event *ev)
 {
 	const Egret__V1__FileActivity *fa = ev->file;
+	struct pkg_pending *p;
+	int fallback;
 	const char *path;
 	struct pkg_found f;
+	int run;
 
 	switch (fa->op) {
 	case EGRET__V1__FILE_ACTIVITY__OP__OP_CREATE:
@@ -269,11 +525,17 @@ static void on_file(struct pkg_tracker *t, const Egret__V1__Event *ev)
 	}
 	if (fa->result < 0 || !path || !pkgmeta__match(path, &f))
 		return;
+	run = run_of(t, ev->process->pid);
+	fallback = run >= 0 ? t->runs[run].root : PKG_ROOT_NONE;
 	for (size_t i = 0; i < t->npending; i++) {
-		if (!strcmp(t->pending[i].f.key, f.key)) {
-			t->pending[i].seen_ns = now_ns(CLOCK_MONOTONIC);
-			return;
-		}
+		p = &t->pending[i];
+		if (strcmp(p->f.key, f.key) || p->who.sandbox_id != ev->sandbox->cgroup_id)
+			continue;
+		p->seen_ns = now_ns(CLOCK_MONOTONIC);
+		if (p->root == PKG_ROOT_NONE) /* this writer may still be there */
+			p->root = root_for(t, ev->process->pid, ev->sandbox->cgroup_id, fallback,
+					   &p->unreadable);
+		return;
 	}
 	if (t->npending == PKG_MAX_PENDING) {
 		/* a very large run: report the package written longest ago now, not at its end */
@@ -290,11 +552,13 @@ static void on_file(struct pkg_tracker *t, const Egret__V1__Event *ev)
 		emit_install(t, &t->pending[old]);
 		take_pending(t, old);
 	}
-	t->pending[t->npending].f = f;
-	t->pending[t->npending].run = run_of(t, ev->process->pid);
-	who_of(ev, &t->pending[t->npending].who);
-	t->pending[t->npending].seen_ns = now_ns(CLOCK_MONOTONIC);
-	t->npending++;
+	p = &t->pending[t->npending++];
+	p->f = f;
+	p->run = run;
+	who_of(ev, &p->who);
+	p->seen_ns = now_ns(CLOCK_MONOTONIC);
+	/* while the writer lives, if it still does: its root */
+	p->root = root_for(t, ev->process->pid, ev->sandbox->cgroup_id, fallback, &p->unreadable);
 }
 
 static void on_denied(struct pkg_tracker *t, const Egret__V1__Event *ev)
@@ -385,17 +649,32 @@ void pkg__flush(struct pkg_tracker *t)
 {
 	while (t->npending) {
 		emit_install(t, &t->pending[t->npending - 1]);
-		t->npending--;
+		take_pending(t, t->npending - 1);
 	}
 }
 
 /* egretd stops: runs in progress are not reported as ended (they have not) */
 void pkg__free(struct pkg_tracker *t)
 {
+	while (t->pending && t->npending)
+		take_pending(t, t->npending - 1);
 	for (int i = 0; i < PKG_MAX_RUNS; i++) {
 		if (t->runs[i].used)
 			release_run(t, i);
 	}
+	for (int i = 0; i < PKG_MAX_ROOTS; i++) {
+		if (t->roots[i].fd >= 0) /* not reached: every reference was put above */
+			close(t->roots[i].fd);
+		if (t->roots[i].ns >= 0)
+			close(t->roots[i].ns);
+		t->roots[i].fd = t->roots[i].ns = -1;
+	}
+	for (size_t i = 0; t->sandbox_roots && i < PKG_MAX_SANDBOX_ROOTS; i++) {
+		if (t->sandbox_roots[i].sandbox_id)
+			close(t->sandbox_roots[i].fd);
+	}
+	free(t->sandbox_roots);
+	t->sandbox_roots = NULL;
 	free(t->pending);
 	t->pending = NULL;
 	pkgmeta__expire(0);

@@ -176,13 +176,13 @@ const char *pkg_cmd__env(const struct pkg_cmd *cmd, const char *name)
 	return env_value(cmd->env, cmd->envlen, name);
 }
 
-/* "key = value" or "key=value" (or ':') in an ini-ish file; the first match. */
-static bool config_value(const char *path, const char *key, char *out, size_t size)
+/* "key = value" or "key=value" (or ':') in an ini-ish file (in root); the first match. */
+static bool config_value(int root, const char *path, const char *key, char *out, size_t size)
 {
 	char buf[CONFIG_MAX], *save = NULL;
 	size_t kl = strlen(key);
 
-	if (metafile__read_small(path, buf, sizeof(buf)) <= 0)
+	if (metafile__read_small(root, path, buf, sizeof(buf)) <= 0)
 		return false;
 	for (char *line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *p = line, *v;
@@ -205,11 +205,11 @@ static bool config_value(const char *path, const char *key, char *out, size_t si
 	return false;
 }
 
-bool pkg_registry__config(struct pkg_registry *r, const char *const *paths, size_t n,
-			  const char *key)
+bool pkg_registry__config(struct pkg_registry *r, const struct pkg_cmd *cmd,
+			  const char *const *paths, size_t n, const char *key)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (paths[i] && config_value(paths[i], key, r->url, r->size)) {
+		if (paths[i] && config_value(cmd->root, paths[i], key, r->url, r->size)) {
 			snprintf(r->from, r->fromsz, "%s", paths[i]);
 			return true;
 		}
@@ -225,13 +225,13 @@ bool pkg_registry__set(struct pkg_registry *r, const char *val, const char *from
 	return true;
 }
 
-void pkgmeta__registry(const char *manager, char *const *argv, size_t argc, const char *env,
-		       size_t envlen, const char *cwd, char *out, size_t size, char *from,
-		       size_t fromsz)
+void pkgmeta__registry_in(int root, const char *manager, char *const *argv, size_t argc,
+			  const char *env, size_t envlen, const char *cwd, char *out, size_t size,
+			  char *from, size_t fromsz)
 {
 	const struct pkg_manager *m = manager_named(manager);
 	const char *home = env_value(env, envlen, "HOME");
-	struct pkg_cmd cmd = { argv, argc, env, envlen, cwd, home ? home : DEFAULT_HOME };
+	struct pkg_cmd cmd = { argv, argc, env, envlen, cwd, home ? home : DEFAULT_HOME, root };
 	struct pkg_registry r = { out, size, from, fromsz };
 
 	out[0] = from[0] = '\0';
@@ -239,6 +239,14 @@ void pkgmeta__registry(const char *manager, char *const *argv, size_t argc, cons
 		return; /* not a manager, or the run says its registry */
 	if (m->default_registry)
 		pkg_registry__set(&r, m->default_registry, "default");
+}
+
+void pkgmeta__registry(const char *manager, char *const *argv, size_t argc, const char *env,
+		       size_t envlen, const char *cwd, char *out, size_t size, char *from,
+		       size_t fromsz)
+{
+	pkgmeta__registry_in(PKG_ROOT_HOST, manager, argv, argc, env, envlen, cwd, out, size, from,
+			     fromsz);
 }
 
 /* ---- metadata files -------------------------------------------------------------------------- */
@@ -287,13 +295,19 @@ bool pkgmeta__match(const char *path, struct pkg_found *f)
 	return false;
 }
 
-int pkgmeta__read(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry)
+int pkgmeta__read_in(int root, struct pkg_found *f, char *const *debs, size_t ndebs,
+		     const char *registry)
 {
 	const struct pkg_files *files = files_of(f->layout);
 
-	if (!files || files->read(f, debs, ndebs, registry))
+	if (!files || files->read(root, f, debs, ndebs, registry))
 		return -ENOENT;
 	if (!f->source[0] && registry)
 		snprintf(f->source, sizeof(f->source), "%s", registry);
 	return 0;
+}
+
+int pkgmeta__read(struct pkg_found *f, char *const *debs, size_t ndebs, const char *registry)
+{
+	return pkgmeta__read_in(PKG_ROOT_HOST, f, debs, ndebs, registry);
 }
