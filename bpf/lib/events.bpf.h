@@ -48,7 +48,7 @@ static __always_inline void event_set_hdr(struct egret_event_hdr *h, __u32 type,
 	h->tid = (__u32)pid_tgid;
 	h->uid = (__u32)uid_gid;
 	h->gid = uid_gid >> 32;
-	h->pad = 0;
+	h->mnt_ns = 0;
 }
 
 static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type, __u64 sandbox_id)

@@ -144,6 +144,8 @@ static __always_inline void file_end(long ret)
 		 (bpffs ? EGRET_FILE_BPFFS : 0);
 	e->result = (__s32)ret;
 	event_fill_hdr(&e->hdr, EGRET_EV_FILE, sandbox_of_current());
+	/* the files a record names are in this mount namespace: what egretd reads them through */
+	e->hdr.mnt_ns = BPF_CORE_READ(bpf_get_current_task_btf(), nsproxy, mnt_ns, ns.inum);
 	e->exec_id = exec_id_of(bpf_get_current_task_btf());
 	/* the path, then the new path of a rename at a fixed offset */
 	size = offsetof(struct egret_file_event, data) +

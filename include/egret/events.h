@@ -44,7 +44,7 @@ struct egret_event_hdr {
 	__u32 tid;	  /* thread id */
 	__u32 uid;	  /* real uid */
 	__u32 gid;	  /* real gid */
-	__u32 pad;
+	__u32 mnt_ns;	  /* file records: the task's mount namespace (its inode number); else 0 */
 	__u8 comm[EGRET_COMM_LEN]; /* task comm, NUL-padded */
 };
 

@@ -988,3 +988,87 @@ Test(containers, a_namespace_is_found_again_when_its_reporter_is_gone)
 		     0, "%s", out);
 	cr_expect(strstr(out, "192.0.2.10"), "the namespace never got a resolver: %s", out);
 }
+
+/* ---- packages -------------------------------------------------------------------------------- */
+
+static pid_t pkg_server;
+
+static bool container_install(const Egret__V1__Event *ev, const void *id)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_PACKAGE_INSTALL &&
+	       is_container_event(ev, id) && !strcmp(ev->package_install->name, "demo-pkg");
+}
+
+/* pip in a container (python3 and pip are the host's /usr, read-only; what it installs goes to
+ * a tmpfs of the container's own over a directory where the host holds another version of the
+ * same package): the event is the container's package, read in its root, never the host's.
+ */
+Test(containers, runc_pip_install_reports_the_containers_package)
+{
+	char fx[PATH_MAX + 8], script[PATH_MAX], out[16384], target[PATH_MAX + 8];
+	char decoy[PATH_MAX + 64], meta[PATH_MAX + 80], hash[128], dir[PATH_MAX];
+	char *fixtures[] = { "/bin/sh", script, fx, NULL };
+	const char *extra[] = { "--rootfs", "host", "--tmpfs", target, "--tmpfs", "/tmp", NULL };
+	const char *cmd[] = { "/usr/bin/python3",
+			      "-m",
+			      "pip",
+			      "install",
+			      "--isolated",
+			      "--no-cache-dir",
+			      "--no-deps",
+			      "--disable-pip-version-check",
+			      "--no-input",
+			      "--break-system-packages",
+			      "--trusted-host",
+			      "192.0.2.20",
+			      "--target",
+			      target,
+			      "--index-url",
+			      "http://192.0.2.20:8000/simple/",
+			      "demo-pkg",
+			      NULL };
+	const Egret__V1__PackageInstall *pi;
+	struct events evs;
+	FILE *f;
+
+	snprintf(fx, sizeof(fx), "%s/fx", T->tmpdir);
+	snprintf(script, sizeof(script), "%s/tests/tools/pkg_fixtures.sh", EGRET_SOURCE_DIR);
+	cr_assert_eq(run_cmd(fixtures, out, sizeof(out)), 0, "fixtures: %s", out);
+	cr_assert_eq(netns_addr("lo", "192.0.2.20/32"), 0);
+	harness_kill_at_teardown(&pkg_server);
+	pkg_server = fork();
+	if (pkg_server == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl("/usr/bin/python3", "python3", "-m", "http.server", "8000", "--bind",
+		      "192.0.2.20", "--directory", fx, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 100 && tcp_connect("192.0.2.20", 8000, 0, 100); i++)
+		usleep(50000);
+	/* the host's decoy at the very path the container installs to */
+	snprintf(target, sizeof(target), "%s/site", T->tmpdir);
+	snprintf(decoy, sizeof(decoy), "%s/demo_pkg-1.0.dist-info", target);
+	cr_assert_eq(mkdir_p(decoy, 0755), 0);
+	snprintf(meta, sizeof(meta), "%s/METADATA", decoy);
+	f = fopen(meta, "w");
+	cr_assert(f);
+	fputs("Metadata-Version: 2.1\nName: demo-pkg\nVersion: 6.6.6-host\n", f);
+	fclose(f);
+	harness_setup_start("mode enforce\n"
+			    "sandbox container=ctr-pip {\n"
+			    "  allow 192.0.2.20 tcp/8000\n"
+			    "}\n",
+			    NULL);
+	bundle("ctr-pip", netns_path, extra, cmd, dir, sizeof(dir));
+	cr_expect_eq(runc_run("ctr-pip", dir, out, sizeof(out)), 0, "pip: %s", out);
+	cr_assert_eq(events_wait(T->sink_path, container_install, "ctr-pip", 20000, &evs), 0,
+		     "no PackageInstall of the container's");
+	pi = events_find(&evs, container_install, "ctr-pip", NULL)->package_install;
+	cr_expect_str_eq(pi->version, "1.0", "the host's package was reported: %s", pi->version);
+	snprintf(script, sizeof(script), "%s/metadata.hash", fx);
+	cr_assert_gt(read_file(script, hash, sizeof(hash)), 0);
+	hash[strcspn(hash, "\n")] = '\0';
+	cr_expect_str_eq(pi->hash, hash);
+	cr_expect_str_eq(pi->installer, "pip");
+	events_free(&evs);
+}

@@ -285,20 +285,17 @@ Test(packages, npm_of_a_tarball)
  */
 Test(packages, copied_into_place_without_a_manager)
 {
-	char src[PATH_MAX + 64], dst[PATH_MAX + 16], hold[PATH_MAX + 16];
+	char src[PATH_MAX + 64], dst[PATH_MAX + 16];
 	const Egret__V1__Event *ev;
 	struct events evs;
 
 	snprintf(src, sizeof(src), "%s/unpacked/demo_pkg-1.0.dist-info", fx);
 	snprintf(dst, sizeof(dst), "%s/site3", T->tmpdir);
-	snprintf(hold, sizeof(hold), "%s/hold", T->tmpdir);
 	cr_assert_eq(mkdir_p(dst, 0755), 0);
-	cr_assert_eq(mkfifo(hold, 0600), 0);
-	cr_assert_eq(in_box("cp", "/bin/sh", "-c",
-			    "cp -r --copy-contents \"$1\" \"$2\" \"$3\" & sleep 1; : >\"$2\"; "
-			    "wait $!",
-			    "sh", src, hold, dst, NULL),
-		     0);
+	/* cp is gone by the time egretd looks: its file records say it was in egretd's own mount
+	 * namespace, so the files are read where egretd sees them
+	 */
+	cr_assert_eq(in_box("cp", "cp", "-r", src, dst, NULL), 0);
 	wait_install(&evs, "demo-pkg");
 	ev = events_find(&evs, is_install, "demo-pkg", NULL);
 	cr_expect_str_eq(ev->package_install->installer, "");
@@ -560,5 +557,97 @@ Test(packages, a_writer_gone_unseen_is_reported_from_its_path)
 	cr_expect_str_eq(pi->version, "1.0", "the host's file was read: %s", pi->version);
 	cr_expect_str_eq(pi->hash, "");
 	cr_expect(str_starts_with(pi->hash_source, "unreadable: "), "%s", pi->hash_source);
+	events_free(&evs);
+}
+
+/* The writer (a cp, an unzip) is gone before egretd looks, but another process of its sandbox
+ * is still in its mount namespace: its file records name the namespace, and egretd reads them
+ * through that process's root (the sandbox's tmpfs, not the host's file at the same path).
+ */
+struct ns_writer {
+	pid_t holder;
+	struct writer w;
+};
+
+static int write_in_holders_namespace(void *arg)
+{
+	struct ns_writer *nw = arg;
+	char ns[64];
+	int fd;
+
+	snprintf(ns, sizeof(ns), "/proc/%d/ns/mnt", (int)nw->holder);
+	fd = open(ns, O_RDONLY);
+	if (fd < 0 || setns(fd, CLONE_NEWNS))
+		return 92;
+	close(fd);
+	nw->w.own_ns = false; /* already in the holder's */
+	return write_as_container(&nw->w);
+}
+
+static int hold_namespace(void *arg)
+{
+	struct writer *w = arg;
+	int *ready = (int *)w->args[15];
+
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mkdir_p(w->tmpfs[0], 0755) || mount("tmpfs", w->tmpfs[0], "tmpfs", 0, "mode=0755"))
+		return 91;
+	if (write(ready[1], "x", 1) != 1)
+		return 93;
+	pause();
+	return 0;
+}
+
+Test(packages, a_writer_gone_is_read_in_its_namespace_through_another_process)
+{
+	char site[PATH_MAX], info[PATH_MAX + 32], meta[PATH_MAX + 48], record[PATH_MAX + 48];
+	const Egret__V1__PackageInstall *pi;
+	struct ns_writer nw = { 0 };
+	struct writer hold = { .own_ns = true };
+	pid_t egretd = T->egretd, holder;
+	struct events evs;
+	int ready[2], rc;
+
+	snprintf(site, sizeof(site), "%s/nsE/site", T->tmpdir);
+	snprintf(info, sizeof(info), "%s/nsheld-1.0.dist-info", site);
+	host_dist_info(info, "nsheld", "6.6.6-host", "HOSTHASH");
+	snprintf(meta, sizeof(meta), "%s/METADATA", info);
+	snprintf(record, sizeof(record), "%s/RECORD", info);
+	cr_assert_eq(pipe(ready), 0);
+	hold.tmpfs[0] = site;
+	hold.args[15] = (char *)ready;
+	cr_assert_eq(in_box("true", "true", NULL), 0); /* the sandbox prepared, while egretd runs */
+	holder = fork();
+	if (holder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(in_sandbox(T, "pkgbox", hold_namespace, &hold));
+	}
+	harness_kill_at_teardown(&holder);
+	cr_assert_eq(read(ready[0], &rc, 1), 1);
+	{
+		char cmd[64], out[64];
+		char *sh[] = { "sh", "-c", cmd, NULL };
+
+		/* the in_sandbox child of holder is the one in the namespace */
+		snprintf(cmd, sizeof(cmd), "pgrep -P %d | head -1", (int)holder);
+		cr_assert_eq(run_cmd(sh, out, sizeof(out)), 0);
+		nw.holder = atoi(out);
+	}
+	nw.w.args[0] = "file";
+	nw.w.args[1] = meta;
+	nw.w.args[2] = "Metadata-Version: 2.1\nName: nsheld\nVersion: 1.0\n";
+	nw.w.args[3] = "file";
+	nw.w.args[4] = record;
+	nw.w.args[5] = "nsheld-1.0.dist-info/METADATA,sha256=HELDHASH,44\n";
+	/* the writer comes and goes while egretd is stopped: it never sees it alive */
+	cr_assert_eq(kill(egretd, SIGSTOP), 0);
+	T->egretd = 0;
+	rc = in_sandbox(T, "pkgbox", write_in_holders_namespace, &nw);
+	T->egretd = egretd;
+	kill(egretd, SIGCONT);
+	cr_assert_eq(rc, 0, "the writer failed");
+	pi = wait_install_under(&evs, site)->package_install;
+	cr_expect_str_eq(pi->version, "1.0", "not the sandbox's file: %s", pi->version);
+	cr_expect_str_eq(pi->hash, "sha256:HELDHASH");
 	events_free(&evs);
 }

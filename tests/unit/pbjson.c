@@ -104,7 +104,7 @@ Test(pbjson, zero_values_are_written)
 	json = json_of(&p.base);
 	cr_expect_str_eq(json, "{\"pid\":1,\"tid\":0,\"ppid\":0,\"uid\":0,\"gid\":0,\"comm\":"
 			       "\"init\",\"exe\":\"\",\"exec_id\":\"0\",\"parent_exec_id\":\"0\","
-			       "\"euid\":0}");
+			       "\"euid\":0,\"mnt_ns\":0}");
 	free(json);
 }
 

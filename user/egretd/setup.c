@@ -2,11 +2,13 @@
  * closed), the event pipeline, the resolver, the control socket, the keeper and the downtime
  * record. main (egretd.c) calls the steps in order and releases them in reverse.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <grp.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
@@ -352,6 +354,60 @@ static void on_ringbuf(struct watch *w, uint32_t events)
 	collector__poll(&d->collector);
 }
 
+/* The package tracker's events name the sandbox as every other event does: with its container. */
+static const Egret__V1__Sandbox *pkg_sandbox(void *ctx, uint64_t id, const char *name)
+{
+	static struct sandbox_pb pb;
+	struct daemon *d = ctx;
+	const struct sandbox_entry *s = engine__sandbox(&d->engine, id);
+
+	sandbox_pb__fill(&pb, id, s ? s->name : name, s ? s->meta : NULL);
+	return &pb.sb;
+}
+
+/* A process in cgroup dir (or below it, depth levels at most) whose mount namespace is mnt_ns. */
+static uint32_t ns_member_in(const char *dir, uint32_t mnt_ns, unsigned int depth)
+{
+	char path[PATH_MAX], line[32];
+	struct dirent *de;
+	uint32_t found = 0;
+	struct stat st;
+	FILE *f;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f)) {
+		uint32_t pid = (uint32_t)strtoul(line, NULL, 10);
+
+		snprintf(path, sizeof(path), "/proc/%u/ns/mnt", pid);
+		if (pid && stat(path, &st) == 0 && st.st_ino == mnt_ns)
+			found = pid;
+	}
+	if (f)
+		fclose(f);
+	d = found || !depth ? NULL : opendir(dir);
+	while (d && !found && (de = readdir(d))) {
+		if (de->d_type != DT_DIR || de->d_name[0] == '.')
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) < (int)sizeof(path))
+			found = ns_member_in(path, mnt_ns, depth - 1);
+	}
+	if (d)
+		closedir(d);
+	return found;
+}
+
+static uint32_t pkg_ns_member(void *ctx, uint64_t id, uint32_t mnt_ns)
+{
+	struct daemon *d = ctx;
+	char dir[PATH_MAX];
+
+	if (engine__sandbox_path(&d->engine, id, dir, sizeof(dir)))
+		return 0;
+	return ns_member_in(dir, mnt_ns, 8);
+}
+
 /* The spool, the sinks, the collector on the ring buffer, the package tracker. Part way set up
  * is closed like whole (daemon__close_pipeline).
  */
@@ -396,6 +452,9 @@ int daemon__setup_pipeline(struct daemon *d)
 	err = pkg__init(&d->pkg, &d->stream);
 	if (err)
 		return err;
+	d->pkg.sandbox_pb = pkg_sandbox;
+	d->pkg.ns_member = pkg_ns_member;
+	d->pkg.sandbox_ctx = d;
 	d->engine.stream = &d->stream;
 	d->rbw = (struct watch){ .fd = collector__fd(&d->collector), .fn = on_ringbuf, .data = d };
 	return loop__add(&d->loop, &d->rbw, EPOLLIN);

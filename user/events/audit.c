@@ -200,6 +200,7 @@ void audit__on_file(struct decoder_ctx *d, const void *rec, size_t size)
 		return;
 	}
 	decoder__envelope(d, &r->hdr, &e);
+	e.process.mnt_ns = r->hdr.mnt_ns;
 	clean(d, r->data, r->path_len, path, sizeof(path));
 	fa.op = (Egret__V1__FileActivity__Op)r->op;
 	fa.path = path;

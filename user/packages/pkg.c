@@ -180,8 +180,38 @@ static int root_of_sandbox(struct pkg_tracker *t, uint64_t sandbox_id)
 /* Where the files of process pid of a sandbox are read: its own root, else fallback (a run's;
  * PKG_ROOT_NONE: none), else its sandbox's registered root, else nowhere, *why says why.
  */
-static int root_for(struct pkg_tracker *t, uint32_t pid, uint64_t sandbox_id, int fallback,
-		    const char **why)
+/* A root of mount namespace mnt_ns already held, with a reference more; -ENOENT when none. */
+static int root_with_ns(struct pkg_tracker *t, uint32_t mnt_ns)
+{
+	for (int i = 0; i < PKG_MAX_ROOTS; i++) {
+		if (t->roots[i].fd >= 0 && t->roots[i].refs && t->roots[i].ns_ino == mnt_ns)
+			return root_ref(t, i);
+	}
+	return -ENOENT;
+}
+
+/* The writer (pid, in mount namespace mnt_ns as its file record says; 0 unknown) is gone: its
+ * namespace's root through another process of its sandbox still in it.
+ */
+static int root_of_namespace(struct pkg_tracker *t, uint64_t sandbox_id, uint32_t mnt_ns)
+{
+	uint32_t other;
+	int w;
+
+	if (!mnt_ns)
+		return -ENOENT;
+	/* egretd's own: the host's paths (a writer chrooted in it would be misread) */
+	if (mnt_ns == t->self_ns)
+		return PKG_ROOT_HOST;
+	w = root_with_ns(t, mnt_ns);
+	if (w >= 0)
+		return w;
+	other = t->ns_member ? t->ns_member(t->sandbox_ctx, sandbox_id, mnt_ns) : 0;
+	return other ? root_of_pid(t, other) : -ENOENT;
+}
+
+static int root_for(struct pkg_tracker *t, uint32_t pid, uint32_t mnt_ns, uint64_t sandbox_id,
+		    int fallback, const char **why)
 {
 	int w = root_of_pid(t, pid);
 	bool full = w == -ENFILE;
@@ -191,6 +221,10 @@ static int root_for(struct pkg_tracker *t, uint32_t pid, uint64_t sandbox_id, in
 		return w;
 	if (fallback != PKG_ROOT_NONE)
 		return root_ref(t, fallback);
+	w = root_of_namespace(t, sandbox_id, mnt_ns);
+	full |= w == -ENFILE;
+	if (w >= 0 || w == PKG_ROOT_HOST)
+		return w;
 	w = root_of_sandbox(t, sandbox_id);
 	if (w >= 0)
 		return w;
@@ -277,11 +311,16 @@ static void who_of(const Egret__V1__Event *ev, struct pkg_who *w)
 	}
 }
 
-static void envelope(const struct pkg_who *w, Egret__V1__Event *ev, Egret__V1__Sandbox *sb,
-		     Egret__V1__Process *p)
+static void envelope(const struct pkg_tracker *t, const struct pkg_who *w, Egret__V1__Event *ev,
+		     Egret__V1__Sandbox *sb, Egret__V1__Process *p)
 {
+	const Egret__V1__Sandbox *with =
+		t->sandbox_pb ? t->sandbox_pb(t->sandbox_ctx, w->sandbox_id, w->sandbox) : NULL;
+
 	sb->cgroup_id = w->sandbox_id;
 	sb->name = (char *)w->sandbox;
+	if (with)
+		*sb = *with;
 	p->pid = w->pid;
 	p->tid = w->tid;
 	p->uid = w->uid;
@@ -362,7 +401,7 @@ static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const c
 	r->used = true;
 	who_of(ev, &r->who);
 	/* its root, while it runs: its config files, and its packages when their writer is gone */
-	r->root = root_for(t, ev->process->pid, r->who.sandbox_id, PKG_ROOT_NONE, &why);
+	r->root = root_for(t, ev->process->pid, 0, r->who.sandbox_id, PKG_ROOT_NONE, &why);
 	r->started_ns = now_ns(CLOCK_MONOTONIC);
 	snprintf(r->manager, sizeof(r->manager), "%s", manager);
 	for (size_t i = 0; i < x->n_args && r->nargs < PKG_MAX_ARGS; i++) {
@@ -409,7 +448,7 @@ static void emit_install(struct pkg_tracker *t, struct pkg_pending *p)
 				    r ? r->ndebs : 0, r ? r->registry : NULL)) {
 		return; /* not there (any more): a failed or undone install */
 	}
-	envelope(&p->who, &ev, &sb, &pr);
+	envelope(t, &p->who, &ev, &sb, &pr);
 	pi.manager = (char *)pkgmeta__layout_name(p->f.layout);
 	pi.name = p->f.name;
 	pi.version = p->f.version;
@@ -458,7 +497,7 @@ static void end_run(struct pkg_tracker *t, int idx, const Egret__V1__ProcessExit
 			i++;
 		}
 	}
-	envelope(&r->who, &ev, &sb, &pr);
+	envelope(t, &r->who, &ev, &sb, &pr);
 	pr_.manager = r->manager;
 	pr_.n_args = r->nargs;
 	pr_.args = r->args;
@@ -533,8 +572,8 @@ static void on_file(struct pkg_tracker *t, const Egret__V1__Event *ev)
 			continue;
 		p->seen_ns = now_ns(CLOCK_MONOTONIC);
 		if (p->root == PKG_ROOT_NONE) /* this writer may still be there */
-			p->root = root_for(t, ev->process->pid, ev->sandbox->cgroup_id, fallback,
-					   &p->unreadable);
+			p->root = root_for(t, ev->process->pid, ev->process->mnt_ns,
+					   ev->sandbox->cgroup_id, fallback, &p->unreadable);
 		return;
 	}
 	if (t->npending == PKG_MAX_PENDING) {
@@ -558,7 +597,8 @@ static void on_file(struct pkg_tracker *t, const Egret__V1__Event *ev)
 	who_of(ev, &p->who);
 	p->seen_ns = now_ns(CLOCK_MONOTONIC);
 	/* while the writer lives, if it still does: its root */
-	p->root = root_for(t, ev->process->pid, ev->sandbox->cgroup_id, fallback, &p->unreadable);
+	p->root = root_for(t, ev->process->pid, ev->process->mnt_ns, ev->sandbox->cgroup_id,
+			   fallback, &p->unreadable);
 }
 
 static void on_denied(struct pkg_tracker *t, const Egret__V1__Event *ev)

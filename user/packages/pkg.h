@@ -112,6 +112,15 @@ struct pkg_tracker {
 	} * sandbox_roots;				/* PKG_MAX_SANDBOX_ROOTS of them */
 	uint64_t self_ns, self_mnt, self_dev, self_ino; /* egretd's own mount namespace and / */
 	uint64_t installs, early, unjoined, unreadable, roots_full, registered_full;
+	/* egretd's: the Sandbox message of the tracker's events for sandbox id (its container
+	 * too), valid until the next call; NULL: the id and the name the tracker saw
+	 */
+	const Egret__V1__Sandbox *(*sandbox_pb)(void *ctx, uint64_t id, const char *name);
+	/* egretd's: a live process of sandbox id in mount namespace mnt_ns (its inode), 0: none;
+	 * whose root stands for a writer of that namespace that is gone
+	 */
+	uint32_t (*ns_member)(void *ctx, uint64_t id, uint32_t mnt_ns);
+	void *sandbox_ctx;
 };
 
 int pkg__init(struct pkg_tracker *t, struct stream *s);
