@@ -50,6 +50,41 @@ static __always_inline void flow_begin(struct bpf_sock_addr *ctx, const struct f
 	bpf_get_current_comm(fl->comm, sizeof(fl->comm));
 }
 
+/* The peer a socket is connected to (its bpf_sock), as a flow: false when it has none. Reads
+ * each field once through a fresh pointer (the verifier refuses loads through a moved one).
+ */
+static __always_inline bool flow_from_peer(struct flow *f, struct bpf_sock *sk, int family,
+					   __u8 protocol)
+{
+	__u32 port;
+
+	asm volatile("" : "+r"(sk));
+	port = sk->dst_port;
+	f->family = family;
+	f->protocol = protocol;
+	f->port = bpf_ntohs((__u16)port);
+	f->mapped = 0;
+	if (family == AF_INET) {
+		f->addr[0] = 0;
+		f->addr[1] = 0;
+		f->addr[2] = bpf_htonl(0x0000ffff);
+		f->addr[3] = sk->dst_ip4;
+	} else {
+		f->addr[0] = sk->dst_ip6[0];
+		f->addr[1] = sk->dst_ip6[1];
+		f->addr[2] = sk->dst_ip6[2];
+		f->addr[3] = sk->dst_ip6[3];
+		f->mapped = addr_is_v4(f->addr);
+	}
+	return f->port != 0;
+}
+
+static __always_inline bool flow_unset(const struct flow *f)
+{
+	return !f->port && !(f->addr[0] | f->addr[1] | f->addr[3]) &&
+	       (f->addr[2] == 0 || f->addr[2] == bpf_htonl(0x0000ffff));
+}
+
 /* connect4/6, sendmsg4/6: decide, count, report denials and new flows. A connect is always a
  * new flow; datagrams sent with sendmsg are one flow per socket and destination.
  */
@@ -64,8 +99,23 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 	if (sandbox_id == NOT_A_SANDBOX)
 		return SK_PASS; /* the host's */
 	flow_from_sock_addr(&f, ctx, family);
-	if (f.port == EGRET_DNS_PORT && (f.protocol == IPPROTO_UDP || f.protocol == IPPROTO_TCP))
+	/* sendmsg without an address: a connected socket's datagram with ancillary data (IP_TOS,
+	 * UDP GSO, QUIC's ECN) runs this hook with 0.0.0.0:0. It goes to the socket's peer, which
+	 * its connect judged (or steered to egret's resolver): judge that. A socket with no peer
+	 * sends nothing (the kernel refuses it).
+	 */
+	if (datagrams && flow_unset(&f)) {
+		if (!ctx->sk || !flow_from_peer(&f, ctx->sk, family, f.protocol))
+			return SK_PASS;
+		m = bpf_sk_storage_get(&sock_meta, ctx->sk, 0, 0);
+		if (m && m->dns_to_port && bpf_htons(f.port) == m->dns_to_port &&
+		    addr_eq(m->dns_to, f.addr))
+			return SK_PASS; /* steered to the resolver at its connect */
+		m = NULL;
+	} else if (f.port == EGRET_DNS_PORT &&
+		   (f.protocol == IPPROTO_UDP || f.protocol == IPPROTO_TCP)) {
 		return dns_redirect(ctx, family, hook, &f, sandbox_id);
+	}
 	policy_decide(&f, sandbox_id, &d);
 	counter_verdict(hook, d.verdict);
 	if (d.verdict == EGRET_VERDICT_DENY) {
@@ -230,54 +280,98 @@ static __always_inline bool skb_may_route(struct __sk_buff *skb)
 	return b == 0 || b == 43 || b == 60; /* hop-by-hop, routing, destination options */
 }
 
-/* Every packet a sandbox sends. TCP and UDP sockets reach the wire only through connect or
- * sendmsg, which the socket hooks have judged (and a raw socket, which could forge their
- * headers, cannot be created in a sandbox): pass those at once, unless source routing sends
- * them elsewhere. Decide everything else: ping sockets, and whatever a future kernel adds.
+/* Is the packet going where its socket is connected? That destination is one the socket hooks
+ * judged (its connect, or egret's own steering to the resolver): a TCP connection's packets,
+ * a connected UDP socket's, an accepted connection's replies. After an nftables DNAT, a
+ * vxlan's encapsulation or a route's rewrite it is not.
+ */
+static __always_inline bool skb_to_peer(struct bpf_sock *sk, const struct flow *f)
+{
+	struct flow peer;
+
+	if (!flow_from_peer(&peer, sk, f->family, f->protocol))
+		return false;
+	return peer.port == f->port && addr_eq(peer.addr, f->addr);
+}
+
+/* Is it the destination the socket hooks last allowed this socket (a datagram's sendmsg), or
+ * the resolver listener a DNS query was steered to?
+ */
+static __always_inline bool skb_known_flow(const struct egret_sock_meta *m, const struct flow *f,
+					   bool later_frag)
+{
+	if (!m)
+		return false;
+	if (meta_is_flow(m, f) || (later_frag && addr_eq(m->last_addr, f->addr)))
+		return true;
+	return m->dns_to_port && bpf_htons(f->port) == m->dns_to_port &&
+	       addr_eq(m->dns_to, f->addr);
+}
+
+/* Every packet a sandbox's socket sends, judged by its destination as it leaves (after NAT,
+ * routing and encapsulation): a TCP or UDP packet to the peer its socket is connected to, or
+ * to the destination a sendmsg was allowed, passes after one compare; any other packet (a
+ * DNAT's rewrite, a vxlan's or other kernel socket's datagram, source routing, ping sockets,
+ * whatever a future kernel adds) passes only when the policy allows its destination, and is
+ * dropped and reported otherwise. The host's sockets pass untouched.
  */
 static __always_inline int egress_skb(struct __sk_buff *skb)
 {
 	struct egret_sock_meta *m = NULL;
 	struct bpf_sock *sk = skb->sk;
-	bool later_frag = false;
+	bool later_frag = false, parsed, l4 = false;
 	struct decision d;
 	struct flow f = {};
 	__u64 sandbox_id;
+	__u8 type = 0;
 
 	if (sk)
 		sk = bpf_sk_fullsock(sk);
-	if (sk && sk->type != SOCK_RAW &&
-	    (sk->protocol == IPPROTO_TCP || sk->protocol == IPPROTO_UDP) && !skb_may_route(skb)) {
-		if (sk->protocol == IPPROTO_UDP)
+	parsed = flow_from_skb(skb, &f, &later_frag);
+	if (sk) {
+		type = sk->type;
+		l4 = type != SOCK_RAW &&
+		     (sk->protocol == IPPROTO_TCP || sk->protocol == IPPROTO_UDP);
+	}
+	if (parsed && l4 && !later_frag && !skb_may_route(skb) && skb_to_peer(sk, &f)) {
+		if (f.protocol == IPPROTO_UDP)
 			flow_count_out(skb, sk);
 		return SK_PASS;
 	}
 	sandbox_id = sandbox_of_skb(skb);
 	if (sandbox_id == NOT_A_SANDBOX)
 		return SK_PASS; /* the host's */
-	if (sk)
-		m = bpf_sk_storage_get(&sock_meta, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!flow_from_skb(skb, &f, &later_frag)) {
+	if (!parsed) {
 		decide(&d, policy_audit_mode() ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY,
 		       EGRET_REASON_DEFAULT_DENY, 0);
 		goto report;
 	}
-	if (m && (meta_is_flow(m, &f) || (later_frag && addr_eq(m->last_addr, f.addr))))
+	if (sk)
+		m = bpf_sk_storage_get(&sock_meta, sk, 0, l4 ? 0 : BPF_SK_STORAGE_GET_F_CREATE);
+	if (!skb_may_route(skb) && skb_known_flow(m, &f, later_frag)) {
+		if (f.protocol == IPPROTO_UDP && l4)
+			flow_count_out(skb, sk);
 		return SK_PASS;
+	}
 	policy_decide(&f, sandbox_id, &d);
 	counter_verdict(EGRET_HOOK_SKB_EGRESS, d.verdict);
 	if (d.verdict != EGRET_VERDICT_DENY) {
 		if (!m || !meta_is_flow(m, &f))
-			egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, sk ? sk->type : 0);
+			egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, type);
 		if (m)
 			meta_set_flow(m, &f);
+		if (f.protocol == IPPROTO_UDP && l4)
+			flow_count_out(skb, sk);
 		return SK_PASS;
 	}
+	/* one report a socket: a TCP connection retransmits what is dropped */
+	if (!m && sk)
+		m = bpf_sk_storage_get(&sock_meta, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (m && m->denied_reported)
 		return SK_DROP;
 	if (m)
 		m->denied_reported = 1;
-	egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, sk ? sk->type : 0);
+	egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, type);
 	return SK_DROP;
 report:
 	counter_verdict(EGRET_HOOK_SKB_EGRESS, d.verdict);

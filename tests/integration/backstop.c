@@ -1,0 +1,300 @@
+/* Packets the socket hooks never judged (issue 16): the egress backstop judges every packet a
+ * sandbox's socket sends by its destination as it leaves, after NAT, routing and encapsulation.
+ * Each attack runs from a sandbox with its positive control from outside egret's root (the
+ * same packet, which must reach the address the test put in its own network namespace, so the
+ * case can fail). And the false positive the hooks had: a connected UDP socket's datagram with
+ * ancillary data (IP_TOS, IPV6_TCLASS) goes to its connected, allowed peer and must pass.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+#define ALLOWED	 "198.51.100.7"
+#define ALLOWED6 "2001:db8::7"
+#define META	 "169.254.169.254"
+
+static int meta_tcp = -1, meta_udp = -1, allowed_udp = -1, allowed6_udp = -1;
+
+static const char policy[] = "allow " ALLOWED "/32 tcp/80 udp/80 udp/9\n"
+			     "allow " ALLOWED6 "/128 udp/9\n";
+
+/* The test's namespace: the allowed addresses and the metadata address on lo, a listener on
+ * each, and an nftables DNAT that turns the allowed address's port 80 into the metadata's.
+ */
+static void setup_dnat(void)
+{
+	harness_setup(true);
+	cr_assert_eq(netns_addr("lo", ALLOWED "/32"), 0);
+	cr_assert_eq(netns_addr("lo", ALLOWED6 "/128"), 0);
+	cr_assert_eq(netns_addr("lo", META "/32"), 0);
+	harness_setup_listen(&meta_tcp, META, 80);
+	harness_close_at_teardown(&meta_udp);
+	harness_close_at_teardown(&allowed_udp);
+	harness_close_at_teardown(&allowed6_udp);
+	meta_udp = udp_bind(META, 80);
+	allowed_udp = udp_bind(ALLOWED, 9);
+	allowed6_udp = udp_bind(ALLOWED6, 9);
+	cr_assert(meta_udp >= 0 && allowed_udp >= 0 && allowed6_udp >= 0, "udp listeners");
+	cr_assert_eq(netns_run("nft add table ip egret_test && "
+			       "nft add chain ip egret_test out "
+			       "'{ type nat hook output priority -100; }' && "
+			       "nft add rule ip egret_test out ip daddr " ALLOWED
+			       " tcp dport 80 dnat to " META ":80 && "
+			       "nft add rule ip egret_test out ip daddr " ALLOWED
+			       " udp dport 80 dnat to " META ":80"),
+		     0, "nft DNAT rules");
+	harness_setup_start(policy, NULL);
+}
+
+/* Whether the descriptor has something to read (a connection, a datagram) within ms. */
+static bool readable(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+/* Take what came, so the next case starts empty. */
+static void drain(int fd, bool listener)
+{
+	char buf[512];
+
+	while (readable(fd, 0)) {
+		if (listener) {
+			int c = accept(fd, NULL, NULL);
+
+			if (c >= 0)
+				close(c);
+		} else if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) < 0) {
+			break;
+		}
+	}
+}
+
+static int do_tcp_allowed(void *arg)
+{
+	(void)arg;
+	return tcp_connect(ALLOWED, 80, AF_INET, 2000);
+}
+
+static int do_udp_allowed(void *arg)
+{
+	(void)arg;
+	return udp_sendto(ALLOWED, 80, AF_INET);
+}
+
+static bool is_skb_meta_deny(const Egret__V1__Event *ev, const void *arg)
+{
+	const char *proto = arg;
+
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+	       ev->net_connect->hook == EGRET__V1__NET_CONNECT__HOOK__HOOK_SKB_EGRESS &&
+	       ev->net_connect->verdict == EGRET__V1__NET_CONNECT__VERDICT__VERDICT_DENY &&
+	       ev->net_connect->reason == EGRET__V1__NET_CONNECT__REASON__REASON_METADATA &&
+	       !strcmp(ev->net_connect->dst_addr, META) &&
+	       !strcmp(ev->net_connect->protocol, proto);
+}
+
+TestSuite(backstop_dnat, .init = setup_dnat, .fini = harness_teardown, .timeout = 60);
+
+/* connect() to an allowed address, which the nat table turns into the metadata address after
+ * the connect hook allowed it: the packet is judged where it leaves, and dropped.
+ */
+Test(backstop_dnat, tcp_dnat_to_metadata_is_dropped)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+	int err;
+
+	err = in_sandbox(T, NULL, do_tcp_allowed, NULL);
+	cr_assert_eq(err, 0, "control: the DNAT'd connect from the host: %s", strerror(err));
+	cr_assert(readable(meta_tcp, 1000), "control: the metadata listener got no connection");
+	drain(meta_tcp, true);
+
+	err = in_sandbox(T, "box", do_tcp_allowed, NULL);
+	cr_expect_neq(err, 0, "the sandbox's DNAT'd connect reached the metadata address");
+	cr_expect(!readable(meta_tcp, 500), "the metadata listener got the sandbox's connection");
+	cr_assert_eq(events_wait(T->sink_path, is_skb_meta_deny, "tcp", 5000, &evs), 0,
+		     "no egress-backstop denial for the DNAT'd connect");
+	ev = events_find(&evs, is_skb_meta_deny, "tcp", NULL);
+	cr_expect_str_eq(ev->sandbox->name, "box");
+	cr_expect_eq(ev->net_connect->dst_port, 80);
+	events_free(&evs);
+}
+
+Test(backstop_dnat, udp_dnat_to_metadata_is_dropped)
+{
+	struct events evs;
+	int err;
+
+	err = in_sandbox(T, NULL, do_udp_allowed, NULL);
+	cr_assert_eq(err, 0, "control: the DNAT'd datagram from the host: %s", strerror(err));
+	cr_assert(readable(meta_udp, 1000), "control: the metadata address got no datagram");
+	drain(meta_udp, false);
+
+	err = in_sandbox(T, "box", do_udp_allowed, NULL);
+	cr_expect(!readable(meta_udp, 500), "the sandbox's DNAT'd datagram reached metadata");
+	cr_expect_eq(events_wait(T->sink_path, is_skb_meta_deny, "udp", 5000, &evs), 0,
+		     "no egress-backstop denial for the DNAT'd datagram (send said %s)",
+		     strerror(err));
+	events_free(&evs);
+}
+
+/* A connected UDP socket's datagram sent with ancillary data: the kernel runs sendmsg's hook
+ * with no address; it goes to the peer connect() allowed.
+ */
+struct tos_case {
+	const char *addr;
+	uint16_t port;
+	int family;
+};
+
+static int send_with_tos(void *arg)
+{
+	const struct tos_case *c = arg;
+	struct sockaddr_storage ss = { 0 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = "tos", .iov_len = 3 };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	socklen_t len;
+	int fd, tos = 0x2, err = 0;
+
+	memset(&u, 0, sizeof(u));
+	if (c->family == AF_INET) {
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+
+		s4->sin_family = AF_INET;
+		s4->sin_port = htons(c->port);
+		inet_pton(AF_INET, c->addr, &s4->sin_addr);
+		len = sizeof(*s4);
+	} else {
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+
+		s6->sin6_family = AF_INET6;
+		s6->sin6_port = htons(c->port);
+		inet_pton(AF_INET6, c->addr, &s6->sin6_addr);
+		len = sizeof(*s6);
+	}
+	fd = socket(c->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&ss, len)) {
+		err = errno;
+		goto out;
+	}
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = c->family == AF_INET ? IPPROTO_IP : IPPROTO_IPV6;
+	cm->cmsg_type = c->family == AF_INET ? IP_TOS : IPV6_TCLASS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &tos, sizeof(tos));
+	/* twice: the first datagram of a flow and a later one take different paths */
+	for (int i = 0; i < 2 && !err; i++) {
+		if (sendmsg(fd, &msg, 0) != 3)
+			err = errno;
+	}
+out:
+	close(fd);
+	return err;
+}
+
+Test(backstop_dnat, connected_udp_with_ip_tos_reaches_its_allowed_peer)
+{
+	struct tos_case c4 = { ALLOWED, 9, AF_INET }, c6 = { ALLOWED6, 9, AF_INET6 };
+	int err;
+
+	err = in_sandbox(T, "box", send_with_tos, &c4);
+	cr_expect_eq(err, 0, "sendmsg with IP_TOS on a connected, allowed UDP socket: %s",
+		     strerror(err));
+	cr_expect(readable(allowed_udp, 1000), "the IP_TOS datagram did not arrive");
+	err = in_sandbox(T, "box", send_with_tos, &c6);
+	cr_expect_eq(err, 0, "sendmsg with IPV6_TCLASS on a connected, allowed UDP socket: %s",
+		     strerror(err));
+	cr_expect(readable(allowed6_udp, 1000), "the IPV6_TCLASS datagram did not arrive");
+}
+
+/* A connected UDP socket to a port the policy does not allow cannot send anything, with or
+ * without ancillary data: its connect is refused.
+ */
+Test(backstop_dnat, connected_udp_to_a_denied_port_stays_denied)
+{
+	struct tos_case c = { ALLOWED, 10, AF_INET };
+	int err = in_sandbox(T, "box", send_with_tos, &c);
+
+	cr_expect_eq(err, EPERM, "connect to a port no rule allows: got %s",
+		     err ? strerror(err) : "success");
+}
+
+/* A DNS socket connected to a server (steered to egret's resolver at connect) sends its query
+ * with IP_TOS: it reaches the resolver, which answers.
+ */
+static int dns_with_tos(void *arg)
+{
+	static const unsigned char query[] = { 0x12, 0x34, 1,	0,   0,	  1,   0,   0,	 0,   0,
+					       0,    0,	   7,	'b', 'l', 'o', 'c', 'k', 'e', 'd',
+					       4,    't',  'e', 's', 't', 0,   0,   1,	 0,   1 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)query, .iov_len = sizeof(query) };
+	struct msghdr msg = { .msg_iov = &iov,
+			      .msg_iovlen = 1,
+			      .msg_control = u.buf,
+			      .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	unsigned char reply[512];
+	int fd, tos = 0x2, err = 0;
+
+	(void)arg;
+	memset(&u, 0, sizeof(u));
+	inet_pton(AF_INET, "203.0.113.53", &sa.sin_addr);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		err = errno;
+		goto out;
+	}
+	cm = CMSG_FIRSTHDR(&msg);
+	cm->cmsg_level = IPPROTO_IP;
+	cm->cmsg_type = IP_TOS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &tos, sizeof(tos));
+	if (sendmsg(fd, &msg, 0) < 0) {
+		err = errno;
+		goto out;
+	}
+	if (!readable(fd, 3000) || recv(fd, reply, sizeof(reply), 0) < 12 || reply[0] != 0x12 ||
+	    reply[1] != 0x34)
+		err = ETIMEDOUT;
+out:
+	close(fd);
+	return err;
+}
+
+Test(backstop_dnat, dns_query_with_ip_tos_reaches_egrets_resolver)
+{
+	int err = in_sandbox(T, "box", dns_with_tos, NULL);
+
+	cr_expect_eq(err, 0, "a DNS query sent with IP_TOS on a connected socket: %s",
+		     strerror(err));
+}
