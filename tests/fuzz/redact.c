@@ -1,13 +1,17 @@
 /* Fuzz target: the redactor never lets a planted secret through. The input is turned into an
  * argv of fuzz-chosen text with secrets planted at fuzz-chosen places, in every shape README's
- * "Secrets never leave the host" promises (flag values, KEY=VALUE, AWS key ids, GitHub and Slack
- * tokens, JWTs, Bearer/Basic, private key blocks, URLs with a password, an operator's key and
- * pattern), each set off by whitespace or an argument boundary. A planted value has a '7' at
- * every even position, and the text around it never has one, so a '7' in any output is a piece
- * of a secret that got through. Checked: redact__argv() with the buffer egretd uses and with
- * smaller ones, redact__string() of every argument and of all of them joined with spaces (as
- * sh -c sees them), at several output sizes; a cut output is a prefix of the whole one followed
- * by [TRUNCATED].
+ * "Secrets never leave the host" promises (flag values, KEY=VALUE (in a query, after a quote, in
+ * an .npmrc line, as a path component, ini-style with blanks), AWS key ids, GitHub and Slack
+ * tokens, JWTs, Bearer/Basic, private key blocks, URLs with a password or a token as their user,
+ * the options of commands that take a secret (curl -u USER:PASSWORD, mysql -pPASSWORD, sshpass
+ * -p, docker login -p, ...), headers (Authorization with its schemes, X-Api-Token, ...), JSON
+ * "KEY": VALUE (in single, double or shell-escaped quotes), YAML KEY: VALUE (in a heredoc, a
+ * printf, a block scalar), an operator's key and pattern), each set off by whitespace or an
+ * argument boundary. A planted value has a '7' at every even position, and the text around it
+ * never has one, so a '7' in any output is a piece of a secret that got through. Checked:
+ * redact__argv() with the buffer egretd uses and with smaller ones, redact__string() of every
+ * argument and of all of them joined with spaces (as sh -c sees them), at several output sizes;
+ * a cut output is a prefix of the whole one followed by [TRUNCATED].
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -36,7 +40,10 @@ struct argv {
 	char text[MAX_BYTES + 1024]; /* args, NUL-separated */
 	size_t len;
 	size_t start[MAX_ARGS];
-	bool after_flag[MAX_ARGS]; /* a secret only as the argument after its flag */
+	/* a secret only with the arguments before it: the one after its flag, an option of a
+	 * command named in an earlier argument
+	 */
+	bool after_flag[MAX_ARGS];
 	size_t n;
 };
 
@@ -135,6 +142,10 @@ static const char TOKEN[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxy
 static const char KEYCH[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.";
 /* what a KEY=VALUE's value, a flag's value, a URL's password may hold */
 static const char VALUE[] = "abcXYZ0189!\"#$%'()*+-./:<=>?@[\\]^_`{|}~\x80\xc3\xa9";
+/* a KEY=VALUE's: '}' ends one (as & ; , and whitespace do) */
+static const char KV_VALUE[] = "abcXYZ0189!\"#$%'()*+-./:<=>?@[\\]^_`{|~\x80\xc3\xa9";
+/* a bare JSON value's: whitespace , } ] and quotes end one */
+static const char BARE[] = "abcXYZ0189.+-_:@/!#$%()*<=>?^`|~";
 static const char PASSWORD[] = "abcXYZ0189!\"#$%'()*+-.:<=>?[\\]^_`{|}~&;,@\xc3\xa9";
 
 static const char *pick(const char *const *list, size_t n, struct input *in)
@@ -152,10 +163,13 @@ static void key_value(struct argv *a, struct input *in)
 	static const char *const dashes[] = { "", "-", "--" };
 	unsigned int b = next(in);
 
-	if (b & 1) { /* in a query: ...?KEY=VALUE&, or in quotes: 'KEY=VALUE' */
+	if (b & 1) { /* in a query: ...?KEY=VALUE&, in quotes: 'KEY=VALUE', in an .npmrc line:
+		      * //host/:_authToken=VALUE, a path: /tmp/password=VALUE/f, an option's value:
+		      * --from-literal=password=VALUE
+		      */
 		for (unsigned int i = next(in) % 6; i; i--)
 			addc(a, from(VALUE, next(in)));
-		addc(a, "?&;,\"'`("[next(in) % 8]);
+		addc(a, "?&;,\"'`(:/{[|="[next(in) % 14]);
 	}
 	adds(a, PICK(dashes, in));
 	for (unsigned int i = next(in) % 4; i; i--)
@@ -163,14 +177,14 @@ static void key_value(struct argv *a, struct input *in)
 	adds(a, PICK(words, in));
 	for (unsigned int i = next(in) % 4; i; i--)
 		addc(a, from(KEYCH, next(in)));
-	addc(a, '=');
+	adds(a, b & 8 ? " = " : "="); /* an ini file's password = x */
 	if (b & 4) {
 		end_unless(a, quoted(a, in, 1 + next(in) % 24));
 		return;
 	}
-	value(a, in, VALUE, 1 + next(in) % 24);
+	value(a, in, KV_VALUE, 1 + next(in) % 24);
 	if (b & 2)
-		addc(a, "&;,"[next(in) % 3]);
+		addc(a, "&;,}"[next(in) % 4]);
 }
 
 static void aws(struct argv *a, struct input *in)
@@ -283,6 +297,266 @@ static void flag(struct argv *a, struct input *in)
 		value(a, in, VALUE, 1 + next(in) % 24);
 }
 
+/* scheme://TOKEN@host: a user that looks like a token (a known prefix, or 32 characters and more
+ * with a digit)
+ */
+static void url_token(struct argv *a, struct input *in)
+{
+	static const char *const schemes[] = { "https", "http", "git+https", "npm" };
+	static const char *const prefixes[] = { "glpat-", "npm_", "pypi-", "hf_", "ya29.", "AIza" };
+	unsigned int b = next(in);
+
+	adds(a, PICK(schemes, in));
+	adds(a, "://");
+	if (b & 1) {
+		adds(a, PICK(prefixes, in));
+		value(a, in, B64URL, 8 + next(in) % 32);
+	} else {
+		value(a, in, B64URL, 32 + next(in) % 32);
+	}
+	if (b & 2)
+		addc(a, ':');
+	addc(a, '@');
+	for (unsigned int i = next(in) % 12; i; i--)
+		addc(a, from("abcxyz0189.-:/[]?#", next(in)));
+}
+
+/* the user of a USER:PASSWORD: no ':', no blank, no quote, not an option */
+static void user_part(struct argv *a, struct input *in)
+{
+	for (unsigned int i = next(in) % 8; i; i--)
+		addc(a, from("abcXYZ019._", next(in)));
+}
+
+/* a command and its option that takes a secret, glued (-pVALUE, --user=U:P) or apart (-p VALUE,
+ * as words of one argument or as arguments of their own), the command in the same argument or
+ * an earlier one
+ */
+static void option(struct argv *a, struct input *in)
+{
+	static const struct {
+		const char *cmd, *opt;
+		bool glued, apart, colon;
+	} opts[] = {
+		{ "curl", "-u", true, true, true },
+		{ "/usr/bin/curl -fsS", "--user", true, true, true },
+		{ "curl", "-U", true, true, true },
+		{ "curl", "--proxy-user", true, true, true },
+		{ "curl -L", "-su", false, true, true },
+		{ "http", "-a", true, true, true },
+		{ "mysql -h db -uroot", "-p", true, false, false },
+		{ "mariadb-dump", "-p", true, false, false },
+		{ "sshpass", "-p", true, true, false },
+		{ "redis-cli", "-a", true, true, false },
+		{ "redis-cli", "--pass", true, true, false },
+		{ "mongosh -u admin", "-p", true, true, false },
+		{ "docker login -u bob", "-p", true, true, false },
+		{ "helm registry login", "-p", true, true, false },
+	};
+	unsigned int b = next(in), k = next(in) % (sizeof(opts) / sizeof(opts[0]));
+	bool split = (b & 1) && a->n + 3 < MAX_ARGS, glued;
+	char q = b & 8 ? '\'' : '"';
+
+	adds(a, opts[k].cmd);
+	if (split) { /* the option in an argument of its own: it needs the command before it */
+		end_arg(a);
+		a->after_flag[a->n - 1] = true;
+	} else {
+		addc(a, ' ');
+	}
+	glued = opts[k].glued && (!opts[k].apart || (b & 2));
+	adds(a, opts[k].opt);
+	if (glued) {
+		if (opts[k].opt[1] == '-')
+			addc(a, '=');
+	} else if (split && (b & 4)) {
+		end_arg(a);
+		a->after_flag[a->n - 1] = true;
+	} else {
+		addc(a, " \t"[next(in) % 2]);
+	}
+	if (b & 16) { /* quoted, with blanks: 'USER:PASS WORD' */
+		addc(a, q);
+		if (opts[k].colon) {
+			user_part(a, in);
+			addc(a, ':');
+		}
+		for (size_t i = 0, n = 1 + next(in) % 24; i < n; i++)
+			addc(a, i % 2 ? from(q == '"' ? "ab XY 01 $\t'{}@:/=&;,"
+						      : "ab XY 01 $\t\"{}@:/=&;,",
+					     next(in))
+				      : '7');
+		if (b & 32)
+			addc(a, q);
+		else
+			end_arg(a); /* unterminated: it runs to the end */
+		return;
+	}
+	if (opts[k].colon) {
+		user_part(a, in);
+		addc(a, ':');
+	}
+	value(a, in, VALUE, 1 + next(in) % 24);
+}
+
+/* a header: -H 'NAME: [SCHEME ]VALUE', -H as an argument and the header the next one,
+ * --header=NAME: VALUE, -HNAME: VALUE
+ */
+static void header(struct argv *a, struct input *in)
+{
+	static const char *const names[] = { "Authorization", "authorization",
+					     "AUTHORIZATION", "Proxy-Authorization",
+					     "X-Api-Token",   "PRIVATE-TOKEN",
+					     "x-api-key",     "Cookie",
+					     "X-Auth-Token",  "X-Pin" };
+	static const char *const schemes[] = { "",	  "Bearer ",  "Basic ", "token ",
+					       "Digest ", "bearer\t", "NTLM ",	"" };
+	unsigned int b = next(in), how = next(in) % 4;
+	char q = 0;
+
+	if (how == 0 && a->n + 2 < MAX_ARGS) { /* -H, then the header as an argument */
+		if (!arg_empty(a))
+			end_arg(a);
+		adds(a, "-H");
+		end_arg(a);
+	} else if (how == 1) {
+		adds(a, "--header=");
+	} else if (how == 2) {
+		adds(a, "-H");
+	} else {
+		adds(a, "-H ");
+		if (b & 1)
+			q = b & 2 ? '"' : '\'';
+		if (q)
+			addc(a, q);
+	}
+	adds(a, PICK(names, in));
+	adds(a, b & 4 ? ":" : ": ");
+	adds(a, PICK(schemes, in));
+	if (!q) {
+		value(a, in, VALUE, 1 + next(in) % 24);
+		return;
+	}
+	for (size_t i = 0, n = 1 + next(in) % 24; i < n; i++) {
+		unsigned int c = next(in);
+
+		if (!(i % 2))
+			addc(a, '7');
+		else if (q == '\'' && c % 8 == 0)
+			adds(a, "'\\''"); /* sh's quote in single quotes */
+		else
+			addc(a, from(q == '"' ? "ab XY 01 $\t'{}@:/=&;,\\"
+					      : "ab XY 01 $\t\"{}@:/=&;,\\",
+				     c));
+	}
+	if (b & 8)
+		addc(a, q);
+	else
+		end_arg(a);
+}
+
+/* JSON "KEY": VALUE, in double, single or shell-escaped (\") quotes; a string or a bare value */
+static void json(struct argv *a, struct input *in)
+{
+	static const char *const words[] = { "password", "TOKEN", "secret", "api_key", "Passwd",
+					     "apikey",	 "auth",  "KEY",    "pin" };
+	static const char *const quotes[] = { "\"", "'", "\\\"" };
+	unsigned int b = next(in);
+	const char *q = PICK(quotes, in), *vq = b & 1 ? q : quotes[(b >> 1) % 2];
+
+	addc(a, '{');
+	if (b & 4) {
+		adds(a, q);
+		adds(a, "user");
+		adds(a, q);
+		adds(a, ":");
+		adds(a, q);
+		adds(a, "a");
+		adds(a, q);
+		adds(a, ",");
+	}
+	adds(a, q);
+	for (unsigned int i = next(in) % 3; i; i--)
+		addc(a, from(KEYCH, next(in)));
+	adds(a, PICK(words, in));
+	for (unsigned int i = next(in) % 3; i; i--)
+		addc(a, from(KEYCH, next(in)));
+	adds(a, q);
+	adds(a, b & 8 ? " " : "");
+	addc(a, b & 16 ? '=' : ':');
+	adds(a, b & 32 ? " " : "");
+	if (b & 64) { /* bare */
+		value(a, in, BARE, 1 + next(in) % 24);
+		addc(a, '}');
+		return;
+	}
+	adds(a, vq);
+	for (size_t i = 0, n = 1 + next(in) % 24; i < n; i++) {
+		unsigned int c = next(in);
+
+		if (!(i % 2))
+			addc(a, '7');
+		else if (c % 8 == 0) /* an escaped quote */
+			adds(a, !strcmp(vq, "\\\"") ? "\\\\\\\"" : vq[0] == '"' ? "\\\"" : "\\'");
+		else
+			addc(a, from("ab XY 01 $\t{}[]@:/=&;,", c));
+	}
+	if (b & 128) {
+		end_arg(a); /* unterminated */
+		return;
+	}
+	adds(a, vq);
+	addc(a, '}');
+}
+
+/* YAML KEY: VALUE on a line of its own (a heredoc), in printf '...' after the quote or after a
+ * written-out \n, or a block scalar
+ */
+static void yaml(struct argv *a, struct input *in)
+{
+	static const char *const words[] = { "password", "TOKEN", "secret",	"api_key", "Passwd",
+					     "apikey",	 "auth",  "credential", "KEY",	   "pin" };
+	unsigned int b = next(in), how = next(in) % 4;
+
+	if (how == 1)
+		adds(a, "printf '");
+	else if (how == 2)
+		adds(a, "printf 'user: a\\n");
+	for (unsigned int i = next(in) % 3; i; i--)
+		addc(a, from("abcXYZ019_", next(in)));
+	adds(a, PICK(words, in));
+	for (unsigned int i = next(in) % 3; i; i--)
+		addc(a, from(KEYCH, next(in)));
+	adds(a, b & 1 ? ":\t" : ": ");
+	if (how == 3) { /* a block scalar: everything after it */
+		adds(a, b & 2 ? "|\n  " : ">-\n  ");
+		value(a, in, VALUE, 1 + next(in) % 24);
+		adds(a, "\n  ");
+		value(a, in, VALUE, 1 + next(in) % 24);
+		return;
+	}
+	if (how == 1) { /* to the closing quote: none in the value */
+		for (size_t i = 0, n = 1 + next(in) % 24; i < n; i++) {
+			unsigned int c = next(in);
+
+			if (!(i % 2))
+				addc(a, '7');
+			else if (c % 8 == 0)
+				adds(a, "'\\''"); /* sh's quote in single quotes */
+			else
+				addc(a, from("ab XY 01 $\t\"{}@:/=&;,", c));
+		}
+		if (b & 4)
+			adds(a, "\\n' > c.yml");
+		else
+			end_arg(a);
+		return;
+	}
+	value(a, in, VALUE, 1 + next(in) % 24);
+	if (how == 2)
+		adds(a, "\\n' > c.yml");
+}
+
 static void pattern(struct argv *a, struct input *in)
 {
 	adds(a, "acct-");
@@ -292,7 +566,8 @@ static void pattern(struct argv *a, struct input *in)
 static void plant(struct argv *a, struct input *in)
 {
 	static void (*const shapes[])(struct argv *, struct input *) = {
-		key_value, aws, github, slack, jwt, bearer, private_key, url, flag, pattern,
+		key_value, aws,	    github,    slack,  jwt,    bearer, private_key, url,
+		flag,	   pattern, url_token, option, header, json,   yaml,
 	};
 
 	set_off(a, in);

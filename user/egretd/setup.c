@@ -375,7 +375,8 @@ static uint32_t ns_member_in(const char *dir, uint32_t mnt_ns, unsigned int dept
 	FILE *f;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >= (int)sizeof(path))
+		return 0;
 	f = fopen(path, "re");
 	while (f && !found && fgets(line, sizeof(line), f)) {
 		uint32_t pid = (uint32_t)strtoul(line, NULL, 10);
@@ -455,6 +456,8 @@ int daemon__setup_pipeline(struct daemon *d)
 	d->pkg.sandbox_pb = pkg_sandbox;
 	d->pkg.ns_member = pkg_ns_member;
 	d->pkg.sandbox_ctx = d;
+	d->pkg.redact = redact__cb; /* registries, sources: secrets in URLs and .npmrc */
+	d->pkg.redact_ctx = &d->opt.redact;
 	d->engine.stream = &d->stream;
 	d->rbw = (struct watch){ .fd = collector__fd(&d->collector), .fn = on_ringbuf, .data = d };
 	return loop__add(&d->loop, &d->rbw, EPOLLIN);

@@ -240,6 +240,12 @@ void decoder__envelope(struct decoder_ctx *d, const struct egret_event_hdr *h, s
 	e->ev.time_unix_nano = stream__unix_ns(c->stream, h->ts_ns);
 	memcpy(e->comm, h->comm, EGRET_COMM_LEN);
 	e->comm[EGRET_COMM_LEN] = '\0';
+	if (d->redactor) { /* a program named token=VALUE */
+		char raw[EGRET_COMM_LEN + 1];
+
+		memcpy(raw, e->comm, sizeof(raw));
+		redact__string(d->redactor, raw, e->comm, sizeof(e->comm));
+	}
 	e->process.pid = h->pid;
 	e->process.tid = h->tid;
 	e->process.uid = h->uid;

@@ -1,7 +1,9 @@
-/* Secrets never leave the host: every captured string (argv, paths) passes the redactor before
- * it is encoded. Values of arguments and KEY=VALUE pairs whose key looks like a secret, and
- * well-known credential formats, become [REDACTED]. What does not fit the output is cut after
- * redaction and marked [TRUNCATED]: a size limit never lets a secret through.
+/* Secrets never leave the host: every captured string (argv, paths, and what egretd reads from a
+ * sandbox's environment and config files) passes the redactor before it is encoded. Values of
+ * arguments, KEY=VALUE, KEY: VALUE and "KEY": VALUE pairs whose key looks like a secret, of the
+ * options of known commands that carry one (curl -u USER:PASSWORD, mysql -pPASSWORD), and
+ * well-known credential formats become [REDACTED] (the rules: redact.c). What does not fit the
+ * output is cut after redaction and marked [TRUNCATED]: a size limit never lets a secret through.
  */
 #ifndef EGRET_REDACT_H
 #define EGRET_REDACT_H
@@ -31,9 +33,12 @@ int redact__add_pattern(struct redactor *r, const char *regex, char *err, size_t
 bool redact__is_secret_key(const struct redactor *r, const char *key, size_t len);
 /* in redacted into out[size] (cut and ending in [TRUNCATED] when it does not fit); its length */
 size_t redact__string(struct redactor *r, const char *in, char *out, size_t size);
-/* Redact argv in place: args[i] become pointers to redacted copies in buf[size]. When they do
- * not all fit, the last one kept is cut and ends in [TRUNCATED], *n becomes the number kept
- * (the rest point to ""), and the return is true.
+/* redact__string(ctx, ...), for a library that cannot link this one (struct pkg_tracker.redact) */
+size_t redact__cb(void *ctx, const char *in, char *out, size_t size);
+/* Redact argv in place: args[i] become pointers to redacted copies in buf[size], each redacted
+ * as redact__string does and with what the arguments before it say (the value after --password,
+ * after curl's -u, glued to mysql's -p). When they do not all fit, the last one kept is cut and
+ * ends in [TRUNCATED], *n becomes the number kept (the rest point to ""), and the return is true.
  */
 bool redact__argv(struct redactor *r, char **args, size_t *n, char *buf, size_t size);
 void redact__free(struct redactor *r);

@@ -127,7 +127,7 @@ static int root_of_pid(struct pkg_tracker *t, uint32_t pid)
 {
 	char path[64];
 	struct stat ns, held;
-	uint64_t mnt, dev, ino;
+	uint64_t mnt = 0, dev = 0, ino = 0;
 	int fd, nsfd = -1;
 
 	snprintf(path, sizeof(path), "/proc/%u/root", pid);
@@ -163,7 +163,7 @@ static int root_of_sandbox(struct pkg_tracker *t, uint64_t sandbox_id)
 	for (size_t i = 0; t->sandbox_roots && i < PKG_MAX_SANDBOX_ROOTS; i++) {
 		if (t->sandbox_roots[i].sandbox_id == sandbox_id) {
 			int fd = fcntl(t->sandbox_roots[i].fd, F_DUPFD_CLOEXEC, 0);
-			uint64_t mnt, dev, ino;
+			uint64_t mnt = 0, dev = 0, ino = 0;
 
 			if (fd < 0)
 				return -errno;
@@ -332,6 +332,48 @@ static void envelope(const struct pkg_tracker *t, const struct pkg_who *w, Egret
 	ev->class_uid = OCSF_APPLICATION_LIFECYCLE;
 }
 
+/* ---- what leaves the host ------------------------------------------------------------------- */
+
+#define REDACTED_CUT "[REDACTED][TRUNCATED]"
+#define SCRATCH_MAX  65536 /* what an environment (and a config file) is read into, at most */
+
+/* src (read into a buffer of srcsize bytes) into dst[size] through egretd's redactor; src may be
+ * dst. A src that filled its buffer may have been cut by its reader inside a secret a rule needs
+ * the rest of to see (a URL's password before its '@'): unless the redactor cut it already, its
+ * last word is then redacted whole and the string ends in [TRUNCATED]. Without a redactor a
+ * plain copy.
+ */
+static void clean(const struct pkg_tracker *t, char *dst, size_t size, const char *src,
+		  size_t srcsize)
+{
+	static char in[SCRATCH_MAX + 1];
+	const size_t ml = sizeof(REDACTED_CUT) - 1, tl = sizeof("[TRUNCATED]") - 1;
+	bool maybe_cut = srcsize && strnlen(src, srcsize) >= srcsize - 1;
+	size_t len, w;
+
+	if (!size)
+		return;
+	if (!t->redact) {
+		if (dst != src)
+			snprintf(dst, size, "%s", src);
+		return;
+	}
+	snprintf(in, sizeof(in), "%s", src); /* src may be dst */
+	len = t->redact(t->redact_ctx, in, dst, size);
+	if (len >= size)
+		len = strnlen(dst, size - 1);
+	dst[len] = '\0';
+	if (!maybe_cut || (len >= tl && !strcmp(dst + len - tl, "[TRUNCATED]")))
+		return;
+	for (w = len; w > 0 && dst[w - 1] != ' ' && dst[w - 1] != '\t' && dst[w - 1] != '\n'; w--)
+		;
+	if (w + ml >= size)
+		w = size > ml ? size - 1 - ml : 0;
+	while (w > 0 && ((unsigned char)dst[w] & 0xc0) == 0x80) /* not inside a UTF-8 character */
+		w--;
+	snprintf(dst + w, size - w, "%s", REDACTED_CUT);
+}
+
 /* ---- members: the processes of a run --------------------------------------------------------- */
 
 static int run_of(struct pkg_tracker *t, uint32_t pid)
@@ -383,6 +425,7 @@ static void leave_run(struct pkg_tracker *t, int run)
 static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const char *manager)
 {
 	const Egret__V1__ProcessExec *x = ev->exec;
+	static char registry[SCRATCH_MAX], from[SCRATCH_MAX];
 	char path[64], env[65536];
 	struct pkg_run *r = NULL;
 	const char *why;
@@ -422,9 +465,17 @@ static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const c
 	/* the environment it runs with, while it runs */
 	snprintf(path, sizeof(path), "/proc/%u/environ", ev->process->pid);
 	envlen = read_file(path, env, sizeof(env));
+	if (envlen == (int)sizeof(env) - 1) { /* larger: the last variable, cut, is left out */
+		const char *last = memrchr(env, '\0', (size_t)envlen);
+
+		envlen = last ? (int)(last - env) + 1 : 0;
+	}
+	/* read whole (no reader cuts a secret egretd cannot see the end of), redacted, then cut */
 	pkgmeta__registry_in(root_fd(t, r->root), manager, r->args, r->nargs,
 			     envlen > 0 ? env : NULL, envlen > 0 ? (size_t)envlen : 0, x->cwd,
-			     r->registry, sizeof(r->registry), r->from, sizeof(r->from));
+			     registry, sizeof(registry), from, sizeof(from));
+	clean(t, r->registry, sizeof(r->registry), registry, sizeof(registry));
+	clean(t, r->from, sizeof(r->from), from, sizeof(from));
 	join(t, ev->process->pid, idx);
 }
 
@@ -448,6 +499,12 @@ static void emit_install(struct pkg_tracker *t, struct pkg_pending *p)
 				    r ? r->ndebs : 0, r ? r->registry : NULL)) {
 		return; /* not there (any more): a failed or undone install */
 	}
+	/* what the package's files said (a lockfile's resolved URL may carry a token) */
+	clean(t, p->f.source, sizeof(p->f.source), p->f.source, sizeof(p->f.source));
+	clean(t, p->f.name, sizeof(p->f.name), p->f.name, sizeof(p->f.name));
+	clean(t, p->f.version, sizeof(p->f.version), p->f.version, sizeof(p->f.version));
+	clean(t, p->f.hash_source, sizeof(p->f.hash_source), p->f.hash_source,
+	      sizeof(p->f.hash_source));
 	envelope(t, &p->who, &ev, &sb, &pr);
 	pi.manager = (char *)pkgmeta__layout_name(p->f.layout);
 	pi.name = p->f.name;

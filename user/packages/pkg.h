@@ -121,6 +121,15 @@ struct pkg_tracker {
 	 */
 	uint32_t (*ns_member)(void *ctx, uint64_t id, uint32_t mnt_ns);
 	void *sandbox_ctx;
+	/* egretd's redactor (redact__cb, ctx its struct redactor): in[] redacted into out[size],
+	 * cut and ending in [TRUNCATED] when it does not fit; its length. Every string the tracker
+	 * reads from a sandbox's environment, config or package files passes it before it is
+	 * emitted: PackageRun's registry and registry_from, PackageInstall's source, name, version
+	 * and hash_source (and so the run's installed list). argv, cwd and paths come from events
+	 * the decoder redacted already. NULL: no redaction (unit tests).
+	 */
+	size_t (*redact)(void *ctx, const char *in, char *out, size_t size);
+	void *redact_ctx;
 };
 
 int pkg__init(struct pkg_tracker *t, struct stream *s);
