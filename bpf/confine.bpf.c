@@ -27,6 +27,7 @@ static __always_inline bool family_hooked(int family)
 static __always_inline void socket_check(int family, int type, int protocol)
 {
 	struct egret_connect_event *e;
+	__u64 sandbox;
 	bool audit;
 
 	if (family_hooked(family) || !confined())
@@ -35,11 +36,12 @@ static __always_inline void socket_check(int family, int type, int protocol)
 	if (!audit)
 		bpf_send_signal(SIGKILL);
 	counter_verdict(EGRET_HOOK_SYSCALL, audit ? EGRET_VERDICT_AUDIT : EGRET_VERDICT_DENY);
-	e = event_reserve(sizeof(*e));
+	sandbox = sandbox_of_current();
+	e = event_reserve_for(sizeof(*e), EGRET_EV_CONNECT, sandbox);
 	if (!e)
 		return;
 	__builtin_memset(e, 0, sizeof(*e));
-	event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox_of_current());
+	event_fill_hdr(&e->hdr, EGRET_EV_CONNECT, sandbox);
 	e->family = (__u8)family;
 	e->protocol = (__u8)protocol;
 	e->sock_type = (__u16)(type & SOCK_TYPE_MASK);

@@ -2,9 +2,11 @@
 /* Egress enforcement for every sandbox under egret's root cgroup: socket creation (refuses
  * socket types sandboxes may not have), connect and sendmsg (check the destination; steer DNS
  * to egret's resolver), recvmsg and getpeername (show DNS answers coming from the server asked),
- * and the egress skb backstop for every packet the socket hooks did not judge.
+ * the egress skb backstop for every packet the socket hooks did not judge, and the tc programs
+ * egretd puts on sandboxes' own network devices.
  */
 #define EGRET_OBJ_EGRESS /* its maps, lib/maps.bpf.h */
+#include "lib/device.bpf.h"
 #include "lib/egress.bpf.h"
 
 char LICENSE[] SEC("license") = "GPL";
@@ -67,4 +69,16 @@ SEC("cgroup/getpeername6")
 int egret_getpeer6(struct bpf_sock_addr *ctx)
 {
 	return dns_unrewrite(ctx, AF_INET6);
+}
+
+SEC("tc")
+int egret_dev_out(struct __sk_buff *skb)
+{
+	return device_out(skb);
+}
+
+SEC("tc")
+int egret_dev_in(struct __sk_buff *skb)
+{
+	return device_in(skb);
 }

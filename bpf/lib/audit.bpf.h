@@ -16,6 +16,7 @@
 #define O_TRUNC_      01000
 #define AT_REMOVEDIR_ 0x200
 #define EAGAIN_	      11
+#define EEXIST_	      17
 
 /* set by egretd before load */
 const volatile bool audit_host = false; /* --audit-scope host */

@@ -14,6 +14,7 @@
 #include "egret/policy.h"
 #include "egret/confine.h"
 #include "egret/dns.h"
+#include "egret/device.h"
 #include "egret/audit.h"
 
 #include "lib/compat.bpf.h"

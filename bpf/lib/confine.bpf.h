@@ -136,12 +136,13 @@ static __always_inline void tamper_report_abi(__u32 kind, __u64 target, __u32 ot
 					      bool killed, __u8 abi)
 {
 	struct egret_tamper_event *e;
+	__u64 sandbox = sandbox_of_current();
 
 	counter_inc(EGRET_CNT_TAMPER);
-	e = event_reserve(sizeof(*e));
+	e = event_reserve_for(sizeof(*e), EGRET_EV_TAMPER, sandbox);
 	if (!e)
 		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_TAMPER, sandbox_of_current());
+	event_fill_hdr(&e->hdr, EGRET_EV_TAMPER, sandbox);
 	e->target = target;
 	e->kind = kind;
 	e->other_pid = other_pid;

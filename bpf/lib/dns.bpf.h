@@ -17,7 +17,7 @@ static __always_inline void netns_report(__u64 cookie, __u64 sandbox_id)
 	if (last && now - *last < 1000000000ull)
 		return;
 	bpf_map_update_elem(&netns_reported, &cookie, &now, BPF_ANY);
-	e = event_reserve(sizeof(*e));
+	e = event_reserve_for(sizeof(*e), EGRET_EV_NETNS, sandbox_id);
 	if (!e)
 		return;
 	event_fill_hdr(&e->hdr, EGRET_EV_NETNS, sandbox_id);

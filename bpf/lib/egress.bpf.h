@@ -7,11 +7,11 @@
 #define EGRET_EGRESS_BPF_H
 
 #include "lib/dns.bpf.h"
+#include "lib/packet.bpf.h"
 #include "lib/report.bpf.h"
 #include "lib/sandbox.bpf.h"
 
-#define IP_OFFSET 0x1fff
-#define SOCK_RAW  3
+#define SOCK_RAW 3
 
 static __always_inline bool meta_is_flow(const struct egret_sock_meta *m, const struct flow *f)
 {
@@ -168,80 +168,9 @@ static __always_inline int egress_sock_create(struct bpf_sock *sk)
 	return d.verdict == EGRET_VERDICT_DENY ? SK_DROP : SK_PASS;
 }
 
-/* L4 destination port at off, 0 when the protocol has none. */
-static __always_inline __u16 skb_dport(struct __sk_buff *skb, __u32 off, __u8 proto)
-{
-	__u16 port;
-
-	if (proto != IPPROTO_TCP && proto != IPPROTO_UDP)
-		return 0;
-	if (bpf_skb_load_bytes(skb, off + 2, &port, sizeof(port)))
-		return 0;
-	return bpf_ntohs(port);
-}
-
-/* Fill f from the IPv4/IPv6 header; *later_frag is set for a non-first fragment (no L4
- * header). Returns false when the packet cannot be parsed.
- */
-static __always_inline bool flow_from_skb(struct __sk_buff *skb, struct flow *f, bool *later_frag)
-{
-	__u32 off;
-	__u8 nh;
-
-	*later_frag = false;
-	f->mapped = 0;
-	if (skb->protocol == bpf_htons(ETH_P_IP)) {
-		struct iphdr ip;
-
-		if (bpf_skb_load_bytes(skb, 0, &ip, sizeof(ip)))
-			return false;
-		f->family = AF_INET;
-		f->addr[0] = 0;
-		f->addr[1] = 0;
-		f->addr[2] = bpf_htonl(0x0000ffff);
-		f->addr[3] = ip.daddr;
-		f->protocol = ip.protocol;
-		*later_frag = (bpf_ntohs(ip.frag_off) & IP_OFFSET) != 0;
-		off = ip.ihl * 4;
-	} else if (skb->protocol == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr ip6;
-
-		if (bpf_skb_load_bytes(skb, 0, &ip6, sizeof(ip6)))
-			return false;
-		f->family = AF_INET6;
-		__builtin_memcpy(f->addr, &ip6.daddr, sizeof(f->addr));
-		nh = ip6.nexthdr;
-		off = sizeof(ip6);
-		/* hop-by-hop, routing, fragment and destination options headers */
-		for (int i = 0; i < 4; i++) {
-			struct ipv6_opt_hdr oh;
-			__u16 frag_off;
-
-			if (nh != 0 && nh != 43 && nh != 44 && nh != 60)
-				break;
-			if (bpf_skb_load_bytes(skb, off, &oh, sizeof(oh)))
-				return false;
-			if (nh == 44) {
-				if (bpf_skb_load_bytes(skb, off + 2, &frag_off, sizeof(frag_off)))
-					return false;
-				*later_frag = (bpf_ntohs(frag_off) & 0xfff8) != 0;
-				off += 8;
-			} else {
-				off += (oh.hdrlen + 1) * 8;
-			}
-			nh = oh.nexthdr;
-		}
-		f->protocol = nh;
-		f->mapped = addr_is_v4(f->addr);
-	} else {
-		return false;
-	}
-	f->port = *later_frag ? 0 : skb_dport(skb, off, f->protocol);
-	return true;
-}
-
 /* what UDP sockets send (TCP keeps its own counters) */
-static __always_inline void flow_count_out(struct __sk_buff *skb, struct bpf_sock *sk)
+static __always_inline void flow_count_out(struct __sk_buff *skb, struct bpf_sock *sk,
+					   const struct pkt *p)
 {
 	struct egret_flow *fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
 
@@ -250,34 +179,10 @@ static __always_inline void flow_count_out(struct __sk_buff *skb, struct bpf_soc
 	__sync_fetch_and_add(&fl->bytes_out, skb->len);
 	__sync_fetch_and_add(&fl->packets_out, 1);
 	/* the source, now that the kernel has bound one */
-	if (!fl->sport) {
-		__u32 off = 40;
-		__u16 sport;
-
-		if (skb->protocol == bpf_htons(ETH_P_IP)) {
-			fl->saddr[2] = bpf_htonl(0x0000ffff);
-			bpf_skb_load_bytes(skb, 12, &fl->saddr[3], 4);
-			off = 20;
-		} else {
-			bpf_skb_load_bytes(skb, 8, fl->saddr, 16);
-		}
-		if (!bpf_skb_load_bytes(skb, off, &sport, sizeof(sport)))
-			fl->sport = bpf_ntohs(sport);
+	if (!fl->sport && !p->later_frag) {
+		__builtin_memcpy(fl->saddr, p->saddr, sizeof(fl->saddr));
+		fl->sport = p->sport;
 	}
-}
-
-/* IPv4 options or IPv6 extension headers that route (source routing): the header's
- * destination is then a first hop the socket hooks never saw.
- */
-static __always_inline bool skb_may_route(struct __sk_buff *skb)
-{
-	__u8 b;
-
-	if (skb->protocol == bpf_htons(ETH_P_IP))
-		return bpf_skb_load_bytes(skb, 0, &b, 1) || (b & 0x0f) != 5;
-	if (bpf_skb_load_bytes(skb, 6, &b, 1))
-		return true;
-	return b == 0 || b == 43 || b == 60; /* hop-by-hop, routing, destination options */
 }
 
 /* Is the packet going where its socket is connected? That destination is one the socket hooks
@@ -319,23 +224,23 @@ static __always_inline int egress_skb(struct __sk_buff *skb)
 {
 	struct egret_sock_meta *m = NULL;
 	struct bpf_sock *sk = skb->sk;
-	bool later_frag = false, parsed, l4 = false;
+	bool parsed, l4 = false;
 	struct decision d;
-	struct flow f = {};
+	struct pkt p = {};
 	__u64 sandbox_id;
 	__u8 type = 0;
 
 	if (sk)
 		sk = bpf_sk_fullsock(sk);
-	parsed = flow_from_skb(skb, &f, &later_frag);
+	parsed = pkt_parse(skb, 0, skb->protocol, &p);
 	if (sk) {
 		type = sk->type;
 		l4 = type != SOCK_RAW &&
 		     (sk->protocol == IPPROTO_TCP || sk->protocol == IPPROTO_UDP);
 	}
-	if (parsed && l4 && !later_frag && !skb_may_route(skb) && skb_to_peer(sk, &f)) {
-		if (f.protocol == IPPROTO_UDP)
-			flow_count_out(skb, sk);
+	if (parsed && l4 && !p.later_frag && !p.routes && skb_to_peer(sk, &p.f)) {
+		if (p.f.protocol == IPPROTO_UDP)
+			flow_count_out(skb, sk, &p);
 		return SK_PASS;
 	}
 	sandbox_id = sandbox_of_skb(skb);
@@ -348,20 +253,20 @@ static __always_inline int egress_skb(struct __sk_buff *skb)
 	}
 	if (sk)
 		m = bpf_sk_storage_get(&sock_meta, sk, 0, l4 ? 0 : BPF_SK_STORAGE_GET_F_CREATE);
-	if (!skb_may_route(skb) && skb_known_flow(m, &f, later_frag)) {
-		if (f.protocol == IPPROTO_UDP && l4)
-			flow_count_out(skb, sk);
+	if (!p.routes && skb_known_flow(m, &p.f, p.later_frag)) {
+		if (p.f.protocol == IPPROTO_UDP && l4)
+			flow_count_out(skb, sk, &p);
 		return SK_PASS;
 	}
-	policy_decide(&f, sandbox_id, &d);
+	policy_decide(&p.f, sandbox_id, &d);
 	counter_verdict(EGRET_HOOK_SKB_EGRESS, d.verdict);
 	if (d.verdict != EGRET_VERDICT_DENY) {
-		if (!m || !meta_is_flow(m, &f))
-			egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, type);
+		if (!m || !meta_is_flow(m, &p.f))
+			egress_report(&p.f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, type);
 		if (m)
-			meta_set_flow(m, &f);
-		if (f.protocol == IPPROTO_UDP && l4)
-			flow_count_out(skb, sk);
+			meta_set_flow(m, &p.f);
+		if (p.f.protocol == IPPROTO_UDP && l4)
+			flow_count_out(skb, sk, &p);
 		return SK_PASS;
 	}
 	/* one report a socket: a TCP connection retransmits what is dropped */
@@ -371,11 +276,11 @@ static __always_inline int egress_skb(struct __sk_buff *skb)
 		return SK_DROP;
 	if (m)
 		m->denied_reported = 1;
-	egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, type);
+	egress_report(&p.f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, type);
 	return SK_DROP;
 report:
 	counter_verdict(EGRET_HOOK_SKB_EGRESS, d.verdict);
-	egress_report(&f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, 0);
+	egress_report(&p.f, sandbox_id, EGRET_HOOK_SKB_EGRESS, &d, 0);
 	return d.verdict == EGRET_VERDICT_DENY ? SK_DROP : SK_PASS;
 }
 

@@ -1,13 +1,49 @@
 /* The audit stream's file records: a file call's arguments are noted per task at the syscall's
  * entry and, at its exit, resolved to absolute paths, filtered by the path patterns and sent with
- * the call's result. Native calls come through the syscalls tracepoints, compat ones (ia32, x32)
- * through the raw syscall tracepoints.
+ * the call's result into `bulk_events`, within the sandbox's budget of records a second. Native
+ * calls come through the syscalls tracepoints, compat ones (ia32, x32) through the raw syscall
+ * tracepoints.
  */
 #ifndef EGRET_FILE_BPF_H
 #define EGRET_FILE_BPF_H
 
 #include "lib/audit.bpf.h"
 #include "lib/syscalls32.bpf.h"
+
+/* --file-budget: file records a second each sandbox may send (reads of secret paths have a
+ * budget of their own); 0: no limit
+ */
+const volatile __u32 file_budget = EGRET_FILE_BUDGET_DEFAULT;
+
+/* One record of the sandbox's budget for this second: false when it is spent. CPUs that start a
+ * second together may each reset the counts: a few records more get through, never fewer.
+ */
+static __always_inline bool file_budget_take(__u64 sandbox_id, bool read)
+{
+	__u64 second = bpf_ktime_get_boot_ns() / 1000000000ull;
+	struct file_budget fresh = { .second = second }, *b;
+	__u32 used;
+
+	if (!file_budget)
+		return true;
+	b = bpf_map_lookup_elem(&file_budgets, &sandbox_id);
+	if (!b) {
+		bpf_map_update_elem(&file_budgets, &sandbox_id, &fresh, BPF_NOEXIST);
+		b = bpf_map_lookup_elem(&file_budgets, &sandbox_id);
+		if (!b)
+			return true;
+	}
+	if (b->second != second) {
+		b->second = second;
+		b->writes = 0;
+		b->reads = 0;
+	}
+	if (read)
+		used = __sync_fetch_and_add(&b->reads, 1);
+	else
+		used = __sync_fetch_and_add(&b->writes, 1);
+	return used < file_budget;
+}
 
 static __always_inline void file_begin(__u16 op, __u32 flags, int dfd, const char *name, int dfd2,
 				       const char *name2)
@@ -108,13 +144,16 @@ static __always_inline bool file_path(struct pending_file *pf, long ret, bool *c
 	return true;
 }
 
-/* At the syscall's exit: resolve the path(s), filter, send. */
+/* At the syscall's exit: resolve the path(s), filter, take a record of the sandbox's budget,
+ * send. A write under bpffs is a tamper attempt: it goes with the priority records, unbudgeted.
+ */
 static __always_inline void file_end(long ret)
 {
 	struct pending_file *pf;
 	struct egret_file_event *e;
-	__u32 len2 = 0, size;
+	__u32 len2 = 0, size, loss_kind;
 	bool cut = false, cut2 = false, bpffs;
+	__u64 sandbox;
 	__u8 kind;
 
 	pf = bpf_task_storage_get(&pending_file, bpf_get_current_task_btf(), 0, 0);
@@ -137,13 +176,19 @@ static __always_inline void file_end(long ret)
 	/* skip patterns thin out writes; a read pattern is a precise ask and always wins */
 	if (!bpffs && !path_wanted((const struct path_window *)e->data, e->path_len, kind))
 		return;
+	sandbox = sandbox_of_current();
+	loss_kind = e->op == EGRET_FILE_READ ? EGRET_LOSS_FILE_READ : EGRET_EV_FILE;
+	if (!bpffs && !file_budget_take(sandbox, e->op == EGRET_FILE_READ)) {
+		loss_count(sandbox, loss_kind, true);
+		return;
+	}
 	if (e->op == EGRET_FILE_RENAME && pf->name2)
 		len2 = join_path((char *)&e->data[EGRET_PATH_MAX], pf->dfd2, pf->name2, &cut2);
 	e->path2_len = (__u16)(len2 & (EGRET_PATH_MAX * 2 - 1));
 	e->cut = (cut ? EGRET_FILE_PATH_CUT : 0) | (cut2 ? EGRET_FILE_PATH2_CUT : 0) |
 		 (bpffs ? EGRET_FILE_BPFFS : 0);
 	e->result = (__s32)ret;
-	event_fill_hdr(&e->hdr, EGRET_EV_FILE, sandbox_of_current());
+	event_fill_hdr(&e->hdr, EGRET_EV_FILE, sandbox);
 	/* the files a record names are in this mount namespace: what egretd reads them through */
 	e->hdr.mnt_ns = BPF_CORE_READ(bpf_get_current_task_btf(), nsproxy, mnt_ns, ns.inum);
 	e->exec_id = exec_id_of(bpf_get_current_task_btf());
@@ -152,7 +197,10 @@ static __always_inline void file_end(long ret)
 	       (e->op == EGRET_FILE_RENAME ? EGRET_PATH_MAX + e->path2_len : e->path_len);
 	if (size > sizeof(*e))
 		return;
-	event_output(e, size);
+	if (bpffs)
+		event_output(e, size);
+	else
+		bulk_output(e, size, loss_kind);
 }
 
 static __always_inline __u16 open_op(__u64 flags)

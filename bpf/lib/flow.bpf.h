@@ -12,13 +12,13 @@ static __always_inline void flow_report(struct egret_flow *fl, __u8 family, __u8
 					const __u32 *saddr, const __u32 *daddr, __u16 sport,
 					__u16 dport, struct egret_sock_meta *m)
 {
-	struct egret_flow_event *e = event_reserve(sizeof(*e));
+	struct egret_flow_event *e = event_reserve_for(sizeof(*e), EGRET_EV_FLOW, fl->sandbox_id);
 
 	if (!e)
 		return;
 	event_fill_hdr(&e->hdr, EGRET_EV_FLOW, fl->sandbox_id);
 	/* who started the flow, not whoever runs when it ends */
-	e->hdr.pid = e->hdr.tid = fl->pid;
+	event_hdr_task(&e->hdr, fl->pid, fl->pid);
 	e->hdr.uid = fl->uid;
 	__builtin_memcpy(e->hdr.comm, fl->comm, sizeof(e->hdr.comm));
 	e->exec_id = 0;

@@ -18,13 +18,12 @@ static __always_inline void oom_report(struct task_struct *task, uid_t uid)
 
 	if (sandbox == NOT_A_SANDBOX && !audit_host)
 		return;
-	e = event_reserve(sizeof(*e));
+	e = event_reserve_for(sizeof(*e), EGRET_EV_LIMIT, sandbox);
 	if (!e)
 		return;
 	event_fill_hdr(&e->hdr, EGRET_EV_LIMIT, sandbox);
 	/* the header describes the victim, not whoever triggered the kill */
-	e->hdr.pid = task->tgid;
-	e->hdr.tid = task->pid;
+	event_hdr_task(&e->hdr, task->tgid, task->pid);
 	e->hdr.uid = uid;
 	bpf_probe_read_kernel_str(e->hdr.comm, sizeof(e->hdr.comm), task->comm);
 	e->exec_id = exec_id_of(task);
@@ -80,16 +79,18 @@ static __always_inline void fork_failed(long ret)
 	struct cgroup_subsys_state *css;
 	struct egret_limit_event *e;
 	__s64 usage = 0, limit = 0;
+	__u64 sandbox;
 
 	if (ret != -EAGAIN_ || !in_scope())
 		return;
 	css = pids_full(task, &usage, &limit);
 	if (!css)
 		return;
-	e = event_reserve(sizeof(*e));
+	sandbox = sandbox_of_current();
+	e = event_reserve_for(sizeof(*e), EGRET_EV_LIMIT, sandbox);
 	if (!e)
 		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_LIMIT, sandbox_of_current());
+	event_fill_hdr(&e->hdr, EGRET_EV_LIMIT, sandbox);
 	e->exec_id = exec_id_of(task);
 	e->usage = usage;
 	e->limit = limit;

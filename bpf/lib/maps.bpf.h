@@ -3,7 +3,7 @@
  * first include (EGRET_OBJ_EGRESS, EGRET_OBJ_CONFINE, EGRET_OBJ_AUDIT) and gets the maps it owns,
  * and no others. egretd shares maps by name: it loads the first object that has one, pins it
  * under its state dir and hands the same map to the other objects that have it, so there is one
- * ring buffer, one counter array and one socket store per egret instance.
+ * ring buffer of each kind, one counter array and one socket store per egret instance.
  */
 #ifndef EGRET_MAPS_BPF_H
 #define EGRET_MAPS_BPF_H
@@ -21,6 +21,47 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } counters SEC(".maps");
+
+/* Records lost, per sandbox and kind (include/egret/events.h): added to by every object. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EGRET_LOSS_KEYS_MAX);
+	__type(key, struct egret_loss_key);
+	__type(value, struct egret_loss);
+} losses SEC(".maps");
+
+/* what egretd reported of `losses` (collector.c); no program reads it */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EGRET_LOSS_KEYS_MAX);
+	__type(key, struct egret_loss_key);
+	__type(value, struct egret_loss);
+} losses_reported SEC(".maps");
+
+/* Processes (by tgid) whose exec record was lost, and those they forked since: every record
+ * of theirs says so (EGRET_HDR_EXEC_LOST, lib/events.bpf.h) until the next exec whose record is
+ * kept, or the exit (lib/proc.bpf.h). A hash and not task storage: the cgroup programs that
+ * write connect records cannot read task storage.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EGRET_EXEC_LOST_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} exec_lost SEC(".maps");
+
+/* How many processes `exec_lost` holds: while none (nearly always), a record's header costs no
+ * lookup of its own.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} exec_lost_n SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -215,6 +256,30 @@ struct {
 /* ---- audit only ------------------------------------------------------------------------------ */
 
 #ifdef EGRET_OBJ_AUDIT
+/* File records, apart from every other record: a flood of them can fill this ring and never
+ * `events`, where exec, exit, connect verdicts, tamper and lifecycle records go.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, EGRET_BULK_RINGBUF_BYTES);
+} bulk_events SEC(".maps");
+
+/* A sandbox's file records in the current second (lib/file.bpf.h), reads of secret paths
+ * counted apart; an evicted entry only starts a fresh second.
+ */
+struct file_budget {
+	__u64 second; /* boot time in seconds the counts are of */
+	__u32 writes; /* records other than reads */
+	__u32 reads;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, EGRET_SANDBOXES_MAX);
+	__type(key, __u64);
+	__type(value, struct file_budget);
+} file_budgets SEC(".maps");
+
 #define PATH_SCRATCH 4096 /* power of two: offsets are masked with PATH_SCRATCH - 1 */
 
 /* Room past PATH_SCRATCH, so the verifier can see that masked offsets plus a bounded length

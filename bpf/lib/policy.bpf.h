@@ -129,8 +129,8 @@ static __always_inline void policy_match(void *trie, const struct flow *f, __u64
 	decide(d, d->verdict, EGRET_REASON_DEFAULT_DENY, 0);
 }
 
-static __always_inline void policy_decide(const struct flow *f, __u64 sandbox_id,
-					  struct decision *d)
+static __always_inline void policy_decide_in(const struct flow *f, __u64 sandbox_id,
+					     struct decision *d)
 {
 	void *trie;
 
@@ -142,6 +142,19 @@ static __always_inline void policy_decide(const struct flow *f, __u64 sandbox_id
 	trie = policy_trie();
 	if (trie)
 		policy_match(trie, f, sandbox_id, d);
+}
+
+/* The decision for a destination of a sandbox, in *d; its verdict returned. A global function,
+ * verified once on its own (as match_rules): the skb backstop, the socket hooks and a device's
+ * program, which decides for each of its sandboxes, call it without taking its paths into
+ * theirs.
+ */
+__noinline int policy_decide(const struct flow *f, __u64 sandbox_id, struct decision *d)
+{
+	if (!f || !d)
+		return 0;
+	policy_decide_in(f, sandbox_id, d);
+	return d->verdict;
 }
 
 #endif /* EGRET_POLICY_BPF_H */

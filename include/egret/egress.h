@@ -26,6 +26,7 @@ enum egret_reason {
 	EGRET_REASON_SANDBOX_PENDING = 7,
 	EGRET_REASON_NO_POLICY = 8,
 	EGRET_REASON_NO_RESOLVER = 9, /* DNS: no resolver listener in this network namespace */
+	EGRET_REASON_PROTOCOL = 10,   /* a device's frame that is neither IP nor ARP */
 };
 
 /* NetConnect.Hook */
@@ -37,7 +38,8 @@ enum egret_hook {
 	EGRET_HOOK_SOCK_CREATE = 5,
 	EGRET_HOOK_SKB_EGRESS = 6,
 	EGRET_HOOK_SYSCALL = 7,
-	EGRET_HOOK_MAX = 8,
+	EGRET_HOOK_DEVICE = 8, /* tc on a sandbox's own network device (include/egret/device.h) */
+	EGRET_HOOK_MAX = 9,
 };
 
 /* Names of the hooks and verdicts as egretd's counters show them, indexed by enum egret_hook
@@ -45,14 +47,15 @@ enum egret_hook {
  */
 /* clang-format off */
 #define EGRET_HOOK_NAMES \
-	{ "", "connect4", "connect6", "sendmsg4", "sendmsg6", "sock_create", "egress", "syscall" }
+	{ "", "connect4", "connect6", "sendmsg4", "sendmsg6", "sock_create", "egress", "syscall", \
+	  "device" }
 #define EGRET_VERDICT_NAMES { "", "allowed", "denied", "audited" }
 
 /* The `counters` index (include/egret/events.h) counting a hook's verdicts; the masks keep a
  * bad value inside the array.
  */
 #define EGRET_CNT_VERDICT(hook, verdict) \
-	(EGRET_CNT_VERDICT_BASE + ((hook) & 7) * 4 + ((verdict) & 3))
+	(EGRET_CNT_VERDICT_BASE + ((hook) < EGRET_HOOK_MAX ? (hook) : 0) * 4 + ((verdict) & 3))
 /* clang-format on */
 
 /* Per-socket state in the `sock_meta` sk_storage map, made on a socket's first sendmsg (or a
@@ -87,6 +90,10 @@ struct egret_connect_event {
 	__u16 sock_type;	    /* SOCK_* for HOOK_SOCK_CREATE and HOOK_SYSCALL */
 	__u8 killed;		    /* HOOK_SYSCALL: SIGKILL sent */
 	__u8 pad;
+	__u32 ifindex;		    /* HOOK_DEVICE: the device, in egretd's network namespace */
+	__u8 saddr[EGRET_ADDR_LEN]; /* HOOK_DEVICE: the packet's source, IPv4 mapped */
+	__u16 sport;		    /* HOOK_DEVICE: its source port, host order */
+	__u16 pad2;
 };
 
 #endif /* EGRET_EGRESS_H */

@@ -1,9 +1,12 @@
 /* What the benchmarks share; see bench.h. */
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <bpf/bpf.h>
 
 #include "bench.h"
 #include "util.h"
@@ -57,4 +60,57 @@ long bench_rss_kb(pid_t pid)
 	if (read_file(path, buf, sizeof(buf)) < 0 || !(p = strstr(buf, "VmRSS:")))
 		return -1;
 	return strtol(p + 6, NULL, 10);
+}
+
+void bench_prog_stats(uint32_t id, struct bench_prog_stats *s)
+{
+	struct bpf_prog_info pi = {};
+	__u32 len = sizeof(pi);
+	int fd = bpf_prog_get_fd_by_id(id);
+
+	memset(s, 0, sizeof(*s));
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &pi, &len) == 0) {
+		s->ns = pi.run_time_ns;
+		s->cnt = pi.run_cnt;
+		s->found = true;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+void bench_link_stats(const char *state_dir, const char *name, struct bench_prog_stats *s)
+{
+	char pin[PATH_MAX * 2];
+	struct bpf_link_info li = {};
+	__u32 len = sizeof(li);
+	int fd;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(pin, sizeof(pin), "%s/links/%s", state_dir, name);
+	fd = bpf_obj_get(pin);
+	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &li, &len) == 0)
+		bench_prog_stats(li.prog_id, s);
+	if (fd >= 0)
+		close(fd);
+}
+
+double bench_ns_per_run(const struct bench_prog_stats *a, const struct bench_prog_stats *b)
+{
+	uint64_t cnt = b->cnt - a->cnt;
+
+	return cnt ? (double)(b->ns - a->ns) / (double)cnt : 0.0;
+}
+
+static char stats_was[16] = "0";
+
+void bench_stats_on(void)
+{
+	read_file("/proc/sys/kernel/bpf_stats_enabled", stats_was, sizeof(stats_was));
+	stats_was[1] = '\0';
+	write_file("/proc/sys/kernel/bpf_stats_enabled", "1");
+}
+
+void bench_stats_off(void)
+{
+	write_file("/proc/sys/kernel/bpf_stats_enabled", stats_was);
 }

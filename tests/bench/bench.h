@@ -2,6 +2,7 @@
 #ifndef EGRET_BENCH_H
 #define EGRET_BENCH_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -13,5 +14,20 @@ double bench_median(const double *v, int n);
 double bench_cpu_seconds(pid_t pid);
 /* Resident memory of a process, in KiB; -1 when it cannot be read. */
 long bench_rss_kb(pid_t pid);
+
+/* A BPF program's run_time_ns and run_cnt (kernel.bpf_stats_enabled counts them). */
+struct bench_prog_stats {
+	uint64_t ns, cnt;
+	bool found;
+};
+/* The program behind egret's pinned link state_dir/links/NAME. */
+void bench_link_stats(const char *state_dir, const char *name, struct bench_prog_stats *s);
+/* The program of id. */
+void bench_prog_stats(uint32_t id, struct bench_prog_stats *s);
+/* ns a run between two readings (0 when it did not run) */
+double bench_ns_per_run(const struct bench_prog_stats *a, const struct bench_prog_stats *b);
+/* kernel.bpf_stats_enabled on (bench_stats_off puts back what it was). */
+void bench_stats_on(void);
+void bench_stats_off(void);
 
 #endif /* EGRET_BENCH_H */

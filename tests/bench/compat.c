@@ -29,35 +29,6 @@
 static const char *const progs[] = { "egret_csys", "egret_cxsys", "egret_acsys", "egret_acxsys" };
 #define NPROGS (sizeof(progs) / sizeof(progs[0]))
 
-struct prog_stats {
-	uint64_t ns, cnt;
-	bool found;
-};
-
-static void prog_stats(struct egret_instance *e, const char *name, struct prog_stats *s)
-{
-	char pin[PATH_MAX * 2];
-	struct bpf_link_info li = {};
-	struct bpf_prog_info pi = {};
-	__u32 len = sizeof(li), plen = sizeof(pi);
-	int fd, pfd = -1;
-
-	memset(s, 0, sizeof(*s));
-	snprintf(pin, sizeof(pin), "%s/links/%s", e->state_dir, name);
-	fd = bpf_obj_get(pin);
-	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &li, &len) == 0)
-		pfd = bpf_prog_get_fd_by_id(li.prog_id);
-	if (pfd >= 0 && bpf_obj_get_info_by_fd(pfd, &pi, &plen) == 0) {
-		s->ns = pi.run_time_ns;
-		s->cnt = pi.run_cnt;
-		s->found = true;
-	}
-	if (pfd >= 0)
-		close(pfd);
-	if (fd >= 0)
-		close(fd);
-}
-
 /* ns per getppid() over n calls */
 static double loop_ns(long n)
 {
@@ -89,8 +60,7 @@ static void measure(const char *mode, long calls, int rounds, double base)
 	const char *none[] = { "--without-kernel-feature", "sys_enter_btf", "--accept-kernel-gap",
 			       "compat", NULL };
 	const char *const *extra = strcmp(mode, "none") ? compat : none;
-	struct prog_stats s0[NPROGS], s1[NPROGS];
-	char stats_before[16] = "0";
+	struct bench_prog_stats s0[NPROGS], s1[NPROGS];
 	struct egret_instance e;
 	double with;
 
@@ -101,24 +71,20 @@ static void measure(const char *mode, long calls, int rounds, double base)
 		exit(1);
 	}
 	with = loop_median(calls, rounds);
-	read_file("/proc/sys/kernel/bpf_stats_enabled", stats_before, sizeof(stats_before));
-	write_file("/proc/sys/kernel/bpf_stats_enabled", "1");
+	bench_stats_on();
 	for (size_t i = 0; i < NPROGS; i++)
-		prog_stats(&e, progs[i], &s0[i]);
+		bench_link_stats(e.state_dir, progs[i], &s0[i]);
 	loop_ns(calls);
 	for (size_t i = 0; i < NPROGS; i++)
-		prog_stats(&e, progs[i], &s1[i]);
-	stats_before[1] = '\0';
-	write_file("/proc/sys/kernel/bpf_stats_enabled", stats_before);
+		bench_link_stats(e.state_dir, progs[i], &s1[i]);
+	bench_stats_off();
 	printf("--compat %-6s getppid %.1f ns (no egretd: %.1f ns)", mode, with, base);
 	for (size_t i = 0; i < NPROGS; i++) {
-		uint64_t cnt = s1[i].cnt - s0[i].cnt;
-
 		if (!s0[i].found)
 			continue;
 		printf("; %s %.1f ns a call over %llu calls", progs[i],
-		       cnt ? (double)(s1[i].ns - s0[i].ns) / (double)cnt : 0.0,
-		       (unsigned long long)cnt);
+		       bench_ns_per_run(&s0[i], &s1[i]),
+		       (unsigned long long)(s1[i].cnt - s0[i].cnt));
 	}
 	printf("\n");
 	fflush(stdout);

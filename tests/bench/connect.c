@@ -202,29 +202,10 @@ static const char *const progs[NPROGS] = { "egret_sock_new", "egret_connect4", "
 					   "egret_sock_end", "egret_tcp_end" };
 
 /* run_time_ns and run_cnt of an instance's cgroup programs on the connect path */
-static void bpf_runtime(struct egret_instance *e, uint64_t ns[NPROGS], uint64_t cnt[NPROGS])
+static void bpf_runtime(struct egret_instance *e, struct bench_prog_stats s[NPROGS])
 {
-	char pin[PATH_MAX * 2];
-
-	for (size_t i = 0; i < NPROGS; i++) {
-		struct bpf_link_info li = {};
-		struct bpf_prog_info pi = {};
-		__u32 len = sizeof(li), plen = sizeof(pi);
-		int fd, pfd;
-
-		snprintf(pin, sizeof(pin), "%s/links/%s", e->state_dir, progs[i]);
-		fd = bpf_obj_get(pin);
-		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &li, &len))
-			continue;
-		ns[i] = cnt[i] = 0;
-		pfd = bpf_prog_get_fd_by_id(li.prog_id);
-		if (pfd >= 0 && bpf_obj_get_info_by_fd(pfd, &pi, &plen) == 0) {
-			ns[i] = pi.run_time_ns;
-			cnt[i] = pi.run_cnt;
-		}
-		close(pfd);
-		close(fd);
-	}
+	for (size_t i = 0; i < NPROGS; i++)
+		bench_link_stats(e->state_dir, progs[i], &s[i]);
 }
 
 static void cleanup(void)
@@ -243,8 +224,8 @@ static void cleanup(void)
 int main(int argc, char **argv)
 {
 	int rounds = 7, connects = 20000;
-	char stats_before[16] = "0", prefix[64], mount_root[PATH_MAX];
-	uint64_t ns0[2][NPROGS], cnt0[2][NPROGS], ns1[2][NPROGS], cnt1[2][NPROGS];
+	char prefix[64], mount_root[PATH_MAX];
+	struct bench_prog_stats s0[2][NPROGS], s1[2][NPROGS];
 	struct egret_instance *insts[2] = { &inst10, &inst100k };
 	double base;
 	pid_t server;
@@ -306,15 +287,13 @@ int main(int argc, char **argv)
 	}
 
 	/* kernel time per connect, from bpf_stats (a separate pass: stats cost time) */
-	read_file("/proc/sys/kernel/bpf_stats_enabled", stats_before, sizeof(stats_before));
-	write_file("/proc/sys/kernel/bpf_stats_enabled", "1");
+	bench_stats_on();
 	for (int i = 0; i < 2; i++) {
-		bpf_runtime(insts[i], ns0[i], cnt0[i]);
+		bpf_runtime(insts[i], s0[i]);
 		measure(configs[1 + i].cgroup, connects);
-		bpf_runtime(insts[i], ns1[i], cnt1[i]);
+		bpf_runtime(insts[i], s1[i]);
 	}
-	stats_before[1] = '\0';
-	write_file("/proc/sys/kernel/bpf_stats_enabled", stats_before);
+	bench_stats_off();
 	printf("\negret's BPF programs, kernel time per connect (bpf_stats):\n");
 	printf("%-12s", "config");
 	for (int p = 0; p < NPROGS; p++)
@@ -325,11 +304,11 @@ int main(int argc, char **argv)
 
 		printf("%-12s", configs[1 + i].name);
 		for (int p = 0; p < NPROGS; p++) {
-			double per = (double)(ns1[i][p] - ns0[i][p]) / connects;
+			double per = (double)(s1[i][p].ns - s0[i][p].ns) / connects;
 
 			total += per;
 			printf(" %10.0f ns x%.0f", per,
-			       (double)(cnt1[i][p] - cnt0[i][p]) / connects);
+			       (double)(s1[i][p].cnt - s0[i][p].cnt) / connects);
 		}
 		printf(" %7.0f ns\n", total);
 	}

@@ -12,8 +12,31 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
+#include <criterion/internal/ordered-set.h>
 
 #include "harness.h"
+
+/* A slow machine (EGRET_TEST_TIMEOUT_SCALE: tests/kernels' emulated guests) gets the suites'
+ * time limits scaled like the harness's waits: Criterion's --timeout can only lower them.
+ */
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+	unsigned int scale = harness_timeout_scale();
+
+	if (scale <= 1)
+		return;
+	FOREACH_SET(struct criterion_suite_set * s, set->suites)
+	{
+		if (s->suite.data && s->suite.data->timeout > 0)
+			s->suite.data->timeout *= scale;
+		FOREACH_SET(struct criterion_test * t, s->tests)
+		{
+			if (t->data && t->data->timeout > 0)
+				t->data->timeout *= scale;
+		}
+	}
+}
 
 void harness_require_root(void)
 {

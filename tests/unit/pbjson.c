@@ -68,7 +68,8 @@ Test(pbjson, net_connect_event)
 			 "\"reason\":\"REASON_UNSPECIFIED\",\"hook\":\"HOOK_UNSPECIFIED\","
 			 "\"protocol\":\"\",\"dst_addr\":\"169.254.169.254\",\"dst_port\":80,"
 			 "\"v4_mapped\":true,\"family\":0,\"rule_id\":0,\"rule\":\"\","
-			 "\"sock_type\":0,\"killed\":false}}");
+			 "\"sock_type\":0,\"killed\":false,\"interface\":\"\",\"src_addr\":\"\","
+			 "\"src_port\":0}}");
 	free(json);
 }
 

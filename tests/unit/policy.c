@@ -81,7 +81,24 @@ Test(policy, errors_name_the_line)
 		{ "allow 1.2.3.4 icmp/1\n", "test.policy:1: icmp has no ports: 'icmp/1'" },
 		{ "permit 1.2.3.4\n",
 		  "test.policy:1: unknown directive 'permit' (expected mode, require, allow, deny, "
-		  "sandbox or })" },
+		  "interface, sandbox or })" },
+		{ "interface tap0\n",
+		  "test.policy:1: interface belongs in a 'sandbox NAME {' block (one sandbox, by "
+		  "its name: a device's packets are one sandbox's)" },
+		{ "sandbox image=py {\ninterface tap0\n}\n",
+		  "test.policy:2: interface belongs in a 'sandbox NAME {' block (one sandbox, by "
+		  "its name: a device's packets are one sandbox's)" },
+		{ "sandbox vm {\ninterface\n}\n",
+		  "test.policy:2: expected 'interface DEVICE' (a network device name: 1-15 "
+		  "characters, no '/', ':' or spaces)" },
+		{ "sandbox vm {\ninterface tap0123456789abc\n}\n",
+		  "test.policy:2: expected 'interface DEVICE' (a network device name: 1-15 "
+		  "characters, no '/', ':' or spaces)" },
+		{ "sandbox vm {\ninterface ../eth0\n}\n",
+		  "test.policy:2: expected 'interface DEVICE' (a network device name: 1-15 "
+		  "characters, no '/', ':' or spaces)" },
+		{ "sandbox vm {\ninterface tap0\n}\nsandbox vm2 {\ninterface tap0\n}\n",
+		  "test.policy:5: interface tap0 is sandbox vm's already (line 2)" },
 		{ "require root\n", "test.policy:1: expected 'require unprivileged'" },
 		{ "require unprivileged\nrequire unprivileged\n",
 		  "test.policy:2: require unprivileged is set twice" },
@@ -120,6 +137,44 @@ Test(policy, errors_name_the_line)
 		cr_expect_str_eq(err, cases[i].err);
 		policy__free(&p);
 	}
+}
+
+Test(policy, interfaces_belong_to_their_block_and_change_the_hash)
+{
+	static const char text[] = "sandbox vm1 {\n"
+				   "  interface tap0\n"
+				   "  allow 192.0.2.1\n"
+				   "}\n"
+				   "sandbox vm2 {\n"
+				   "  interface tap1\n"
+				   "}\n";
+	char err[POLICY_ERR_LEN] = "", h1[65], h2[65];
+	struct policy p, q;
+	FILE *f;
+
+	cr_assert_eq(parse(&p, text, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p.nifaces, 2);
+	cr_expect_str_eq(p.ifaces[0].name, "tap0");
+	cr_expect_str_eq(p.ifaces[0].sandbox, "vm1");
+	cr_expect_eq(p.ifaces[0].line, 2);
+	cr_expect_str_eq(p.ifaces[1].name, "tap1");
+	cr_expect_str_eq(p.ifaces[1].sandbox, "vm2");
+	cr_assert_eq(policy__copy(&q, &p), 0);
+	cr_expect_eq(q.nifaces, 2);
+	cr_expect_str_eq(q.ifaces[1].name, "tap1");
+	policy__hash(&p, h1);
+	q.nifaces = 1;
+	policy__hash(&q, h2);
+	cr_expect_str_neq(h1, h2, "an interface less did not change the hash");
+	policy__free(&q);
+	/* interface lines are the file's: a live rule file may not hold one */
+	f = fmemopen((void *)"sandbox vm1 {\ninterface tap9\n}\n", 31, "r");
+	policy__init(&q);
+	cr_expect_neq(policy__parse(&q, "live", f, true, err, sizeof(err)), 0);
+	cr_expect(strstr(err, "interface lines belong in the policy file"), "%s", err);
+	fclose(f);
+	policy__free(&q);
+	policy__free(&p);
 }
 
 Test(policy, live_rules_round_trip_and_hash)

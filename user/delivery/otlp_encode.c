@@ -177,6 +177,11 @@ static void net_connect_attrs(struct rec *r, const Egret__V1__NetConnect *c)
 	if (c->rule_id)
 		attr_int(r, "egret.rule_id", c->rule_id);
 	attr_str(r, "egret.rule", c->rule);
+	/* a device's packet: OpenTelemetry's network.interface.name, and its source */
+	attr_str(r, "network.interface.name", c->interface);
+	attr_str(r, "source.address", c->src_addr);
+	if (c->src_port)
+		attr_int(r, "source.port", c->src_port);
 }
 
 static void exec_attrs(struct rec *r, const Egret__V1__ProcessExec *x)
@@ -242,6 +247,9 @@ static void payload_attrs(struct rec *r)
 		attr_enum(r, "egret.loss.source", &egret__v1__loss__source__descriptor,
 			  ev->loss->source);
 		attr_int(r, "egret.loss.count", (int64_t)ev->loss->count);
+		if (ev->loss->itemized_case == EGRET__V1__LOSS__ITEMIZED_RECORD_KIND)
+			attr_enum(r, "egret.loss.record_kind",
+				  &egret__v1__loss__record_kind__descriptor, ev->loss->record_kind);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE:
 		attr_enum(r, "egret.lifecycle", &egret__v1__sandbox_lifecycle__kind__descriptor,
@@ -309,6 +317,9 @@ static void to_log_record(struct rec *r, uint64_t now)
 		attr_int(r, "process.real_user.id", ev->process->uid);
 		if (ev->process->exec_id)
 			attr_int(r, "egret.exec_id", (int64_t)ev->process->exec_id);
+		if (ev->process->lost_case == EGRET__V1__PROCESS__LOST_EXEC_LOST &&
+		    ev->process->exec_lost)
+			attr_bool(r, "egret.exec_lost", true);
 	}
 	payload_attrs(r);
 	r->lr.n_attributes = r->n;

@@ -36,6 +36,7 @@ struct dns_maps {
 	int listeners_fd;
 	int clients_fd;
 	int allow_fd;
+	int dev_nat_fd; /* queries steered at a device (include/egret/device.h) */
 };
 
 struct resolver;
@@ -102,6 +103,18 @@ void resolver__netns_seen(struct resolver *r, uint64_t cookie, uint32_t pid, uin
  */
 int resolver__listen_in(struct resolver *r, int nsfd, uint64_t sandbox);
 void resolver__scan(struct resolver *r, const char *cgroup_root);
+/* Listen for the DNS a device steers to addr (network order, IPv4 mapped; an address of
+ * egretd's namespace), sharing the sockets of an earlier call for the same address: *port
+ * (host order), or -errno. resolver__device_release undoes one call.
+ */
+int resolver__device_listener(struct resolver *r, const uint32_t addr[4], uint16_t *port);
+void resolver__device_release(struct resolver *r, const uint32_t addr[4]);
+/* fn(ctx, sock, sandboxes, n) for each network namespace the resolver listens in for
+ * sandboxes (not egretd's own): sock is a socket in it (ioctl SIOCGSKNS opens the namespace).
+ */
+void resolver__each_netns(struct resolver *r,
+			  void (*fn)(void *ctx, int sock, const uint64_t *sandboxes, size_t n),
+			  void *ctx);
 void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox);
 /* One datagram a sandbox sent (who: the kernel's record of its socket), answered from fd to
  * from: what the UDP listeners do with each query they receive.

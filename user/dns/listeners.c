@@ -28,6 +28,8 @@
 #include "log.h"
 #include "resolver.h"
 
+#include "egret/device.h"
+
 #ifndef SO_NETNS_COOKIE
 #define SO_NETNS_COOKIE 71
 #endif
@@ -50,7 +52,8 @@ static void loopback_up(void)
 	close(fd);
 }
 
-static int bound(int family, int type, uint16_t port)
+/* A socket on addr (network order, IPv4 mapped; NULL: loopback) and port. */
+static int bound(int family, int type, uint16_t port, const uint32_t *addr)
 {
 	struct sockaddr_storage ss = { 0 };
 	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
@@ -63,13 +66,16 @@ static int bound(int family, int type, uint16_t port)
 		return -errno;
 	if (family == AF_INET) {
 		s4->sin_family = AF_INET;
-		s4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		s4->sin_addr.s_addr = addr ? addr[3] : htonl(INADDR_LOOPBACK);
 		s4->sin_port = htons(port);
 		len = sizeof(*s4);
 	} else {
 		setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 		s6->sin6_family = AF_INET6;
-		s6->sin6_addr = in6addr_loopback;
+		if (addr)
+			memcpy(&s6->sin6_addr, addr, 16);
+		else
+			s6->sin6_addr = in6addr_loopback;
 		s6->sin6_port = htons(port);
 		len = sizeof(*s6);
 	}
@@ -93,15 +99,17 @@ static uint16_t local_port(int fd)
 					     : ((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
-/* A UDP and a TCP socket on the same loopback port (the kernel steers both to one port). */
-static int bind_pair(int family, int *udp, int *tcp, uint16_t *port)
+/* A UDP and a TCP socket on the same port of addr (NULL: loopback): the kernel steers both
+ * to one port.
+ */
+static int bind_pair(int family, const uint32_t *addr, int *udp, int *tcp, uint16_t *port)
 {
 	for (int tries = 0; tries < 32; tries++) {
-		*udp = bound(family, SOCK_DGRAM, 0);
+		*udp = bound(family, SOCK_DGRAM, 0, addr);
 		if (*udp < 0)
 			return *udp;
 		*port = local_port(*udp);
-		*tcp = bound(family, SOCK_STREAM, *port);
+		*tcp = bound(family, SOCK_STREAM, *port, addr);
 		if (*tcp >= 0)
 			return 0;
 		close(*udp);
@@ -159,10 +167,10 @@ static int listener_sockets(struct dns_listener *l)
 	int fds[NSOCK] = { -1, -1, -1, -1 }, err;
 
 	loopback_up();
-	err = bind_pair(AF_INET, &fds[UDP4], &fds[TCP4], &l->port4);
+	err = bind_pair(AF_INET, NULL, &fds[UDP4], &fds[TCP4], &l->port4);
 	if (err)
 		return err;
-	if (bind_pair(AF_INET6, &fds[UDP6], &fds[TCP6], &l->port6)) {
+	if (bind_pair(AF_INET6, NULL, &fds[UDP6], &fds[TCP6], &l->port6)) {
 		fds[UDP6] = fds[TCP6] = -1; /* no IPv6 here: IPv6 queries are refused */
 		l->port6 = 0;
 	}
@@ -177,7 +185,7 @@ static int listener_sockets(struct dns_listener *l)
 static struct dns_listener *listener_find(struct resolver *r, uint64_t cookie)
 {
 	for (struct dns_listener *l = r->listeners; l; l = l->next) {
-		if (l->cookie == cookie)
+		if (!l->device && l->cookie == cookie)
 			return l;
 	}
 	return NULL;
@@ -291,6 +299,99 @@ int resolver__listen_in(struct resolver *r, int nsfd, uint64_t sandbox)
 		log_debug("dns: listening in namespace %llu of sandbox %llu",
 			  (unsigned long long)got, (unsigned long long)sandbox);
 	return err;
+}
+
+static struct dns_listener *device_find(struct resolver *r, const uint32_t addr[4])
+{
+	for (struct dns_listener *l = r->listeners; l; l = l->next) {
+		if (l->device && !memcmp(l->addr, addr, sizeof(l->addr)))
+			return l;
+	}
+	return NULL;
+}
+
+static bool addr_mapped(const uint32_t addr[4])
+{
+	return addr[0] == 0 && addr[1] == 0 && addr[2] == htonl(0x0000ffff);
+}
+
+int resolver__device_listener(struct resolver *r, const uint32_t addr[4], uint16_t *port)
+{
+	struct dns_listener *l = device_find(r, addr);
+	bool v4 = addr_mapped(addr);
+	int err;
+
+	if (l) {
+		l->refs++;
+		*port = v4 ? l->port4 : l->port6;
+		return 0;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->r = r;
+	l->device = true;
+	l->refs = 1;
+	memcpy(l->addr, addr, sizeof(l->addr));
+	for (int i = 0; i < NSOCK; i++)
+		l->w[i].fd = -1;
+	err = v4 ? bind_pair(AF_INET, addr, &l->w[UDP4].fd, &l->w[TCP4].fd, &l->port4)
+		 : bind_pair(AF_INET6, addr, &l->w[UDP6].fd, &l->w[TCP6].fd, &l->port6);
+	if (err) {
+		for (int i = 0; i < NSOCK; i++)
+			l->w[i].fd = -1;
+		listener__free(l);
+		return err;
+	}
+	for (int i = 0; i < NSOCK; i++) {
+		l->w[i].fn = i == UDP4 || i == UDP6 ? on_udp : conn__on_accept;
+		l->w[i].data = l;
+		if (l->w[i].fd >= 0)
+			loop__add(r->loop, &l->w[i], EPOLLIN);
+	}
+	l->next = r->listeners;
+	r->listeners = l;
+	*port = v4 ? l->port4 : l->port6;
+	return 0;
+}
+
+void resolver__device_release(struct resolver *r, const uint32_t addr[4])
+{
+	struct dns_listener **pp = &r->listeners;
+
+	for (; *pp; pp = &(*pp)->next) {
+		struct dns_listener *l = *pp;
+
+		if (!l->device || memcmp(l->addr, addr, sizeof(l->addr)))
+			continue;
+		if (--l->refs > 0)
+			return;
+		for (struct dns_query *q = r->pending; q; q = q->next) {
+			if (q->l == l) {
+				q->l = NULL;
+				q->udp_fd = -1;
+			}
+		}
+		for (struct dns_conn *c = r->conns; c; c = c->next) {
+			if (c->l == l) {
+				c->closing = true;
+				c->l = NULL;
+			}
+		}
+		*pp = l->next;
+		listener_retire(l);
+		return;
+	}
+}
+
+void resolver__each_netns(struct resolver *r,
+			  void (*fn)(void *ctx, int sock, const uint64_t *sandboxes, size_t n),
+			  void *ctx)
+{
+	for (struct dns_listener *l = r->listeners; l; l = l->next) {
+		if (!l->device && l->nusers > 0 && l->w[UDP4].fd >= 0)
+			fn(ctx, l->w[UDP4].fd, l->users, l->nusers);
+	}
 }
 
 static void scan_cgroup(struct resolver *r, const char *dir, uint64_t sandbox, ino_t own_ns,
@@ -445,12 +546,44 @@ void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox)
 	}
 }
 
+/* A device's query: which sandbox's, by the address and port it came from (dev_nat). */
+static bool device_client(struct resolver *r, const struct sockaddr_storage *ss, uint8_t proto,
+			  struct egret_dns_client *who)
+{
+	struct egret_dev_nat_key k = { .proto = proto };
+	struct egret_dev_nat v;
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		k.addr[2] = htonl(0x0000ffff);
+		k.addr[3] = s4->sin_addr.s_addr;
+		k.port = s4->sin_port;
+	} else {
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
+
+		memcpy(k.addr, &s6->sin6_addr, 16);
+		k.port = s6->sin6_port;
+	}
+	if (r->m.dev_nat_fd < 0 || bpf_map_lookup_elem(r->m.dev_nat_fd, &k, &v) ||
+	    !v.client.sandbox_id)
+		return false;
+	*who = v.client;
+	return true;
+}
+
 /* Which sandbox sent from this port? Only queries the kernel steered here are served. */
 bool listener__client(struct resolver *r, struct dns_listener *l, const struct sockaddr_storage *ss,
 		      uint8_t proto, struct egret_dns_client *who)
 {
 	struct egret_dns_client_key k = { .netns = l->cookie, .proto = proto };
 
+	if (l->device) {
+		if (device_client(r, ss, proto, who))
+			return true;
+		r->st.outside++;
+		return false;
+	}
 	k.port = ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
 						: ((const struct sockaddr_in6 *)ss)->sin6_port);
 	if (bpf_map_lookup_elem(r->m.clients_fd, &k, who) == 0)

@@ -59,6 +59,12 @@ struct dns_listener {
 	size_t nusers, cap;
 	struct watch w[NSOCK];
 	uint16_t port4, port6; /* host order */
+	/* a device's listener (user/net/devices.c): in egretd's namespace, on the address of
+	 * the devices that steer their DNS to it, which of them asked told by `dev_nat`
+	 */
+	bool device;
+	uint32_t addr[4]; /* network order, IPv4 mapped */
+	unsigned int refs;
 	struct dns_listener *next;
 };
 

@@ -96,6 +96,7 @@ static int do_status(void *ctx, struct control_req *r)
 		EGRET_VERSION);
 	engine__status(&d->engine, r);
 	resolver__status(d->resolver, r);
+	devices__status(&d->devices, r);
 	control__out(r, "stream: %s, last seq %llu, %llu events reported lost\n", d->stream.id,
 		     (unsigned long long)d->stream.seq, (unsigned long long)d->stream.lost);
 	control__out(r, "spool: %s, %llu of %llu bytes\n", d->stream.spool.dir,
@@ -211,6 +212,7 @@ static int do_uninstall(void *ctx, struct control_req *r)
 	keeper__stop(&d->keeper);
 	keeper__unstore(&d->keeper);
 	keeper__close(&d->keeper);
+	devices__uninstall(&d->devices); /* no look puts a filter back before egretd exits */
 	err = loader__uninstall(&d->paths);
 	loader__release_links(&d->loader);
 	d->uninstalled = true;

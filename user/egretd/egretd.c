@@ -49,6 +49,7 @@ static void run(struct daemon *d)
 		check_gap(d);
 		collector__poll(&d->collector);
 		resolver__tick(d->resolver);
+		devices__tick(&d->devices);
 		now = now_ns(CLOCK_MONOTONIC);
 		if (now >= next_tick) {
 			if (++ticks % RESCAN_TICKS == 0)
@@ -171,6 +172,7 @@ int main(int argc, char **argv)
 out_control:
 	control__close(&d.control);
 out_dns:
+	devices__free(&d.devices);
 	resolver__free(d.resolver);
 out_pipeline:
 	daemon__close_pipeline(&d);

@@ -11,6 +11,7 @@
 
 #include "collector.h"
 #include "control.h"
+#include "devices.h"
 #include "engine.h"
 #include "keeper.h"
 #include "kfeatures.h"
@@ -34,6 +35,7 @@ struct daemon {
 	struct loader loader;
 	struct engine engine;
 	struct resolver *resolver;
+	struct devices devices; /* sandboxes' own network devices */
 	struct stream stream;
 	struct sink sinks[MAX_SINKS];
 	struct collector collector;

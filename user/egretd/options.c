@@ -211,6 +211,12 @@ static const struct opt_spec specs[] = {
 	{ "audit-skip", 0, "PREFIX", OPT_ADD, .add = add_pattern, .param = EGRET_PATTERN_SKIP,
 	  .defs = default_skips,
 	  .help = "report no writes under it; reads named by --audit-read are still reported" },
+	{ "file-budget", 0, "N", OPT_UINT, FIELD(loader.file_budget), .max = 100000000,
+	  .def = "20000",
+	  .help = "file records a second each sandbox may send (reads of secret paths have a "
+		  "budget of their own); the rest are counted in the kernel and reported as Loss "
+		  "events (SOURCE_BUDGET) naming the sandbox, so a sandbox writing files in a loop "
+		  "cannot push out another's records; 0: no limit" },
 	{ "redact-key", 0, "WORD", OPT_ADD, .add = add_redact_key,
 	  .help = "treat KEY=VALUE and --KEY VALUE as secret when KEY contains WORD, besides the "
 		  "built-in words" },
@@ -282,6 +288,7 @@ _Static_assert(sizeof(enum sink_format) == sizeof(uint32_t) &&
 	       "an OPT_WORD field is a bool or 32 bits");
 _Static_assert(EGRET_COMPAT_REFUSE == 0 && EGRET_COMPAT_JUDGE == 1,
 	       "--compat's words in enum order");
+_Static_assert(EGRET_FILE_BUDGET_DEFAULT == 20000, "--file-budget's default is the kernel's");
 
 /* ---- --help ------------------------------------------------------------------------------ */
 

@@ -117,6 +117,9 @@ int daemon__cmd_register(void *ctx, struct control_req *r)
 			return ret;
 		}
 	}
+	/* the container's veth (when its runtime made it already): judged before it answers */
+	if (fds[REG_NET] >= 0 && d->resolver)
+		devices__sync(&d->devices);
 	if (fds[REG_ROOT] >= 0)
 		keep_root(d, r, fds, id);
 	if (engine__sandbox(&d->engine, id))
@@ -163,8 +166,10 @@ int daemon__cmd_unregister(void *ctx, struct control_req *r)
 		control__out(r, "no registered sandbox %s (already gone)\n", r->argv[1]);
 		return 0;
 	}
-	if (d->resolver)
+	if (d->resolver) {
 		resolver__sandbox_gone(d->resolver, id);
+		devices__sync(&d->devices);
+	}
 	pkg__set_sandbox_root(&d->pkg, id, -1);
 	control__out(r, "unregistered %s\n", r->argv[1]);
 	return 0;

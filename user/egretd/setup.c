@@ -315,8 +315,10 @@ static void on_sandbox_destroyed(void *ctx, uint64_t id)
 	struct daemon *d = ctx;
 
 	engine__sandbox_destroyed(&d->engine, id);
-	if (d->resolver)
+	if (d->resolver) {
 		resolver__sandbox_gone(d->resolver, id);
+		devices__sync(&d->devices);
+	}
 	pkg__set_sandbox_root(&d->pkg, id, -1);
 }
 
@@ -331,8 +333,10 @@ static void on_netns_seen(void *ctx, uint64_t cookie, uint32_t pid, uint64_t san
 {
 	struct daemon *d = ctx;
 
-	if (d->resolver)
+	if (d->resolver) {
 		resolver__netns_seen(d->resolver, cookie, pid, sandbox);
+		devices__sync(&d->devices); /* the namespace's veth, if it has one */
+	}
 }
 
 static void on_observe(void *ctx, const Egret__V1__Event *ev)
@@ -433,8 +437,7 @@ int daemon__setup_pipeline(struct daemon *d)
 			return err;
 	}
 	stream__report_damage(&d->stream);
-	err = collector__init(&d->collector, &d->stream, &d->engine.reg, d->loader.maps.events,
-			      d->loader.maps.counters);
+	err = collector__init(&d->collector, &d->stream, &d->engine.reg, &d->loader.maps);
 	if (err)
 		return err;
 	err = decoders__register(&d->collector);
@@ -481,6 +484,7 @@ int daemon__setup_dns(struct daemon *d)
 		.listeners_fd = d->loader.maps.dns_listeners,
 		.clients_fd = d->loader.maps.dns_clients,
 		.allow_fd = d->loader.maps.dns_allow,
+		.dev_nat_fd = d->loader.maps.dev_nat,
 	};
 	int err = resolver__new(&d->resolver, &d->opt.dns, &m, &d->loop, &d->engine);
 
@@ -491,6 +495,14 @@ int daemon__setup_dns(struct daemon *d)
 	if (err)
 		return err;
 	resolver__scan(d->resolver, d->paths.cgroup_root);
+	err = devices__init(&d->devices, &d->loop, &d->engine, d->resolver,
+			    d->loader.maps.devices, loader__prog_fd(&d->loader, "egret_dev_out"),
+			    loader__prog_fd(&d->loader, "egret_dev_in"));
+	if (err) {
+		log_err("sandboxes' network devices cannot be judged: %s", strerror(-err));
+		return err;
+	}
+	devices__sync(&d->devices);
 	return 0;
 }
 

@@ -31,6 +31,7 @@ void policy__init(struct policy *p)
 void policy__free(struct policy *p)
 {
 	free(p->rules);
+	free(p->ifaces);
 	policy__init(p);
 }
 
@@ -39,11 +40,20 @@ int policy__copy(struct policy *dst, const struct policy *src)
 	policy__init(dst);
 	dst->mode = src->mode;
 	dst->require_unpriv = src->require_unpriv;
+	if (src->nifaces) {
+		dst->ifaces = malloc(src->nifaces * sizeof(*src->ifaces));
+		if (!dst->ifaces)
+			return -ENOMEM;
+		memcpy(dst->ifaces, src->ifaces, src->nifaces * sizeof(*src->ifaces));
+		dst->nifaces = dst->ifaces_cap = src->nifaces;
+	}
 	if (!src->n)
 		return 0;
 	dst->rules = malloc(src->n * sizeof(*src->rules));
-	if (!dst->rules)
+	if (!dst->rules) {
+		policy__free(dst);
 		return -ENOMEM;
+	}
 	memcpy(dst->rules, src->rules, src->n * sizeof(*src->rules));
 	dst->n = dst->cap = src->n;
 	return 0;
@@ -406,6 +416,55 @@ struct parse_state {
 	char sandbox[SANDBOX_SELECTOR_MAX];
 };
 
+/* A network device name as the kernel takes it: 1-15 bytes, no '/', ':' or white space, not
+ * "." or "..".
+ */
+static bool ifname_ok(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > 15 || !strcmp(name, ".") || !strcmp(name, ".."))
+		return false;
+	for (const char *c = name; *c; c++) {
+		if (*c == '/' || *c == ':' || *c <= ' ' || *c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/* 'interface DEVICE' in a 'sandbox NAME {' block */
+static int parse_interface(struct policy *p, const struct parse_state *st, char **w, int n,
+			   bool live, char *err, size_t errsz)
+{
+	struct policy_iface *ifc;
+
+	if (live)
+		return fail(err, errsz, "interface lines belong in the policy file");
+	if (!st->in_block || !sandbox__selector_is_name(st->sandbox))
+		return fail(err, errsz,
+			    "interface belongs in a 'sandbox NAME {' block (one sandbox, by its "
+			    "name: a device's packets are one sandbox's)");
+	if (n != 2 || !ifname_ok(w[1]))
+		return fail(err, errsz,
+			    "expected 'interface DEVICE' (a network device name: 1-15 "
+			    "characters, no '/', ':' or spaces)");
+	for (size_t i = 0; i < p->nifaces; i++) {
+		if (!strcmp(p->ifaces[i].name, w[1]))
+			return fail(err, errsz, "interface %s is sandbox %s's already (line %u)",
+				    w[1], p->ifaces[i].sandbox, p->ifaces[i].line);
+	}
+	if (ARRAY_RESERVE(p->ifaces, p->ifaces_cap, p->nifaces + 1))
+		return -ENOMEM;
+	ifc = &p->ifaces[p->nifaces];
+	ifc->sandbox = policy__intern(st->sandbox);
+	if (!ifc->sandbox)
+		return -ENOMEM;
+	snprintf(ifc->name, sizeof(ifc->name), "%s", w[1]);
+	ifc->line = st->line;
+	p->nifaces++;
+	return 0;
+}
+
 static int parse_line(struct policy *p, struct parse_state *st, char **w, int n, bool live,
 		      char *err, size_t errsz)
 {
@@ -459,10 +518,12 @@ static int parse_line(struct policy *p, struct parse_state *st, char **w, int n,
 		p->require_unpriv = true;
 		return 0;
 	}
+	if (!strcmp(w[0], "interface"))
+		return parse_interface(p, st, w, n, live, err, errsz);
 	if (strcmp(w[0], "allow") && strcmp(w[0], "deny"))
 		return fail(err, errsz,
 			    "unknown directive '%s' (expected mode, require, allow, deny, "
-			    "sandbox or })",
+			    "interface, sandbox or })",
 			    w[0]);
 	count = policy__parse_words(w, n, st->in_block ? st->sandbox : "", rules, MAX_WORDS, err,
 				    errsz);
@@ -563,6 +624,12 @@ void policy__hash(const struct policy *p, char out[65])
 		free(lines[i]);
 	}
 	free(lines);
+	/* in file order: a device is one sandbox's, and the parser refuses a second claim */
+	for (size_t i = 0; i < p->nifaces; i++) {
+		snprintf(text, sizeof(text), "|interface %s %s\n", p->ifaces[i].sandbox,
+			 p->ifaces[i].name);
+		sha256__update(&s, text, strlen(text));
+	}
 	sha256__final(&s, digest);
 	sha256__hex(digest, out);
 }

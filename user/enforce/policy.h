@@ -6,7 +6,8 @@
  *   allow|deny domain NAME                        NAME: example.com or *.example.com
  *   sandbox SELECTOR {                            NAME, image=REF, label KEY=VALUE, ...
  *       allow|deny ...                            (sandbox.h: sandbox__parse_selector)
- *   }
+ *       interface DEVICE                          NAME blocks only: the sandbox's own device
+ *   }                                             (a VM's tap), judged at its host side
  *
  * A sandbox gets the global rules and those of every block that selects it; a deny anywhere
  * beats every allow.
@@ -52,11 +53,22 @@ enum policy_mode {
 	POLICY_AUDIT = 1,
 };
 
+/* 'interface DEVICE' in 'sandbox NAME {': a network device of egretd's namespace (a VM's tap,
+ * a veth egret does not find by itself) whose packets are the sandbox's
+ */
+struct policy_iface {
+	const char *sandbox; /* the block's selector, a plain name (policy__intern) */
+	char name[16];	     /* IFNAMSIZ */
+	unsigned int line;
+};
+
 struct policy {
 	enum policy_mode mode;
 	bool require_unpriv; /* 'require unprivileged' */
 	struct rule *rules;
 	size_t n, cap;
+	struct policy_iface *ifaces;
+	size_t nifaces, ifaces_cap;
 };
 
 void policy__init(struct policy *p);

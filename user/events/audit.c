@@ -91,6 +91,8 @@ void audit__on_exec(struct decoder_ctx *d, const void *rec, size_t size)
 		pi->euid = r->euid;
 		pi->exec_id = r->exec_id;
 		pi->parent_exec_id = r->parent_exec_id;
+		pi->inherited = false;
+		pi->exec_lost = false;
 		str_copy(pi->exe, sizeof(pi->exe), exe);
 	}
 	decoder__envelope(d, &r->hdr, &e);
@@ -117,10 +119,13 @@ void audit__on_fork(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_fork_event *r = rec;
 	Egret__V1__ProcessFork fk = EGRET__V1__PROCESS_FORK__INIT;
-	struct proc_info *parent = d->procs ? proc_cache__get(d->procs, r->hdr.pid) : NULL;
-	struct proc_info copy, *child;
+	struct proc_info *parent = NULL, copy, *child;
 	struct envelope e;
 
+	if (d->procs && (r->hdr.flags & EGRET_HDR_EXEC_LOST))
+		parent = proc_cache__exec_lost(d->procs, r->hdr.pid);
+	else if (d->procs)
+		parent = proc_cache__get(d->procs, r->hdr.pid);
 	if (d->procs) {
 		if (parent)
 			copy = *parent;
@@ -130,7 +135,9 @@ void audit__on_fork(struct decoder_ctx *d, const void *rec, size_t size)
 				*child = copy;
 			child->pid = r->child_pid;
 			child->ppid = r->hdr.pid;
-			child->exec_id = r->exec_id;
+			/* its parent's image, or none known when the parent's exec record was lost */
+			child->exec_id = child->exec_lost ? 0 : r->exec_id;
+			child->inherited = !child->exec_lost;
 		}
 	}
 	decoder__envelope(d, &r->hdr, &e);

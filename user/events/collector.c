@@ -1,6 +1,6 @@
-/* Ring buffer -> Event. Each record type has a decoder, registered with collector__register,
+/* Ring buffers -> Event. Each record type has a decoder, registered with collector__register,
  * that fills the payload; the envelope (time, sandbox, process) comes from the common record
- * header.
+ * header. The losses the kernel counted become Loss events in losses.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -12,8 +12,8 @@
 #include "collector.h"
 #include "egret/egress.h"
 #include "egret/policy.h"
+#include "loader.h"
 #include "log.h"
-#include "selfwatch.h"
 #include "util.h"
 
 int collector__register(struct collector *c, __u32 type, size_t size, decoder_fn decode)
@@ -75,37 +75,52 @@ int collector__init_offline(struct collector *c, struct stream *s, struct sandbo
 {
 	memset(c, 0, sizeof(*c));
 	c->stream = s;
-	c->counters_fd = -1;
+	c->counters_fd = c->losses_fd = c->reported_fd = -1;
+	c->rings.epfd = -1;
 	c->ctx.names = names;
 	return 0;
 }
 
+static int add_ring(struct collector *c, int fd, const char *name)
+{
+	int err = rings__add(&c->rings, fd);
+
+	if (err)
+		log_err("failed to open the %s ring buffer: %s", name, strerror(-err));
+	return err;
+}
+
 int collector__init(struct collector *c, struct stream *s, struct sandbox_names *names,
-		    int events_fd, int counters_fd)
+		    const struct loader_maps *maps)
 {
 	int err = collector__init_offline(c, s, names);
 
 	if (err)
 		return err;
-	c->counters_fd = counters_fd;
-	c->rb = ring_buffer__new(events_fd, on_record, c, NULL);
-	if (!c->rb) {
-		err = -errno;
-		log_err("failed to open the events ring buffer: %s", strerror(errno));
+	c->counters_fd = maps->counters;
+	c->losses_fd = maps->losses;
+	c->reported_fd = maps->losses_reported;
+	err = rings__init(&c->rings, on_record, c);
+	if (err) {
+		log_err("failed to make an epoll instance: %s", strerror(-err));
 		return err;
 	}
-	return 0;
+	c->have_rings = true;
+	err = add_ring(c, maps->events, LOADER_MAP_NAME(events));
+	if (!err)
+		err = add_ring(c, maps->bulk_events, LOADER_MAP_NAME(bulk_events));
+	return err;
 }
 
 int collector__fd(const struct collector *c)
 {
-	return ring_buffer__epoll_fd(c->rb);
+	return rings__fd(&c->rings);
 }
 
-/* Drain what the ring holds now; returns the number of records or -errno. */
+/* Drain what the rings hold now, in time order; returns the number of records or -errno. */
 int collector__poll(struct collector *c)
 {
-	return ring_buffer__consume(c->rb);
+	return c->have_rings ? rings__consume(&c->rings) : 0;
 }
 
 /* Sum of a per-CPU counter. */
@@ -124,91 +139,6 @@ int collector__counter(int counters_fd, __u32 idx, uint64_t *sum)
 	return 0;
 }
 
-static int counter_store(int counters_fd, __u32 idx, uint64_t v)
-{
-	int ncpu = libbpf_num_possible_cpus();
-	uint64_t vals[ncpu > 0 ? ncpu : 1];
-
-	if (ncpu <= 0)
-		return -EINVAL;
-	memset(vals, 0, sizeof(vals));
-	vals[0] = v;
-	return bpf_map_update_elem(counters_fd, &idx, vals, BPF_ANY) ? -errno : 0;
-}
-
-/* Ring buffer drops not yet reported, now counted as reported. The reported total lives in the
- * pinned counters map, so drops while egretd was down are reported by the next egretd.
- */
-uint64_t collector__take_drops(struct collector *c)
-{
-	uint64_t drops = 0, reported = 0;
-
-	if (collector__counter(c->counters_fd, EGRET_CNT_RINGBUF_DROPS, &drops) ||
-	    collector__counter(c->counters_fd, EGRET_CNT_DROPS_REPORTED, &reported) ||
-	    drops <= reported)
-		return 0;
-	counter_store(c->counters_fd, EGRET_CNT_DROPS_REPORTED, drops);
-	return drops - reported;
-}
-
-static void emit_loss(struct collector *c, Egret__V1__Loss *loss)
-{
-	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
-
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LOSS;
-	ev.loss = loss;
-	stream__emit(c->stream, &ev);
-}
-
-/* Ring buffer drops not yet reported become one Loss event. */
-void collector__check_drops(struct collector *c)
-{
-	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
-	uint64_t lost = collector__take_drops(c);
-	char detail[96];
-
-	if (!lost)
-		return;
-	snprintf(detail, sizeof(detail), "events ring buffer full: %llu kernel records lost",
-		 (unsigned long long)lost);
-	loss.source = EGRET__V1__LOSS__SOURCE__SOURCE_RINGBUF;
-	loss.count = lost;
-	loss.detail = detail;
-	emit_loss(c, &loss);
-	log_warn("%s", detail);
-}
-
-/* A time egretd was not draining the ring: one Loss event carrying the drops not yet reported,
- * which fall in it (the last check before it was at most a second earlier). What the ring kept
- * is not lost: it is in the stream, with the time each record was made.
- */
-void collector__report_gap(struct collector *c, uint64_t start_unix_ns, uint64_t duration_ns,
-			   bool rebooted, const char *cause)
-{
-	Egret__V1__Loss loss = EGRET__V1__LOSS__INIT;
-	uint64_t lost = collector__take_drops(c);
-	char detail[SELFWATCH_CAUSE_LEN + 128];
-
-	if (rebooted)
-		snprintf(detail, sizeof(detail), "%s", cause);
-	else if (lost)
-		snprintf(detail, sizeof(detail),
-			 "%s; %llu kernel records lost (the ring was full; what it kept is in the "
-			 "stream)",
-			 cause, (unsigned long long)lost);
-	else
-		snprintf(detail, sizeof(detail),
-			 "%s; no kernel record lost (the ring kept them: they are in the stream)",
-			 cause);
-	loss.source = EGRET__V1__LOSS__SOURCE__SOURCE_AGENT_GAP;
-	loss.count = lost;
-	loss.detail = detail;
-	loss.gap_ns = duration_ns;
-	loss.gap_start_unix_nano = start_unix_ns;
-	emit_loss(c, &loss);
-	log_warn("%s", detail);
-}
-
 void decoder__emit(struct decoder_ctx *d, Egret__V1__Event *ev)
 {
 	stream__emit(of_ctx(d)->stream, ev);
@@ -223,10 +153,32 @@ void decoder__bad_record(struct decoder_ctx *d, __u32 type, size_t size)
 
 void decoder__drain(struct decoder_ctx *d)
 {
-	struct collector *c = of_ctx(d);
+	collector__poll(of_ctx(d));
+}
 
-	if (c->rb)
-		collector__poll(c);
+/* The process's image from the cache; none, and not its parent's, when the kernel says the
+ * record of its exec was lost (or the cache says so since).
+ */
+static void envelope_process(struct decoder_ctx *d, const struct egret_event_hdr *h,
+			     struct envelope *e)
+{
+	const struct proc_info *pi = NULL;
+
+	if (d->procs && (h->flags & EGRET_HDR_EXEC_LOST))
+		pi = proc_cache__exec_lost(d->procs, h->pid);
+	else if (d->procs)
+		pi = proc_cache__get(d->procs, h->pid);
+	if (pi) {
+		e->process.exe = (char *)pi->exe;
+		e->process.exec_id = pi->exec_id;
+		e->process.parent_exec_id = pi->parent_exec_id;
+		e->process.ppid = pi->ppid;
+		e->process.euid = pi->euid;
+	}
+	if ((h->flags & EGRET_HDR_EXEC_LOST) || (pi && pi->exec_lost)) {
+		e->process.lost_case = EGRET__V1__PROCESS__LOST_EXEC_LOST;
+		e->process.exec_lost = true;
+	}
 }
 
 void decoder__envelope(struct decoder_ctx *d, const struct egret_event_hdr *h, struct envelope *e)
@@ -263,23 +215,14 @@ void decoder__envelope(struct decoder_ctx *d, const struct egret_event_hdr *h, s
 		sandbox_pb__fill(&e->sandbox, h->sandbox_id, e->sandbox_name, sb ? sb->meta : NULL);
 		e->ev.sandbox = &e->sandbox.sb;
 	}
-	if (d->procs) {
-		const struct proc_info *pi = proc_cache__get(d->procs, h->pid);
-
-		if (pi) {
-			e->process.exe = (char *)pi->exe;
-			e->process.exec_id = pi->exec_id;
-			e->process.parent_exec_id = pi->parent_exec_id;
-			e->process.ppid = pi->ppid;
-			e->process.euid = pi->euid;
-		}
-	}
+	envelope_process(d, h, e);
 }
 
 void collector__free(struct collector *c)
 {
-	ring_buffer__free(c->rb);
-	c->rb = NULL;
+	if (c->have_rings)
+		rings__free(&c->rings);
+	c->have_rings = false;
 }
 
 /* The counters map as a small table: per hook, allowed / denied / audited; then the totals of
@@ -289,6 +232,19 @@ static const char *const hook_names[] = EGRET_HOOK_NAMES;
 static const char *const verdict_names[] = EGRET_VERDICT_NAMES;
 _Static_assert(ARRAY_SIZE(hook_names) == EGRET_HOOK_MAX, "a name for every hook");
 _Static_assert(ARRAY_SIZE(verdict_names) == EGRET_VERDICT_AUDIT + 1, "a name for every verdict");
+
+/* the totals after the verdicts, in this order (collector__format_counters prints them) */
+static const struct {
+	const char *name;
+	__u32 idx;
+} totals[] = {
+	{ "ringbuf_drops", EGRET_CNT_RINGBUF_DROPS },
+	{ "tamper_attempts", EGRET_CNT_TAMPER },
+	{ "bulk_ringbuf_drops", EGRET_CNT_BULK_DROPS },
+	{ "file_budget_drops", EGRET_CNT_BUDGET_DROPS },
+	{ "exec_records_lost", EGRET_CNT_EXEC_LOST },
+	{ "exec_lost_unmarked", EGRET_CNT_EXEC_UNMARKED },
+};
 
 size_t collector__counters(int counters_fd, struct counter_value *out, size_t max)
 {
@@ -303,11 +259,10 @@ size_t collector__counters(int counters_fd, struct counter_value *out, size_t ma
 					   &out[n].value);
 		}
 	}
-	if (n + 2 <= max) {
-		snprintf(out[n].name, sizeof(out[n].name), "ringbuf_drops");
-		collector__counter(counters_fd, EGRET_CNT_RINGBUF_DROPS, &out[n++].value);
-		snprintf(out[n].name, sizeof(out[n].name), "tamper_attempts");
-		collector__counter(counters_fd, EGRET_CNT_TAMPER, &out[n++].value);
+	for (size_t i = 0; i < ARRAY_SIZE(totals) && n < max; i++, n++) {
+		snprintf(out[n].name, sizeof(out[n].name), "%s", totals[i].name);
+		out[n].value = 0;
+		collector__counter(counters_fd, totals[i].idx, &out[n].value);
 	}
 	return n;
 }
@@ -325,8 +280,14 @@ void collector__format_counters(int counters_fd, char *buf, size_t size)
 					 hook_names[i / 3 + 1], (unsigned long long)v[i].value,
 					 (unsigned long long)v[i + 1].value,
 					 (unsigned long long)v[i + 2].value);
-	if (used < size && n == hooks + 2)
-		snprintf(buf + used, size - used, "ring buffer drops %llu, tamper attempts %llu\n",
-			 (unsigned long long)v[hooks].value,
-			 (unsigned long long)v[hooks + 1].value);
+	if (used < size && n == hooks + ARRAY_SIZE(totals))
+		snprintf(buf + used, size - used,
+			 "ring buffer drops %llu (file ring %llu), file records over budget %llu, "
+			 "tamper attempts %llu\n"
+			 "exec records lost %llu (processes marked exec-lost; %llu not marked)\n",
+			 (unsigned long long)v[hooks].value, (unsigned long long)v[hooks + 2].value,
+			 (unsigned long long)v[hooks + 3].value,
+			 (unsigned long long)v[hooks + 1].value,
+			 (unsigned long long)v[hooks + 4].value,
+			 (unsigned long long)v[hooks + 5].value);
 }

@@ -1,4 +1,5 @@
 /* Egress events: struct egret_connect_event -> egret.v1.NetConnect. */
+#include <net/if.h>
 #include <netinet/in.h>
 #include <stdio.h>
 
@@ -12,7 +13,7 @@ void egress__on_connect(struct decoder_ctx *d, const void *rec, size_t size)
 {
 	const struct egret_connect_event *r = rec;
 	Egret__V1__NetConnect nc = EGRET__V1__NET_CONNECT__INIT;
-	char dst[ADDR_STRLEN], proto[8], rule[400];
+	char dst[ADDR_STRLEN], src[ADDR_STRLEN], proto[8], rule[400], ifname[IF_NAMESIZE + 16];
 	struct envelope e;
 
 	decoder__envelope(d, &r->hdr, &e);
@@ -30,6 +31,15 @@ void egress__on_connect(struct decoder_ctx *d, const void *rec, size_t size)
 		nc.rule = (char *)d->hooks.rule_text(d->hooks.ctx, r->rule_id, rule, sizeof(rule));
 	nc.sock_type = r->sock_type;
 	nc.killed = r->killed;
+	if (r->hook == EGRET_HOOK_DEVICE) {
+		/* a device gone since is named by its index */
+		if (!if_indextoname(r->ifindex, ifname))
+			snprintf(ifname, sizeof(ifname), "ifindex %u", r->ifindex);
+		addr__format(r->saddr, src, sizeof(src));
+		nc.interface = ifname;
+		nc.src_addr = src;
+		nc.src_port = r->sport;
+	}
 	e.ev.class_uid = OCSF_NETWORK_ACTIVITY;
 	e.ev.activity_id = r->verdict == EGRET_VERDICT_DENY ? OCSF_NET_ACTIVITY_REFUSE
 							    : OCSF_NET_ACTIVITY_OPEN;

@@ -33,6 +33,24 @@ void proc_cache__del(struct proc_cache *c, uint32_t pid)
 	htab__remove(&c->procs, &pid);
 }
 
+struct proc_info *proc_cache__exec_lost(struct proc_cache *c, uint32_t pid)
+{
+	struct proc_info *p = pid ? proc_cache__put(c, pid) : NULL;
+
+	if (!p || p->exec_lost)
+		return p;
+	/* the image it ran before the exec is the one its new image's parent_exec_id names: its
+	 * parent's for a forked child, else its own's parent
+	 */
+	if (p->inherited)
+		p->parent_exec_id = p->exec_id;
+	p->exec_id = 0;
+	p->exe[0] = '\0';
+	p->inherited = false;
+	p->exec_lost = true;
+	return p;
+}
+
 void proc_cache__free(struct proc_cache *c)
 {
 	htab__free(&c->procs);

@@ -9,6 +9,7 @@
 #include "egret/audit.h"
 #include "egret/confine.h"
 #include "egret/dns.h"
+#include "egret/device.h"
 #include "egret/egress.h"
 #include "egret/policy.h"
 
@@ -16,7 +17,7 @@
 
 /* records in the events ring buffer, each after the 56-byte header */
 EGRET_ABI_SIZE(egret_event_hdr, 56);
-EGRET_ABI_SIZE(egret_connect_event, 88);
+EGRET_ABI_SIZE(egret_connect_event, 112);
 EGRET_ABI_SIZE(egret_cgroup_event, 72 + EGRET_CGROUP_NAME_LEN);
 EGRET_ABI_SIZE(egret_tamper_event, 80);
 EGRET_ABI_SIZE(egret_netns_event, 56 + 8);
@@ -37,6 +38,8 @@ EGRET_ABI_SIZE(egret_sandbox_meta, 8 + EGRET_SANDBOX_META_LEN);
 EGRET_ABI_SIZE(egret_flow, 112);
 EGRET_ABI_SIZE(egret_pattern, 72);
 EGRET_ABI_SIZE(egret_task_info, 24);
+EGRET_ABI_SIZE(egret_loss_key, 16);
+EGRET_ABI_SIZE(egret_loss, 16);
 EGRET_ABI_SIZE(egret_signal_key, 8);
 EGRET_ABI_SIZE(egret_signal_sender, 24);
 EGRET_ABI_SIZE(egret_selftest, 264);
@@ -45,3 +48,8 @@ EGRET_ABI_SIZE(egret_dns_client_key, 16);
 EGRET_ABI_SIZE(egret_dns_client, 64);
 EGRET_ABI_SIZE(egret_dns_allow_key, 24);
 EGRET_ABI_SIZE(egret_dns_allow, 8);
+EGRET_ABI_SIZE(egret_device, 64);
+EGRET_ABI_SIZE(egret_dev_nat_key, 20);
+EGRET_ABI_SIZE(egret_dev_nat, 72);
+EGRET_ABI_SIZE(egret_dev_frag_key, 24);
+EGRET_ABI_SIZE(egret_dev_report_key, 24);

@@ -120,6 +120,7 @@ static void unit_layout(const volatile __u32 *level, const volatile __u64 *id,
 static void audit_config(struct audit_bpf *skel, const struct loader_config *cfg)
 {
 	skel->rodata->audit_host = cfg->audit_host;
+	skel->rodata->file_budget = cfg->file_budget;
 	skel->rodata->npatterns = cfg->npatterns;
 	for (unsigned int i = 0; i < cfg->npatterns && i < EGRET_PATTERNS_MAX; i++) {
 		memcpy((void *)&skel->rodata->patterns[i], &cfg->patterns[i],
@@ -198,6 +199,7 @@ static int unit_specs(struct bpf_object *obj, struct loader_specs *out)
 		snprintf(sp->name, sizeof(sp->name), "%s", name);
 		sp->attach_type = bpf_program__expected_attach_type(prog);
 		sp->cgroup = is_cgroup_type(bpf_program__type(prog));
+		sp->device = bpf_program__type(prog) == BPF_PROG_TYPE_SCHED_CLS;
 		out->n++;
 	}
 	return 0;

@@ -25,7 +25,8 @@
 struct egret_prog_spec {
 	char name[16]; /* the kernel keeps 15 characters of a program's name */
 	enum bpf_attach_type attach_type;
-	bool cgroup; /* attached to the root cgroup (else: a tracepoint) */
+	bool cgroup; /* attached to the root cgroup (else: a tracepoint, or a device's) */
+	bool device; /* tc, on sandboxes' own devices (user/net/devices.c), not by the loader */
 };
 
 /* Load-time configuration of the objects (their .rodata), and which optional programs load. */
@@ -41,6 +42,7 @@ struct loader_config {
 	uint64_t trusted_mover_id[EGRET_TRUSTED_MOVERS_MAX];
 	uint32_t trusted_mover_level[EGRET_TRUSTED_MOVERS_MAX];
 	__u32 compat_mode; /* --compat: enum egret_compat_mode */
+	unsigned int file_budget; /* --file-budget: file records a second per sandbox, 0: no limit */
 };
 
 /* The programs of the objects, in order (egretctl's checks read the same table). */
@@ -60,13 +62,13 @@ int loader__specs(struct loader_specs *out);
 #define LOADER_EGRESS_MAPS(X)                                                                \
 	X(events) X(counters) X(sock_meta) X(policy_v1) X(sandboxes) X(sandbox_rules)        \
 	X(sandbox_meta) X(dns_listeners) X(dns_clients) X(dns_allow) X(sock_flows)            \
-	X(netns_reported)
+	X(netns_reported) X(losses) X(losses_reported) X(exec_lost) X(exec_lost_n) X(devices) X(dev_nat) X(dev_frags) X(dev_reported)
 #define LOADER_CONFINE_MAPS(X)                                                               \
 	X(task_sandbox) X(sandbox_pids) X(protected_tgids) X(doomed) X(compat_seen)          \
 	X(socketcall_fam) X(signal_senders)
 #define LOADER_AUDIT_MAPS(X)                                                                 \
 	X(match_state) X(selftest) X(path_scratch) X(task_info) X(exec_seq) X(exec_scratch)  \
-	X(pending_file)
+	X(pending_file) X(bulk_events) X(file_budgets)
 /* clang-format on */
 #define LOADER_MAPS(X) LOADER_EGRESS_MAPS(X) LOADER_CONFINE_MAPS(X) LOADER_AUDIT_MAPS(X)
 

@@ -175,7 +175,12 @@ int loader__attach(struct loader *l)
 	for (unsigned int i = 0; i < l->nunits; i++) {
 		bpf_object__for_each_program(prog, l->units[i].obj)
 		{
-			if (!bpf_program__autoload(prog) || loader__run_only(prog))
+			const struct egret_prog_spec *spec =
+				loader__spec(l, bpf_program__name(prog));
+
+			/* a device's programs go on devices, one by one (user/net/devices.c) */
+			if (!bpf_program__autoload(prog) || loader__run_only(prog) || !spec ||
+			    spec->device)
 				continue;
 			err = attach_prog(l, prog);
 			if (err)

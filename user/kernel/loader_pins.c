@@ -15,6 +15,7 @@
 #include "loader_int.h"
 #include "log.h"
 #include "paths.h"
+#include "tc.h"
 #include "util.h"
 
 /* Pin the maps this load created, replacing incompatible pins now that no program uses them. */
@@ -227,8 +228,8 @@ int loader__check(const struct egret_paths *paths, char *missing, size_t size)
 	have_kf = kfeatures__read_pinned(paths, &kf) == 0;
 	for (unsigned int i = 0; i < specs.n; i++) {
 		const struct egret_prog_spec *spec = &specs.spec[i];
-		bool ok =
-			spec->cgroup ? cgroup_has_prog(fd, paths, spec) : pin_has_prog(paths, spec);
+		bool ok = spec->device || (spec->cgroup ? cgroup_has_prog(fd, paths, spec)
+							: pin_has_prog(paths, spec));
 
 		/* a program egretd did not load on this kernel, on purpose, is not missing */
 		if (ok || (have_kf && kfeatures__prog_skipped(&kf, spec->name)))
@@ -248,21 +249,30 @@ unsigned int loader__nexpected(const struct egret_paths *paths)
 {
 	struct loader_specs specs;
 	struct kernel_features kf;
-	unsigned int n = loader__specs(&specs) ? 0 : specs.n, skipped = 0;
+	unsigned int n = 0, skipped = 0;
 
+	if (loader__specs(&specs))
+		specs.n = 0;
+	/* not a device's programs: they are in force per device, not on the root */
+	for (unsigned int i = 0; i < specs.n; i++)
+		n += !specs.spec[i].device;
 	if (kfeatures__read_pinned(paths, &kf) == 0)
 		skipped = kfeatures__nskipped(&kf);
 	return skipped < n ? n - skipped : 0;
 }
 
-/* Detach every pinned link (BPF_LINK_DETACH takes effect even while egretd still holds the
- * link) and remove the pins of links and maps.
+/* Take egret's filters off sandboxes' devices, detach every pinned link (BPF_LINK_DETACH takes
+ * effect even while egretd still holds the link) and remove the pins of links and maps.
  */
 int loader__uninstall(const struct egret_paths *paths)
 {
 	static const char *const subs[] = { "links", "maps" };
 	char dir[PATH_MAX], pin[PATH_MAX * 2];
 	int err = 0;
+
+	/* sandboxes' devices first: their filters name no pin, the devices map does */
+	if (paths__state(paths, dir, sizeof(dir), "maps", "devices") == 0)
+		err = tc__detach_pinned(dir);
 
 	for (unsigned int s = 0; s < ARRAY_SIZE(subs); s++) {
 		struct dirent *de;
