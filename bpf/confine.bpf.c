@@ -141,14 +141,16 @@ static __always_inline bool mover_trusted(void)
 }
 
 /* The moved task, which was in sandbox prev (NOT_A_SANDBOX: none), now in sandbox to: was it
- * pulled in from outside? Moves within a sandbox, a task moving itself (egretctl run's child,
- * a shell's `echo $$`), egretd's own moves and a trusted host writer's (a runtime placing its
- * container) are not pulls.
+ * pulled in from outside? Only a task that was in no sandbox can be: one that was in a sandbox
+ * (egret's root itself included) and is moved to another left its own, whoever moved it (judged
+ * as an escape, never marked foreign: a foreign process may go anywhere). Moves within a
+ * sandbox, a task moving itself (egretctl run's child, a shell's `echo $$`), egretd's own moves
+ * and a trusted host writer's (a runtime placing its container) are not pulls either.
  */
 static __always_inline bool is_pull(struct task_struct *cur, bool self, __u64 from, __u64 prev,
 				    __u64 to)
 {
-	if (to == NOT_A_SANDBOX || to == 0 || prev == to || self)
+	if (to == NOT_A_SANDBOX || to == 0 || prev == to || self || prev != NOT_A_SANDBOX)
 		return false;
 	if (tgid_protected((__u32)cur->tgid))
 		return false;
@@ -203,9 +205,47 @@ static __always_inline void privileged_move(struct task_struct *task, bool self,
 	}
 }
 
+/* Where each protected process (egretd, its keeper) is, as its last v2 move left it: the
+ * sandbox it was pulled into, NOT_A_SANDBOX elsewhere (a process never moved has no entry: it
+ * is where it started, outside every sandbox). A sandbox may not freeze its own cgroups while
+ * one of them is there.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4 * EGRET_PROTECTED_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} protected_place SEC(".maps");
+
+static __always_inline void protected_moved(struct task_struct *task, __u64 to)
+{
+	__u32 tgid = (__u32)task->tgid;
+
+	if (!tgid_protected(tgid))
+		return;
+	if (to == NOT_A_SANDBOX)
+		bpf_map_delete_elem(&protected_place, &tgid);
+	else
+		bpf_map_update_elem(&protected_place, &tgid, &to, BPF_ANY);
+}
+
+/* A move in a v1 hierarchy (no sandbox lives there, but a v1 freezer or memory cgroup stops or
+ * starves whatever is put in it): a sandboxed writer may move its own sandbox's processes only.
+ * Moving egretd, its keeper, a host process or another sandbox's kills the writer.
+ */
+static __always_inline void v1_move(struct cgroup *dst, struct task_struct *task, bool self)
+{
+	if (self || !confined())
+		return;
+	if (!tgid_protected((__u32)task->tgid) && sandbox_of_task(task) == sandbox_of_current())
+		return;
+	tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid,
+		      kill_current());
+}
+
 /* A sandboxed writer of cgroup.procs may move tasks within its own sandbox, nowhere else, and
- * may not pull a task in from outside. The tracepoint fires after the move, so a task that
- * moved itself is judged by where it was.
+ * may not pull a task in from outside, nor move egretd or its keeper anywhere. The tracepoint
+ * fires after the move, so a task that moved itself is judged by where it was.
  */
 SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(egret_cg_attach, struct cgroup *dst, const char *path, struct task_struct *task,
@@ -215,15 +255,26 @@ int BPF_PROG(egret_cg_attach, struct cgroup *dst, const char *path, struct task_
 	__u64 from, prev, to;
 	bool self;
 
-	if (!cgroup_is_v2(dst))
-		return 0;
 	cur = bpf_get_current_task_btf();
 	self = cur->tgid == task->tgid;
+	if (!cgroup_is_v2(dst)) {
+		v1_move(dst, task, self);
+		return 0;
+	}
 	from = sandbox_before(cur);
 	prev = self ? from : sandbox_before(task);
 	to = sandbox_of_cgroup(dst);
+	protected_moved(task, to);
 	if (is_pull(cur, self, from, prev, to)) {
 		cgroup_pull(dst, task, prev);
+		return 0;
+	}
+	/* egretd or its keeper moved by a sandbox elsewhere than into it: the writer dies, the
+	 * moved one goes home by itself
+	 */
+	if (!self && tgid_protected((__u32)task->tgid) && confined()) {
+		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid,
+			      kill_current());
 		return 0;
 	}
 	/* a pulled-in process is no sandbox's: wherever it goes, nobody escaped */
@@ -235,14 +286,16 @@ int BPF_PROG(egret_cg_attach, struct cgroup *dst, const char *path, struct task_
 	remember_sandbox(task, to);
 	if (self)
 		remember_sandbox(cur, to);
-	if (!move_allowed(from, to)) {
-		/* the process moved out first: under css_set_lock this program can queue one
-		 * signal only, and a second one fails (EBUSY)
-		 */
-		if (!self && !tgid_protected((__u32)task->tgid))
-			kill_task(task, to);
+	/* the writer may not send anything out of its sandbox, and a sandbox's process moved by
+	 * anyone but the host may not leave its own
+	 */
+	if (!move_allowed(from, to) || (from != NOT_A_SANDBOX && !move_allowed(prev, to))) {
+		bool killed = self || tgid_protected((__u32)task->tgid)
+				      ? kill_current()
+				      : kill_mover_and_moved(task, to);
+
 		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(dst, kn, id), task->tgid,
-			      kill_current());
+			      killed);
 		return 0;
 	}
 	privileged_move(task, self, from, to);
@@ -394,7 +447,10 @@ static __always_inline void register_if_plain(__u64 id, const __u8 *name)
 
 /* The record is built in cgroup_scratch (a directory name does not fit the stack beside the
  * rest) and copied into the ring after the map calls: 6.1's verifier refuses a reservation held
- * across them ("Unreleased reference").
+ * across them ("Unreleased reference"). A child of egret's root a sandbox made is not registered:
+ * it is no sandbox of the host's making, it stays one not registered yet (no network, no entry
+ * in `sandboxes`, so a sandbox's mkdirs cannot fill the table), and nothing of the sandbox may
+ * enter it.
  */
 static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 {
@@ -405,7 +461,7 @@ static __always_inline void cgroup_report(struct cgroup *cg, __u64 id, __u32 op)
 	if (!e)
 		return;
 	cgroup_name_of(cg, e->name);
-	if (op == EGRET_CG_CREATED)
+	if (op == EGRET_CG_CREATED && !confined())
 		register_if_plain(id, e->name);
 	else if (op == EGRET_CG_DESTROYED)
 		bpf_map_delete_elem(&sandboxes, &id);
@@ -465,10 +521,94 @@ static __always_inline void netns_check(__u64 sb)
 		netns_report(cookie, sb);
 }
 
+#define SIGCONT_ 18
+#define SIGSTOP_ 19
+
+/* The last freeze of each cgroup that a sandbox froze where it may not (and was killed for),
+ * with the writer (struct egret_signal_sender), for egret's keeper: it thaws a cgroup holding
+ * egretd that a sandbox froze, and leaves the host's freezes alone. A host's later freeze of a
+ * cgroup in the map takes its entry over (sandbox_id ~0), a host's thaw removes it.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, struct egret_signal_sender);
+} freeze_writers SEC(".maps");
+
+struct protected_scan {
+	__u64 sandbox;
+	bool found;
+};
+
+static long protected_in_cb(struct bpf_map *map, __u32 *tgid, __u64 *where,
+			    struct protected_scan *s)
+{
+	if (*where != s->sandbox || !tgid_protected(*tgid))
+		return 0;
+	s->found = true;
+	return 1;
+}
+
+/* Is egretd or its keeper in sandbox sb now (pulled in)? */
+static __always_inline bool protected_in(__u64 sb)
+{
+	struct protected_scan s = { .sandbox = sb };
+
+	bpf_for_each_map_elem(&protected_place, protected_in_cb, &s, 0);
+	return s.found;
+}
+
+static __always_inline void freeze_record(__u64 id, __u64 sandbox_id)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct egret_signal_sender v = {
+		.tgid = (__u32)(pid_tgid >> 32),
+		.pid = (__u32)pid_tgid,
+		.sandbox_id = sandbox_id,
+		.ts_ns = bpf_ktime_get_boot_ns(),
+	};
+
+	bpf_map_update_elem(&freeze_writers, &id, &v, BPF_ANY);
+}
+
+/* cgroup.freeze written. A sandbox may freeze and thaw its own cgroups, unless egretd or its
+ * keeper was pulled into it; any other cgroup (egretd's, the host's, another sandbox's) it may
+ * not: the writer dies (Tamper SIGNAL_OUT, target SIGSTOP or SIGCONT: a freeze stops every
+ * process in the cgroup). The kernel offers no way to refuse the write: a freeze stays in force
+ * until someone thaws it, egret's keeper for a cgroup holding egretd (freeze_writers).
+ */
+static __always_inline void freeze_judge(struct cgroup *cg, __u32 op)
+{
+	__u64 id, mine, where;
+
+	if (!cgroup_is_v2(cg))
+		return;
+	id = BPF_CORE_READ(cg, kn, id);
+	if (!confined()) {
+		if (!bpf_map_lookup_elem(&freeze_writers, &id))
+			return;
+		if (op == EGRET_CG_FROZEN)
+			freeze_record(id, NOT_A_SANDBOX);
+		else
+			bpf_map_delete_elem(&freeze_writers, &id);
+		return;
+	}
+	mine = sandbox_of_current();
+	where = sandbox_of_cgroup(cg);
+	if (move_allowed(mine, where) && !protected_in(where))
+		return;
+	if (op == EGRET_CG_FROZEN)
+		freeze_record(id, mine);
+	tamper_report(EGRET_TAMPER_SIGNAL_OUT, op == EGRET_CG_FROZEN ? SIGSTOP_ : SIGCONT_, 0,
+		      kill_current());
+}
+
 /* a sandbox paused and resumed (cgroup.freeze); the writer is in the record's header */
 SEC("tp_btf/cgroup_freeze")
 int BPF_PROG(egret_cg_freeze, struct cgroup *cg, const char *path)
 {
+	freeze_judge(cg, EGRET_CG_FROZEN);
 	sandbox_cgroup_event(cg, EGRET_CG_FROZEN);
 	return 0;
 }
@@ -476,6 +616,7 @@ int BPF_PROG(egret_cg_freeze, struct cgroup *cg, const char *path)
 SEC("tp_btf/cgroup_unfreeze")
 int BPF_PROG(egret_cg_thaw, struct cgroup *cg, const char *path)
 {
+	freeze_judge(cg, EGRET_CG_THAWED);
 	sandbox_cgroup_event(cg, EGRET_CG_THAWED);
 	return 0;
 }
@@ -557,7 +698,8 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 
 /* The syscalls tracepoints above never see a compat call (the kernel gives them no number
  * for one); the raw sys_enter tracepoint sees every call, with the ABI's own number. egret_csys
- * runs on every syscall on the host and returns after two loads for a native one.
+ * runs on every syscall on the host and returns after three loads for a native one (the third:
+ * whether any process is marked for death, reap_current).
  */
 #define SYS_SOCKET_	   1 /* socketcall's number for socket(2) */
 #define S_IFMT_		   0170000
@@ -637,6 +779,8 @@ int BPF_PROG(egret_csys, struct pt_regs *regs, long id)
 	__u8 abi = compat_abi(t, id);
 	__u32 nr;
 
+	/* a process marked for death (a mover whose signal could not be queued) dies here */
+	reap_current();
 	if (abi == EGRET_ABI_NATIVE || !confined())
 		return 0;
 	nr = compat_nr(abi, id);
@@ -710,11 +854,9 @@ int BPF_PROG(egret_cxsys, struct pt_regs *regs, long ret)
 
 /* ---- a sandbox reaching a process outside it: signals, ptrace, fds, memory ------------------ */
 
-#define SIGSTOP_	      19
 #define SIGTSTP_	      20
 #define SIGTTIN_	      21
 #define SIGTTOU_	      22
-#define SIGCONT_	      18
 #define SIGCHLD_	      17
 
 #define TRACE_SIGNAL_IGNORED_ 1 /* signal_generate's result: the target ignores it */

@@ -45,12 +45,16 @@ static __always_inline bool confined(void)
 }
 
 /* The sandbox the task was in before anything it is doing now; NOT_A_SANDBOX when it was in
- * none.
+ * none. A thread without a record of its own is where its process is: egretd records a process
+ * that was already in its sandbox (taskseed.c) by its leader, and a thread of it may write
+ * cgroup.procs.
  */
 static __always_inline __u64 sandbox_before(struct task_struct *task)
 {
 	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, task, 0, 0);
 
+	if (!ts && task->group_leader != task)
+		ts = bpf_task_storage_get(&task_sandbox, task->group_leader, 0, 0);
 	if (ts)
 		return ts->sandbox_id;
 	return task == bpf_get_current_task_btf() ? sandbox_of_current() : NOT_A_SANDBOX;
@@ -122,14 +126,29 @@ static __always_inline void kill_task(struct task_struct *task, __u64 where)
 	doom_task(task, where);
 }
 
-/* Kill the current process, which moved another one out of its sandbox: whether the signal
- * is on its way. Where bpf_send_signal_task (6.13) killed the moved one, a tracepoint holding
- * css_set_lock cannot queue a second signal (EBUSY): the mover stays, in its own sandbox, and
- * the report says so.
- */
+/* Kill the current process: whether the signal is on its way. */
 static __always_inline bool kill_current(void)
 {
 	return bpf_send_signal(SIGKILL) == 0;
+}
+
+/* Kill the current process, which moved another one (task, now in sandbox `where`) out of its
+ * sandbox, and that one: whether the mover's death is on its way. Under css_set_lock a program
+ * can queue one signal only (a second is EBUSY): where bpf_send_signal_task (6.13) takes it for
+ * the moved process, the mover is marked and dies at its next system call's entry (egret_csys,
+ * reap_current); before 6.13 the moved one is marked (egret_reap) and the mover signalled.
+ */
+static __always_inline bool kill_mover_and_moved(struct task_struct *task, __u64 where)
+{
+	struct task_struct *cur = bpf_get_current_task_btf();
+
+	if (send_signal_task_ok()) {
+		bpf_send_signal_task(task, SIGKILL, PIDTYPE_TGID, 0);
+		doom_task(cur, sandbox_of_current());
+		return true;
+	}
+	doom_task(task, where);
+	return kill_current();
 }
 
 static __always_inline void tamper_report_abi(__u32 kind, __u64 target, __u32 other_pid,

@@ -247,7 +247,8 @@ static int arm_enforcement(struct daemon *d)
 	if (err)
 		return err;
 	engine__rescan(&d->engine);
-	taskseed__run(d->loader.maps.task_sandbox, d->paths.cgroup_root);
+	taskseed__run(&(struct taskseed){ d->loader.maps.task_sandbox, d->loader.maps.sandboxes,
+					  &d->paths });
 	if (!d->kf.task_from_pid)
 		seed_pids(d);
 	return 0;
@@ -307,7 +308,7 @@ static void on_sandbox_created(void *ctx, uint64_t id, const char *name)
 {
 	struct daemon *d = ctx;
 
-	engine__sandbox_created(&d->engine, id, name);
+	engine__sandbox_seen(&d->engine, id, name, true);
 }
 
 static void on_sandbox_destroyed(void *ctx, uint64_t id)
@@ -495,8 +496,8 @@ int daemon__setup_dns(struct daemon *d)
 	if (err)
 		return err;
 	resolver__scan(d->resolver, d->paths.cgroup_root);
-	err = devices__init(&d->devices, &d->loop, &d->engine, d->resolver,
-			    d->loader.maps.devices, loader__prog_fd(&d->loader, "egret_dev_out"),
+	err = devices__init(&d->devices, &d->loop, &d->engine, d->resolver, d->loader.maps.devices,
+			    loader__prog_fd(&d->loader, "egret_dev_out"),
 			    loader__prog_fd(&d->loader, "egret_dev_in"));
 	if (err) {
 		log_err("sandboxes' network devices cannot be judged: %s", strerror(-err));

@@ -437,9 +437,9 @@ int engine__start(struct engine *e)
 	sandbox_names__scan(&e->reg);
 	engine__load_registrations(e);
 	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
-		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
+		struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
-		if (s && !(s->flags & ENGINE_SB_EXEMPT))
+		if (s && !(s->flags & ENGINE_SB_EXEMPT) && engine__claims(e, &p, s, false))
 			engine__mark_installed(e, s->id, true);
 	}
 	ret = engine__commit(e, &p, false, err, sizeof(err));
@@ -520,7 +520,7 @@ void engine__rescan(struct engine *e)
 		return;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] != '.' && engine__sandbox_dir_id(e, de->d_name, &id))
-			engine__sandbox_created(e, id, de->d_name);
+			engine__sandbox_seen(e, id, de->d_name, false);
 	}
 	closedir(d);
 	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {

@@ -54,6 +54,7 @@ struct engine {
 
 #define ENGINE_SB_INSTALLED 1u /* sandbox_entry.flags: its rules are installed */
 #define ENGINE_SB_EXEMPT    2u /* sandbox_entry.flags: an exempt cgroup (the host's) */
+#define ENGINE_SB_UNCLAIMED 4u /* sandbox_entry.flags: a root child egretd does not register */
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
 		 const struct egret_paths *paths, const struct engine_maps *maps);
@@ -61,6 +62,18 @@ int engine__start(struct engine *e);
 void engine__rescan(struct engine *e);
 void engine__announce(struct engine *e);
 void engine__sandbox_created(struct engine *e, uint64_t id, const char *name);
+/* A child of egret's root seen (made_now: its mkdir's record; else a rescan): registered as
+ * engine__sandbox_created does when engine__claims it (engine_reg.c)
+ */
+void engine__sandbox_seen(struct engine *e, uint64_t id, const char *name, bool made_now);
+/* Whether egretd registers s, a registration or a child of egret's root, under policy p: a
+ * child the kernel did not register at its mkdir (a sandbox made it) only when p has rules for
+ * its name or (unless made_now, when it holds nothing yet) the host put a process of its own in
+ * it; else it is flagged ENGINE_SB_UNCLAIMED and stays a sandbox not registered yet (no
+ * network, no entry in the kernel's table)
+ */
+bool engine__claims(struct engine *e, const struct policy *p, struct sandbox_entry *s,
+		    bool made_now);
 void engine__sandbox_destroyed(struct engine *e, uint64_t id);
 int engine__reload(struct engine *e, const char *actor, const struct ucred *cr, bool discard_live,
 		   char *err, size_t errsz);

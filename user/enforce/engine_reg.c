@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -23,8 +24,10 @@
 #include "egret/policy.h"
 #include "engine.h"
 #include "engine_int.h"
+#include "loader.h"
 #include "log.h"
 #include "policy_map.h"
+#include "taskseed.h"
 #include "util.h"
 
 void sandbox_pb__fill(struct sandbox_pb *out, uint64_t id, const char *name,
@@ -175,6 +178,35 @@ static int pin_meta(struct engine *e, uint64_t id, const struct sandbox_meta *m)
 	return ret;
 }
 
+/* How many entries `sandboxes` holds (a full table is E2BIG to every update). */
+static unsigned int kernel_sandboxes(const struct engine *e)
+{
+	uint64_t key, next;
+	unsigned int n = 0;
+	bool have = false;
+
+	while (n < 2 * EGRET_SANDBOXES_MAX &&
+	       bpf_map_get_next_key(e->sandboxes_fd, have ? &key : NULL, &next) == 0) {
+		key = next;
+		have = true;
+		n++;
+	}
+	return n;
+}
+
+/* Why a registration failed, naming the table that is full. */
+static void register_error(const struct engine *e, int ret, char *err, size_t errsz)
+{
+	if (ret == -E2BIG)
+		snprintf(err, errsz,
+			 "cannot register: the kernel's table of sandboxes is full (%u of %u "
+			 "entries: registered containers, exempt cgroups, children of %s); remove "
+			 "sandboxes or unregister containers first",
+			 kernel_sandboxes(e), EGRET_SANDBOXES_MAX, e->cgroup_root);
+	else
+		snprintf(err, errsz, "cannot register: %s", strerror(-ret));
+}
+
 /* An exempt cgroup: the kernel takes it for the host's, whatever holds it. */
 static int install_exempt(struct engine *e, uint64_t id, struct sandbox_meta *m, const char *name,
 			  char *err, size_t errsz)
@@ -202,7 +234,7 @@ static int install_exempt(struct engine *e, uint64_t id, struct sandbox_meta *m,
 	if (!ret)
 		ret = pin_meta(e, id, m);
 	if (ret) {
-		snprintf(err, errsz, "cannot exempt it: %s", strerror(-ret));
+		register_error(e, ret, err, errsz);
 		bpf_map_delete_elem(e->sandboxes_fd, &id);
 		s->meta = NULL;
 		sandbox_names__del(&e->reg, id);
@@ -270,8 +302,45 @@ static int install(struct engine *e, uint64_t id, const char *name, struct sandb
 	else
 		bpf_map_delete_elem(e->sandboxes_fd, &id);
 	if (err[0] == '\0')
-		snprintf(err, errsz, "cannot register: %s", strerror(-ret));
+		register_error(e, ret, err, errsz);
 	return ret;
+}
+
+/* task_sandbox, as egretd's loader pinned it; -errno until it is (a registration at start,
+ * before the programs are attached, is seeded by taskseed__run after them)
+ */
+static int task_map(const struct engine *e)
+{
+	static int fd = -ENOENT;
+	char pin[PATH_MAX];
+	int err;
+
+	if (fd >= 0)
+		return fd;
+	err = paths__state(e->paths, pin, sizeof(pin), "maps", LOADER_MAP_NAME(task_sandbox));
+	if (err)
+		return err;
+	fd = bpf_obj_get(pin);
+	if (fd < 0)
+		fd = -errno;
+	return fd;
+}
+
+/* The processes already in a cgroup just registered (its runtime moved the container's init
+ * there first; a unit or a VM registered by hand) are its sandbox's from now on: without a
+ * record, one moving itself out would be judged by where it went.
+ */
+static void seed_registered(struct engine *e, const char *path, uint64_t id, bool exempt)
+{
+	struct taskseed t = { task_map(e), e->sandboxes_fd, e->paths };
+	int n;
+
+	if (t.task_fd < 0)
+		return;
+	n = taskseed__registered(&t, path, exempt ? EGRET_NO_SANDBOX : id);
+	if (n < 0)
+		log_warn("cannot record the processes already in %s as its sandbox's: %s", path,
+			 strerror(-n));
 }
 
 int engine__register(struct engine *e, int cgfd, const char *words, size_t len, uint64_t *id,
@@ -295,6 +364,7 @@ int engine__register(struct engine *e, int cgfd, const char *words, size_t len, 
 		if (!ret) {
 			log_info("cgroup %s (id %llu) exempt: the host's", path,
 				 (unsigned long long)*id);
+			seed_registered(e, path, *id, true);
 			return 0;
 		}
 	} else if (!ret) {
@@ -305,11 +375,90 @@ int engine__register(struct engine *e, int cgfd, const char *words, size_t len, 
 		free(m);
 		return ret;
 	}
+	seed_registered(e, path, *id, false);
 	s = engine__sandbox(e, *id);
 	log_info("sandbox %s (cgroup %s, id %llu) registered%s%s", s->name, path,
 		 (unsigned long long)*id, m->image ? ", image " : "", m->image ? m->image : "");
 	emit_lifecycle(e, s, EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_REGISTERED, path);
 	return 0;
+}
+
+/* The value of task_sandbox (bpf/lib/maps.bpf.h struct task_sandbox). */
+struct task_record {
+	__u64 sandbox_id;
+	__u32 doomed;
+	__u32 flags; /* TASK_FOREIGN 1: pulled in from outside */
+};
+
+struct own_scan {
+	int task_fd;
+	bool found;
+};
+
+/* A process of the host's own, placed there by the host: none of a sandbox's may live there
+ * (a sandbox's process that enters is killed, one it pulls in is foreign).
+ */
+static void own_process(void *ctx, int pid, __u64 sandbox_id)
+{
+	struct own_scan *o = ctx;
+	struct task_record v;
+	int fd;
+
+	(void)sandbox_id;
+	if (o->found || (fd = (int)syscall(SYS_pidfd_open, pid, 0)) < 0)
+		return;
+	if (bpf_map_lookup_elem(o->task_fd, &fd, &v) || (!(v.flags & 1u) && !v.doomed))
+		o->found = true;
+	close(fd);
+}
+
+/* Whether the host put a process of its own in the cgroup at path (or below it). */
+static bool holds_own_process(const struct engine *e, const char *path)
+{
+	struct own_scan o = { task_map(e), false };
+	char events[PATH_MAX + 16], buf[256];
+
+	/* most of what a sandbox makes holds nothing at all: one read says so */
+	snprintf(events, sizeof(events), "%s/cgroup.events", path);
+	if (read_file(events, buf, sizeof(buf)) > 0 &&
+	    (!strncmp(buf, "populated 0", 11) || strstr(buf, "\npopulated 0")))
+		return false;
+	if (o.task_fd < 0)
+		return true; /* cannot tell: as before egret knew who made what */
+	taskseed__each(path, own_process, &o);
+	return o.found;
+}
+
+bool engine__claims(struct engine *e, const struct policy *p, struct sandbox_entry *s,
+		    bool made_now)
+{
+	struct egret_sandbox v;
+	char path[PATH_MAX];
+
+	if (s->meta)
+		return true; /* a registration */
+	if (s->flags & ENGINE_SB_UNCLAIMED)
+		return false;
+	if (bpf_map_lookup_elem(e->sandboxes_fd, &s->id, &v) == 0 || engine__has_rules(p, s) ||
+	    (!made_now && join_path(path, sizeof(path), e->cgroup_root, s->name) == 0 &&
+	     holds_own_process(e, path)))
+		return true;
+	s->flags |= ENGINE_SB_UNCLAIMED;
+	log_debug("cgroup %s/%s (id %llu) was not made by the host: not registered (no network)",
+		  e->cgroup_root, s->name, (unsigned long long)s->id);
+	return false;
+}
+
+void engine__sandbox_seen(struct engine *e, uint64_t id, const char *name, bool made_now)
+{
+	struct sandbox_entry *s;
+
+	if (engine__installed_name(e, id))
+		return;
+	sandbox_names__set(&e->reg, id, name);
+	s = sandbox_names__entry(&e->reg, id);
+	if (s && engine__claims(e, &e->pol, s, made_now))
+		engine__sandbox_created(e, id, name);
 }
 
 int engine__unregister(struct engine *e, uint64_t id, const char *why)

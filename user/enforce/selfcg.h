@@ -1,5 +1,5 @@
-/* egretd's own cgroup: recorded at start, and returned to when something moved egretd into a
- * sandbox (a pull), so its own egress is not judged by that sandbox's rules.
+/* egretd's own cgroup: recorded at start, and returned to whenever something moved egretd
+ * elsewhere (a sandbox's pull), so its own egress is never judged by a sandbox's rules.
  */
 #ifndef EGRET_SELFCG_H
 #define EGRET_SELFCG_H
@@ -12,11 +12,12 @@ struct selfcg {
 	const char *mount;
 	const char *root; /* egret's root cgroup */
 	unsigned int returns;
-	bool stuck; /* the last return failed (logged once until one works) */
+	bool stuck;	 /* the last return failed (logged once until one works) */
+	bool unreadable; /* /proc/self/cgroup could not be read (logged once) */
 };
 
 int selfcg__init(struct selfcg *s, const char *mount, const char *root);
-/* back home if egretd is under egret's root now: 1 moved, 0 where it belongs, -errno */
+/* back home if egretd is anywhere else now: 1 moved, 0 where it belongs, -errno */
 int selfcg__check(struct selfcg *s);
 
 #endif /* EGRET_SELFCG_H */

@@ -31,6 +31,7 @@
 
 #include <linux/types.h>
 
+#include "cgroup.h"
 #include "egret/events.h"
 #include "egret/confine.h"
 #include "keeper.h"
@@ -128,6 +129,13 @@ struct keeper_run {
 	int sock, ino, sig, mnt; /* mnt: mountinfo, POLLPRI on every mount or umount */
 	pid_t egretd;		 /* the egretd that forked this keeper */
 	char link[PATH_MAX + 16];
+	/* egretd's cgroups (see "cgroups" below) */
+	int freezes_fd; /* freeze_writers: the cgroups a sandbox froze, -1 when none */
+	char v2[PATH_MAX];
+	char *home; /* egretd's /proc/PID/cgroup when this keeper started, NULL unknown */
+	size_t home_len;
+	bool home_stuck;   /* the last return home failed (logged once until one works) */
+	bool keeper_stuck; /* the keeper could not go to the roots (logged once) */
 };
 
 static void report(struct keeper_run *r, const char *path)
@@ -286,6 +294,215 @@ static void on_handover(struct keeper_run *r)
 	}
 }
 
+/* ---- egretd's cgroups ------------------------------------------------------------------------
+ *
+ * A sandbox holding host privilege can stop egretd without a signal: cgroup.freeze of a cgroup
+ * holding it (v2), or egretd moved into a frozen v1 freezer cgroup (or a starving v1 memory
+ * one). Its programs kill the writer, but the kernel cannot refuse the write; egretd, frozen,
+ * can do nothing about it. The keeper can: it lives where nothing freezes (the roots of the v2
+ * and v1 freezer hierarchies), thaws every cgroup holding egretd that a sandbox froze
+ * (freeze_writers; a host's freeze stays) and puts egretd back into its own cgroups in every v1
+ * hierarchy, and in v2 when it was moved into a frozen cgroup (egretd goes home by itself
+ * otherwise, selfcg.c).
+ */
+
+/* One line of a /proc/PID/cgroup text cgroup__proc_text checked. */
+struct cg_line {
+	unsigned long id;
+	const char *ctrls, *path;
+	size_t clen, plen;
+};
+
+static bool cg_line_next(const char **pos, const char *end, struct cg_line *l)
+{
+	const char *p = *pos, *nl, *colon;
+
+	if (p >= end || !(nl = memchr(p, '\n', (size_t)(end - p))))
+		return false;
+	l->id = strtoul(p, NULL, 10);
+	l->ctrls = memchr(p, ':', (size_t)(nl - p)) + 1;
+	colon = memchr(l->ctrls, ':', (size_t)(nl - l->ctrls));
+	l->clen = (size_t)(colon - l->ctrls);
+	l->path = colon + 1;
+	l->plen = (size_t)(nl - l->path);
+	*pos = nl + 1;
+	return true;
+}
+
+static bool cg_line_of(const char *text, size_t len, unsigned long id, struct cg_line *out)
+{
+	const char *p = text;
+
+	while (cg_line_next(&p, text + len, out)) {
+		if (out->id == id)
+			return true;
+	}
+	return false;
+}
+
+/* mount + a /proc path ("/" is the mount itself) */
+static int cg_dir(char *out, size_t size, const char *mount, const char *path, size_t plen)
+{
+	int n = snprintf(out, size, "%s%.*s", mount, plen == 1 ? 0 : (int)plen, path);
+
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* Whether the v2 cgroup at dir is frozen now (cgroup.events: "frozen 1"). */
+static bool v2_frozen(const char *dir)
+{
+	char path[PATH_MAX + 16], buf[256];
+
+	snprintf(path, sizeof(path), "%s/cgroup.events", dir);
+	if (read_file(path, buf, sizeof(buf)) <= 0)
+		return false;
+	return !strncmp(buf, "frozen 1", 8) || strstr(buf, "\nfrozen 1");
+}
+
+/* Every cgroup holding egretd (its own and those above it) that a sandbox froze is thawed. */
+static void thaw_sandbox_freezes(struct keeper_run *r)
+{
+	struct egret_signal_sender v;
+	char path[PATH_MAX];
+	size_t mlen = strlen(r->v2);
+	struct stat st;
+	__u64 key;
+
+	if (r->freezes_fd < 0 || !r->v2[0] || bpf_map_get_next_key(r->freezes_fd, NULL, &key))
+		return; /* nothing a sandbox froze (the usual case: one syscall) */
+	if (cgroup__of_pid(r->egretd, r->v2, path, sizeof(path)))
+		return;
+	for (;;) {
+		key = 0;
+		if (stat(path, &st) == 0)
+			key = (__u64)st.st_ino;
+		if (key && bpf_map_lookup_elem(r->freezes_fd, &key, &v) == 0 &&
+		    v.sandbox_id != ~0ull) { /* ~0: the host froze it since */
+			char file[PATH_MAX + 16];
+
+			snprintf(file, sizeof(file), "%s/cgroup.freeze", path);
+			if (write_file(file, "0") == 0)
+				log_warn(
+					"keeper: cgroup %s, holding egretd, was frozen by pid %u of "
+					"a sandbox: thawed",
+					path, v.tgid);
+			else
+				log_err("keeper: cannot thaw %s, frozen by pid %u of a sandbox: %s",
+					path, v.tgid, strerror(errno));
+			bpf_map_delete_elem(r->freezes_fd, &key);
+		}
+		if (strlen(path) <= mlen || !strrchr(path, '/'))
+			break;
+		*strrchr(path, '/') = '\0';
+	}
+}
+
+/* egretd back in its own cgroup of hierarchy h (now in cur), whether it went */
+static bool return_in(struct keeper_run *r, const struct cg_line *h, const struct cg_line *cur)
+{
+	char mount[PATH_MAX], dir[PATH_MAX], now[PATH_MAX];
+	int err;
+
+	if (h->id == 0) {
+		/* egretd goes home by itself unless it cannot run: a frozen cgroup */
+		if (cg_dir(now, sizeof(now), r->v2, cur->path, cur->plen) || !v2_frozen(now))
+			return false;
+		snprintf(mount, sizeof(mount), "%s", r->v2);
+	} else if (cgroup__v1_mount(h->ctrls, h->clen, mount, sizeof(mount))) {
+		return false;
+	}
+	err = cg_dir(dir, sizeof(dir), mount, h->path, h->plen);
+	if (!err)
+		err = cgroup__join(dir, r->egretd);
+	if (err) {
+		if (!r->home_stuck)
+			log_err("keeper: egretd was moved to %.*s (hierarchy %.*s) and cannot be put "
+				"back in %s: %s",
+				(int)cur->plen, cur->path, (int)h->clen, h->ctrls, dir,
+				strerror(-err));
+		r->home_stuck = true;
+		return false;
+	}
+	log_warn("keeper: egretd was moved to %.*s (hierarchy %lu%s%.*s): put back in %s",
+		 (int)cur->plen, cur->path, h->id, h->clen ? ", " : "", (int)h->clen, h->ctrls,
+		 dir);
+	return true;
+}
+
+/* egretd's cgroup in each hierarchy now against the one it started in; a hierarchy mounted
+ * since (a v1 freezer an attacker mounted on a pure v2 host) started it in its root.
+ */
+static void egretd_home(struct keeper_run *r)
+{
+	static const struct cg_line root = { .path = "/", .plen = 1 };
+	struct cg_line h, cur;
+	size_t len = 0;
+	char *now = NULL;
+	const char *p;
+	bool stuck = false;
+
+	if (!r->home || cgroup__proc_text(r->egretd, &now, &len))
+		return;
+	if (len == r->home_len && !memcmp(now, r->home, len)) {
+		r->home_stuck = false;
+		free(now);
+		return;
+	}
+	p = now;
+	while (cg_line_next(&p, now + len, &cur)) {
+		if (!cg_line_of(r->home, r->home_len, cur.id, &h) || h.clen != cur.clen ||
+		    memcmp(h.ctrls, cur.ctrls, h.clen)) {
+			h = root;
+			h.id = cur.id;
+			h.ctrls = cur.ctrls;
+			h.clen = cur.clen;
+		}
+		if (cur.plen == h.plen && !memcmp(cur.path, h.path, h.plen))
+			continue;
+		if (!return_in(r, &h, &cur))
+			stuck = stuck || r->home_stuck;
+	}
+	r->home_stuck = stuck;
+	free(now);
+}
+
+/* The keeper itself in the roots of the v2 and v1 freezer hierarchies, which no one can freeze:
+ * at its first guard tick (egretd has protected it by then) and whenever something moved it.
+ */
+static void keeper_to_roots(struct keeper_run *r)
+{
+	struct cg_line l;
+	char mount[PATH_MAX], *text = NULL;
+	const char *p;
+	size_t len = 0;
+	int err = 0;
+
+	if (cgroup__proc_text(0, &text, &len))
+		return;
+	p = text;
+	while (!err && cg_line_next(&p, text + len, &l)) {
+		if (l.plen == 1 || (l.id != 0 && (l.clen != 7 || memcmp(l.ctrls, "freezer", 7))))
+			continue;
+		if (l.id == 0)
+			snprintf(mount, sizeof(mount), "%s", r->v2);
+		else if (cgroup__v1_mount(l.ctrls, l.clen, mount, sizeof(mount)))
+			continue;
+		err = mount[0] ? cgroup__join(mount, getpid()) : -ENOENT;
+		if (err && !r->keeper_stuck)
+			log_warn("keeper: cannot move itself to %s, where nothing freezes it: %s",
+				 mount, strerror(-err));
+	}
+	r->keeper_stuck = err != 0;
+	free(text);
+}
+
+static void cgroup_guard(struct keeper_run *r)
+{
+	keeper_to_roots(r);
+	thaw_sandbox_freezes(r);
+	egretd_home(r);
+}
+
 /* A lazy umount of bpffs in the keeper's mount namespace leaves the superblock (and the
  * watches) alive elsewhere, so inotify says nothing: mountinfo does.
  */
@@ -298,14 +515,14 @@ static void keeper_loop(struct keeper_run *r)
 				       { .fd = r->ino >= 0 ? r->mnt : -1, .events = POLLPRI } };
 		char buf[4096];
 
-		int timeout = r->guard.senders_fd >= 0 ? KEEPER_GUARD_MS : -1;
-
-		if (poll(p, 4, timeout) < 0)
+		if (poll(p, 4, KEEPER_GUARD_MS) < 0)
 			continue;
-		if (timeout >= 0 && mono_ms() - r->guarded_ms >= KEEPER_GUARD_MS) {
+		if (mono_ms() - r->guarded_ms >= KEEPER_GUARD_MS) {
 			r->guarded_ms = mono_ms();
-			if (getppid() == r->egretd)
+			if (getppid() == r->egretd) {
 				stop_guard__check(&r->guard);
+				cgroup_guard(r);
+			}
 		}
 		if (p[0].revents && r->ino >= 0) {
 			while (read(r->ino, buf, sizeof(buf)) > 0)
@@ -321,12 +538,11 @@ static void keeper_loop(struct keeper_run *r)
 	}
 }
 
-/* the keeper's handle of the signal_senders map, -1 when it holds none */
-static int senders_fd(const struct keeper *k)
+/* the keeper's handle of a map it holds, -1 when it holds none of that name */
+static int held_map(const struct keeper *k, const char *map)
 {
 	char name[64];
-	size_t n =
-		(size_t)snprintf(name, sizeof(name), "/maps/%s", LOADER_MAP_NAME(signal_senders));
+	size_t n = (size_t)snprintf(name, sizeof(name), "/maps/%s", map);
 
 	for (unsigned int i = 0; i < k->nitems; i++) {
 		size_t len = strlen(k->items[i].path);
@@ -342,8 +558,13 @@ static __attribute__((noreturn)) void keeper_main(const struct keeper *k, int so
 	struct keeper_run r = { .k = k, .sock = sock, .egretd = getppid() };
 
 	r.guard = (struct stop_guard){ .pid = r.egretd,
-				       .senders_fd = senders_fd(k),
+				       .senders_fd = held_map(k, LOADER_MAP_NAME(signal_senders)),
 				       .what = "egretd" };
+	r.freezes_fd = held_map(k, "freeze_writers"); /* bpf/confine.bpf.c */
+	if (cgroup__find_v2_mount(r.v2, sizeof(r.v2)))
+		r.v2[0] = '\0';
+	if (cgroup__proc_text(r.egretd, &r.home, &r.home_len))
+		r.home = NULL;
 
 	prctl(PR_SET_NAME, KEEPER_COMM);
 	setsid();
