@@ -60,8 +60,8 @@ static __always_inline void file_begin(__u16 op, __u32 flags, int dfd, const cha
 	if (!pf)
 		return;
 	pf->active = 1;
-	pf->e.op = op;
-	pf->e.flags = flags;
+	pf->op = op;
+	pf->flags = flags;
 	pf->dfd = dfd;
 	pf->name = (__u64)name;
 	pf->dfd2 = dfd2;
@@ -120,10 +120,9 @@ static __always_inline bool under_bpffs(const char *p, __u32 len)
  * (symlinks and .. resolved); a deleted or renamed one, and an open that failed (EACCES,
  * ENOENT...), by its parent and name as given. False when there is no such file.
  */
-static __always_inline bool file_path(struct pending_file *pf, long ret, bool *cut)
+static __always_inline bool file_path(const struct pending_file *pf, struct egret_file_event *e,
+				      long ret, bool *cut)
 {
-	struct egret_file_event *e = &pf->e;
-
 	/* a failed open (read or write) is named by the path as given, as a delete is */
 	if ((e->op == EGRET_FILE_CREATE || e->op == EGRET_FILE_WRITE || e->op == EGRET_FILE_READ) &&
 	    ret >= 0) {
@@ -150,8 +149,9 @@ static __always_inline bool file_path(struct pending_file *pf, long ret, bool *c
 static __always_inline void file_end(long ret)
 {
 	struct pending_file *pf;
+	struct file_scratch *fs;
 	struct egret_file_event *e;
-	__u32 len2 = 0, size, loss_kind;
+	__u32 len2 = 0, size, loss_kind, zero = 0;
 	bool cut = false, cut2 = false, bpffs;
 	__u64 sandbox;
 	__u8 kind;
@@ -160,8 +160,13 @@ static __always_inline void file_end(long ret)
 	if (!pf || !pf->active)
 		return;
 	pf->active = 0;
-	e = &pf->e;
-	if (!file_path(pf, ret, &cut) || e->path_len > EGRET_PATH_MAX)
+	fs = bpf_map_lookup_elem(&file_scratch, &zero);
+	if (!fs)
+		return;
+	e = &fs->e;
+	e->op = pf->op;
+	e->flags = pf->flags;
+	if (!file_path(pf, e, ret, &cut) || e->path_len > EGRET_PATH_MAX)
 		return;
 	kind = e->op == EGRET_FILE_READ ? EGRET_PATTERN_READ : EGRET_PATTERN_WRITE;
 	bpffs = under_bpffs((char *)e->data, e->path_len);

@@ -21,8 +21,12 @@
  * auditd: started from a config of the bench's own (log in the bench's temp dir) unless one is
  * running; the bench's rules carry the key "egret-bench" and are deleted at the end. While it
  * measures other configurations a "never,task" rule keeps audit off the storm's processes.
+ * Last, egret's BPF time per operation from kernel.bpf_stats_enabled (on for the storm, then put
+ * back), per program and in all: the exec storm in a sandbox, and an open storm (a file no read
+ * pattern names, opened read-only and closed: an open egret does not report).
  * Run as root:
  *   egret_bench_audit [--rounds N] [--seconds S] [--paced-seconds S] [--paced-rate R] [--no-auditd]
+ *                     [--bpf-seconds S] [--bpf-only]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -57,7 +61,11 @@
 enum storm {
 	EXEC_STORM,
 	FILE_STORM,
-	STORMS
+	STORMS,
+	/* bpf_stats only: open a file egret does not report (read-only, no read pattern names
+	 * it) and close it
+	 */
+	OPEN_STORM = STORMS,
 };
 enum config {
 	NO_AGENT,
@@ -129,6 +137,19 @@ static int file_once(uint64_t i)
 	return unlink(path);
 }
 
+static int open_once(void)
+{
+	char path[PATH_MAX + 16];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/plain.txt", files_dir);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
 /* In a child in cgroup, as STORM_UID: the storm for `seconds`, paced at `pace` per second when
  * pace > 0; the result through shared memory.
  */
@@ -156,7 +177,9 @@ static struct sample run_storm(enum storm s, const char *cgroup, double seconds,
 		while (now < end) {
 			if (pace > 0)
 				sleep_until(t0 + (uint64_t)(i * 1e9 / pace));
-			if (s == EXEC_STORM ? exec_once() : file_once(i))
+			if (s == EXEC_STORM   ? exec_once()
+			    : s == FILE_STORM ? file_once(i)
+					      : open_once())
 				_exit(2);
 			i++;
 			now = now_ns(CLOCK_MONOTONIC);
@@ -171,8 +194,8 @@ static struct sample run_storm(enum storm s, const char *cgroup, double seconds,
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		out = *shared;
 	else
-		fprintf(stderr, "bench: the %s failed in %s (status %#x)\n", storm_names[s], cgroup,
-			status);
+		fprintf(stderr, "bench: the %s failed in %s (status %#x)\n",
+			s < STORMS ? storm_names[s] : "open storm", cgroup, status);
 	munmap(shared, sizeof(*shared));
 	return out;
 }
@@ -581,6 +604,113 @@ static void report(int rounds, double seconds)
 		       " CPU is auditd plus kauditd)\n");
 }
 
+/* ---- egret's BPF per operation (kernel.bpf_stats_enabled) ------------------------------------ */
+
+#define MAX_PROGS 128
+
+struct prog_snap {
+	uint32_t id;
+	char name[BPF_OBJ_NAME_LEN];
+	struct bench_prog_stats st;
+};
+
+/* Every program behind a link egretd pinned, each once: how many into snap */
+static int snap_progs(struct prog_snap *snap)
+{
+	char dir[PATH_MAX + 16], pin[PATH_MAX + 300];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/links", inst.state_dir);
+	d = opendir(dir);
+	while (d && (de = readdir(d)) && n < MAX_PROGS) {
+		struct bpf_link_info li = {};
+		struct bpf_prog_info pi = {};
+		__u32 ll = sizeof(li), pl = sizeof(pi);
+		bool dup = false;
+		int fd;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(pin, sizeof(pin), "%s/%s", dir, de->d_name);
+		fd = bpf_obj_get(pin);
+		if (fd < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &li, &ll)) {
+			close(fd);
+			continue;
+		}
+		close(fd);
+		for (int i = 0; i < n; i++)
+			dup |= snap[i].id == li.prog_id;
+		if (dup)
+			continue;
+		fd = bpf_prog_get_fd_by_id(li.prog_id);
+		if (fd < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &pi, &pl) == 0) {
+			snap[n].id = li.prog_id;
+			memcpy(snap[n].name, pi.name, sizeof(snap[n].name));
+			snap[n].st = (struct bench_prog_stats){ .ns = pi.run_time_ns,
+								.cnt = pi.run_cnt,
+								.found = true };
+			n++;
+		}
+		close(fd);
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* Storm s in a sandbox of egretd (default audit options but the file budget): egret's BPF time
+ * per operation, in all and per program that ran, from kernel.bpf_stats_enabled (on for the
+ * storm, then put back as it was).
+ */
+static void bpf_cost(enum storm s, double seconds)
+{
+	static struct prog_snap a[MAX_PROGS], b[MAX_PROGS];
+	char sandbox[PATH_MAX];
+	struct sample out;
+	double total = 0;
+	int na, nb;
+
+	start_egret();
+	snprintf(sandbox, sizeof(sandbox), "%s/bench", inst.cgroup_root);
+	mkdir(sandbox, 0755);
+	usleep(200000);
+	bench_stats_on();
+	na = snap_progs(a);
+	out = run_storm(s, sandbox, seconds, 0);
+	nb = snap_progs(b);
+	bench_stats_off();
+	printf("\n%s in a sandbox, %llu operations: egret's BPF per operation\n%-18s %12s %12s "
+	       "%12s\n",
+	       s == EXEC_STORM ? "exec storm (fork + exec /bin/true + exit)"
+			       : "open storm (open a file no pattern names read-only, close)",
+	       (unsigned long long)out.ops, "program", "runs/op", "ns/run", "ns/op");
+	for (int j = 0; j < nb && out.ops; j++) {
+		for (int i = 0; i < na; i++) {
+			uint64_t runs, ns;
+
+			if (a[i].id != b[j].id)
+				continue;
+			runs = b[j].st.cnt - a[i].st.cnt;
+			ns = b[j].st.ns - a[i].st.ns;
+			if (!runs)
+				break;
+			total += (double)ns / (double)out.ops;
+			printf("%-18s %12.2f %12.0f %12.0f\n", b[j].name,
+			       (double)runs / (double)out.ops, (double)ns / (double)runs,
+			       (double)ns / (double)out.ops);
+			break;
+		}
+	}
+	printf("%-18s %12s %12s %12.0f (%.2f us)\n", "all of egret", "", "", total, total / 1e3);
+	harness_cleanup(&inst);
+}
+
 static void cleanup(void)
 {
 	stop_auditd();
@@ -604,7 +734,8 @@ static void on_signal(int sig)
 int main(int argc, char **argv)
 {
 	int rounds = 5;
-	double seconds = 2, paced_seconds = 10, paced_rate = 1600;
+	double seconds = 2, paced_seconds = 10, paced_rate = 1600, bpf_seconds = 3;
+	bool bpf_only = false;
 	char mount_root[PATH_MAX];
 	struct sample paced[CONFIGS][STORMS] = {};
 
@@ -619,14 +750,19 @@ int main(int argc, char **argv)
 			paced_seconds = atof(argv[++i]);
 		else if (i + 1 < argc && !strcmp(argv[i], "--paced-rate"))
 			paced_rate = atof(argv[++i]);
+		else if (i + 1 < argc && !strcmp(argv[i], "--bpf-seconds"))
+			bpf_seconds = atof(argv[++i]);
+		else if (!strcmp(argv[i], "--bpf-only"))
+			bpf_only = true;
 		else
 			rounds = 0;
 	}
 	if (rounds < 1 || rounds > MAX_ROUNDS || seconds <= 0 || paced_seconds <= 0 ||
-	    paced_rate <= 0) {
+	    paced_rate <= 0 || bpf_seconds <= 0) {
 		fprintf(stderr,
 			"usage: egret_bench_audit [--rounds 1-%d] [--seconds S] "
-			"[--paced-seconds S] [--paced-rate EXECS/S] [--no-auditd]\n",
+			"[--paced-seconds S] [--paced-rate EXECS/S] [--no-auditd] [--bpf-seconds S] "
+			"[--bpf-only]\n",
 			MAX_ROUNDS);
 		return 2;
 	}
@@ -647,6 +783,23 @@ int main(int argc, char **argv)
 	    chown(files_dir, STORM_UID, STORM_UID) || mkdir(audit_dir, 0700)) {
 		fprintf(stderr, "bench: set-up failed: %s\n", strerror(errno));
 		return 1;
+	}
+	{
+		char plain[PATH_MAX + 16];
+		int fd;
+
+		snprintf(plain, sizeof(plain), "%s/plain.txt", files_dir);
+		fd = open(plain, O_CREAT | O_WRONLY, 0644);
+		if (fd < 0 || write(fd, "plain\n", 6) != 6) {
+			fprintf(stderr, "bench: cannot write %s: %s\n", plain, strerror(errno));
+			return 1;
+		}
+		close(fd);
+	}
+	if (bpf_only) {
+		bpf_cost(EXEC_STORM, bpf_seconds);
+		bpf_cost(OPEN_STORM, bpf_seconds);
+		return 0;
 	}
 	if (use_auditd && start_auditd())
 		return 1;
@@ -692,5 +845,7 @@ int main(int argc, char **argv)
 		printf("(this machine execs slower than %.0f/s; \"at the pace\" is the idle share plus "
 		       "the agent's CPU per exec times %.0f)\n",
 		       paced_rate, paced_rate);
+	bpf_cost(EXEC_STORM, bpf_seconds);
+	bpf_cost(OPEN_STORM, bpf_seconds);
 	return 0;
 }

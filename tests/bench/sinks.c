@@ -11,11 +11,13 @@
  *   stdout json     the stdout sink (to /dev/null) with --format json
  *   unix, tcp       the socket sinks, to a receiver process on CPU 1 that reads and discards
  *   unix ack        with ?ack, the receiver acknowledging
- *   otlp+http       to an HTTP server process on CPU 1 that answers 200 at once
+ *   otlp+http       to an HTTP server process on CPU 1 that decodes every request as a
+ *                   collector does (gunzip, the OTLP protobuf; the records counted and checked
+ *                   against what was sent) and answers 200
  *   replay file     N events already spooled (the sink was down), delivered to a file
  *   replay tcp      the same to a tcp receiver
  * Rounds alternate; medians are printed with the ratio to raw write of the same round. Run:
- *   egret_bench_sinks [--events N] [--rounds N]
+ *   egret_bench_sinks [--events N] [--rounds N] [--only CONFIG,...]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,9 +33,12 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "bench.h"
+#include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
 #include "loop.h"
 #include "sink.h"
 #include "stream.h"
@@ -66,6 +71,15 @@ static char dir[64];
 static pid_t children[8];
 static int nchildren;
 static uint64_t bytes_per_event;
+static double otlp_per_request; /* records per OTLP request, the last run's */
+/* the CPU time this process (egret's side: receivers are other processes) spent per event */
+static double cpu_per_event[CONFIGS][MAX_ROUNDS];
+static int round_now;
+
+static uint64_t cpu_ns(void)
+{
+	return now_ns(CLOCK_PROCESS_CPUTIME_ID);
+}
 
 /* ---- receivers (CPU 1) ----------------------------------------------------------------------- */
 
@@ -119,10 +133,55 @@ static void discard(int c, bool ack)
 	}
 }
 
-/* An HTTP server that answers every request 200 with an empty body. */
+/* What the OTLP receiver decoded: records and requests (shared with the parent) */
+static struct otlp_rx {
+	uint64_t records, requests, bad;
+} * rx;
+
+/* A request body as a collector reads it: gunzipped and decoded as an OTLP protobuf request;
+ * its log records counted in rx.
+ */
+static void otlp_decode(const uint8_t *body, size_t len)
+{
+	static uint8_t plain[64 << 20];
+	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+	z_stream z = { .next_in = (Bytef *)body, .avail_in = (uInt)len };
+	size_t n;
+
+	rx->requests++;
+	if (inflateInit2(&z, 15 + 16) != Z_OK) {
+		rx->bad++;
+		return;
+	}
+	z.next_out = plain;
+	z.avail_out = sizeof(plain);
+	if (inflate(&z, Z_FINISH) != Z_STREAM_END) {
+		inflateEnd(&z);
+		rx->bad++;
+		return;
+	}
+	n = z.total_out;
+	inflateEnd(&z);
+	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
+		NULL, n, plain);
+	if (!req) {
+		rx->bad++;
+		return;
+	}
+	for (size_t i = 0; i < req->n_resource_logs; i++) {
+		for (size_t j = 0; j < req->resource_logs[i]->n_scope_logs; j++)
+			rx->records += req->resource_logs[i]->scope_logs[j]->n_log_records;
+	}
+	opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(req,
+											      NULL);
+}
+
+/* An HTTP server that decodes every request (otlp_decode) and answers it 200 with an empty
+ * body.
+ */
 static void http_ok(int c)
 {
-	static char buf[1 << 20];
+	static char buf[8 << 20];
 	size_t have = 0;
 
 	for (;;) {
@@ -140,6 +199,7 @@ static void http_ok(int c)
 
 			if (have < total)
 				break;
+			otlp_decode((const uint8_t *)hend + 4, body);
 			if (write(c, ok, sizeof(ok) - 1) < 0)
 				return;
 			memmove(buf, buf + total, have - total);
@@ -291,6 +351,8 @@ static double run(enum config c, const char *uri, uint64_t n)
 	uint64_t t0, t1;
 	int saved_stdout = -1;
 	bool replay = c == REPLAY_FILE || c == REPLAY_TCP;
+	struct otlp_rx before;
+	uint64_t cpu0;
 
 	sync(); /* no run pays for the dirty pages of the one before */
 
@@ -322,6 +384,8 @@ static double run(enum config c, const char *uri, uint64_t n)
 		spool__flush(&s.spool);
 		sync();
 	}
+	before = *rx;
+	cpu0 = cpu_ns();
 	t0 = now_ns(CLOCK_MONOTONIC);
 	for (uint64_t i = 0; !replay && i < n; i++) {
 		emit_one(&s, i);
@@ -334,8 +398,21 @@ static double run(enum config c, const char *uri, uint64_t n)
 			loop__run_once(&loop, 1);
 	} while (uri && !caught_up(&s));
 	t1 = now_ns(CLOCK_MONOTONIC);
-	if (c == SPOOL_ONLY)
-		bytes_per_event = s.spool.bytes / n;
+	cpu_per_event[c][round_now] = (double)(cpu_ns() - cpu0) / 1e3 / (double)n;
+	bytes_per_event = s.spool.bytes / n;
+	if (c == OTLP_SINK) {
+		uint64_t got = rx->records - before.records, reqs = rx->requests - before.requests;
+
+		if (got != n || rx->bad != before.bad) {
+			fprintf(stderr,
+				"bench: the OTLP receiver decoded %llu of %llu records (%llu "
+				"requests it could not decode)\n",
+				(unsigned long long)got, (unsigned long long)n,
+				(unsigned long long)(rx->bad - before.bad));
+			exit(1);
+		}
+		otlp_per_request = (double)got / (double)(reqs ? reqs : 1);
+	}
 	stream__free(&s);
 	loop__close(&loop);
 	if (saved_stdout >= 0) {
@@ -390,6 +467,18 @@ static double raw_write(uint64_t n)
 	return n / ((t1 - t0) / 1e9);
 }
 
+/* Whether config name is in the comma-separated list only (NULL: every config). */
+static bool selected(const char *only, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = only; p && *p; p += strcspn(p, ",") + (p[strcspn(p, ",")] == ',')) {
+		if (strcspn(p, ",") == len && !strncmp(p, name, len))
+			return true;
+	}
+	return !only;
+}
+
 static void cleanup(void)
 {
 	char cmd[96];
@@ -411,15 +500,20 @@ int main(int argc, char **argv)
 	char uris[CONFIGS][160], usock[128], asock[128];
 	uint64_t n = 300000;
 	int rounds = 5;
+	const char *only = NULL;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (!strcmp(argv[i], "--events"))
 			n = strtoull(argv[i + 1], NULL, 10);
 		else if (!strcmp(argv[i], "--rounds"))
 			rounds = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--only"))
+			only = argv[i + 1];
 	}
-	if (n < 10000 || rounds < 1 || rounds > MAX_ROUNDS) {
-		fprintf(stderr, "usage: egret_bench_sinks [--events N>=10000] [--rounds 1-%d]\n",
+	if (n < 10000 || rounds < 1 || rounds > MAX_ROUNDS || (argc % 2) == 0) {
+		fprintf(stderr,
+			"usage: egret_bench_sinks [--events N>=10000] [--rounds 1-%d] "
+			"[--only CONFIG,...]\n(raw write always runs: the ratios are to it)\n",
 			MAX_ROUNDS);
 		return 2;
 	}
@@ -428,6 +522,9 @@ int main(int argc, char **argv)
 		return 1;
 	atexit(cleanup);
 	signal(SIGPIPE, SIG_IGN);
+	rx = mmap(NULL, sizeof(*rx), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (rx == MAP_FAILED)
+		return 1;
 	bench_pin(0, 0);
 	snprintf(usock, sizeof(usock), "%s/rx.sock", dir);
 	snprintf(asock, sizeof(asock), "%s/rx-ack.sock", dir);
@@ -446,10 +543,13 @@ int main(int argc, char **argv)
 	printf("%llu events a run (~300 bytes each), %d rounds, on CPU 0\n", (unsigned long long)n,
 	       rounds);
 	for (int r = 0; r < rounds; r++) {
+		round_now = r;
 		for (int k = 0; k < CONFIGS; k++) {
 			enum config c = (enum config)((k + r) % CONFIGS);
 			char path[160];
 
+			if (c != RAW && !selected(only, names[c]))
+				continue;
 			if (c == RAW)
 				rates[c][r] = raw_write(n);
 			else
@@ -463,13 +563,23 @@ int main(int argc, char **argv)
 		printf("round %d/%d done\n", r + 1, rounds);
 		fflush(stdout);
 	}
-	printf("\nmedians (%llu bytes per event encoded):\n%-14s %12s %10s %12s\n",
-	       (unsigned long long)bytes_per_event, "config", "events/s", "MB/s", "vs raw write");
+	printf("\nmedians (%llu bytes per event encoded; cpu: this process's CPU time per event, "
+	       "the receivers' not counted):\n%-14s %12s %10s %12s %14s\n",
+	       (unsigned long long)bytes_per_event, "config", "events/s", "MB/s", "vs raw write",
+	       "cpu us/event");
 	for (int c = 0; c < CONFIGS; c++) {
 		double m = bench_median(rates[c], rounds);
 
-		printf("%-14s %12.0f %10.1f %12.3f\n", names[c], m, m * bytes_per_event / 1e6,
-		       m / bench_median(rates[RAW], rounds));
+		if (c != RAW && !selected(only, names[c]))
+			continue;
+
+		printf("%-14s %12.0f %10.1f %12.3f %14.2f\n", names[c], m,
+		       m * bytes_per_event / 1e6, m / bench_median(rates[RAW], rounds),
+		       c == RAW ? 0.0 : bench_median(cpu_per_event[c], rounds));
 	}
+	if (selected(only, names[OTLP_SINK]))
+		printf("otlp+http: every record decoded by the receiver (gunzip, protobuf), %.0f "
+		       "records per request\n",
+		       otlp_per_request);
 	return 0;
 }

@@ -75,7 +75,7 @@ static int verdict_by_labels(const char *name)
 	for (size_t i = 0; i < eng.pol.n; i++) {
 		const struct rule *r = &eng.pol.rules[i];
 
-		if (covers_by_labels(r->domain, name) && v != EGRET_ACT_DENY)
+		if (r->domain && covers_by_labels(r->domain, name) && v != EGRET_ACT_DENY)
 			v = r->action;
 	}
 	return v;

@@ -24,6 +24,16 @@ enum otlp_state {
 	OTLP_WAITING
 };
 
+/* One batch as a whole HTTP request, and what it holds */
+struct otlp_batch {
+	uint8_t *req; /* NULL: none */
+	size_t req_len;
+	struct spool_pos start, end;
+	size_t records;
+	uint64_t first_seq, last_seq;
+	char stream_id[33];
+};
+
 struct otlp {
 	enum otlp_state state;
 	uint8_t *req; /* the whole HTTP request of the batch in hand */
@@ -32,6 +42,10 @@ struct otlp {
 	size_t records;
 	uint64_t first_seq, last_seq;
 	char stream_id[33];
+	/* the batch after it, encoded while the receiver works on this one (its answer is what
+	 * an exchange mostly waits for): sent as soon as this one is answered
+	 */
+	struct otlp_batch ahead;
 	char *resp;
 	size_t resp_len;
 	uint64_t sent_ns;
@@ -40,47 +54,100 @@ struct otlp {
 
 /* ---- the exchange ---------------------------------------------------------------------------- */
 
-/* The next batch from the spool as a whole HTTP request; false when there is none. */
-static bool build_request(struct sink *s, struct otlp *o)
+/* The batch from *pos on as a whole HTTP request into b; *pos normalized (past a finished
+ * segment). False when there is none.
+ */
+static bool encode_batch(struct sink *s, struct spool_pos *pos, struct otlp_batch *b)
 {
-	struct spool_pos pos = s->acked;
 	uint8_t *body = NULL;
 	size_t count, blen = 0, hlen;
 	ssize_t n;
 	char hdr[1024];
 
-	n = spool__read(s->spool, &pos, s->buf, OTLP_BATCH_BYTES, OTLP_BATCH_RECORDS, &count);
+	n = spool__read(s->spool, pos, s->buf, OTLP_BATCH_BYTES, OTLP_BATCH_RECORDS, &count);
 	if (n <= 0) {
 		if (n < 0)
 			sink__set_error(s, (int)n, "reading the spool: %s", strerror((int)-n));
 		return false;
 	}
-	if (otlp__encode(s->buf, (size_t)n, &body, &blen, &o->records, &o->first_seq, &o->last_seq,
-			 o->stream_id)) {
+	if (otlp__encode(s->buf, (size_t)n, &body, &blen, &b->records, &b->first_seq, &b->last_seq,
+			 b->stream_id)) {
 		sink__set_error(s, -ENOMEM, "cannot encode a batch");
 		return false;
 	}
-	/* acked may have been normalized past a finished segment */
-	s->acked.seg = pos.seg;
-	s->acked.off = pos.off;
-	pos.off += (uint64_t)n;
-	o->batch_end = pos;
+	b->start = *pos;
+	b->end = *pos;
+	b->end.off += (uint64_t)n;
 	hlen = (size_t)snprintf(hdr, sizeof(hdr),
 				"POST %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: egret/%s\r\n"
 				"Content-Type: application/x-protobuf\r\nContent-Encoding: gzip\r\n"
 				"Content-Length: %zu\r\n\r\n",
 				s->path, s->host, s->port, EGRET_VERSION, blen);
-	o->req = malloc(hlen + blen);
-	if (!o->req) {
+	b->req = malloc(hlen + blen);
+	if (!b->req) {
 		free(body);
 		return false;
 	}
-	memcpy(o->req, hdr, hlen);
-	memcpy(o->req + hlen, body, blen);
+	memcpy(b->req, hdr, hlen);
+	memcpy(b->req + hlen, body, blen);
 	free(body);
-	o->req_len = hlen + blen;
-	o->req_off = 0;
+	b->req_len = hlen + blen;
 	return true;
+}
+
+/* b becomes the batch in hand */
+static void take_batch(struct sink *s, struct otlp *o, struct otlp_batch *b)
+{
+	/* acked may have been normalized past a finished segment */
+	s->acked.seg = b->start.seg;
+	s->acked.off = b->start.off;
+	o->req = b->req;
+	o->req_len = b->req_len;
+	o->req_off = 0;
+	o->batch_end = b->end;
+	o->records = b->records;
+	o->first_seq = b->first_seq;
+	o->last_seq = b->last_seq;
+	memcpy(o->stream_id, b->stream_id, sizeof(o->stream_id));
+	b->req = NULL;
+}
+
+static void drop_ahead(struct otlp *o)
+{
+	free(o->ahead.req);
+	o->ahead.req = NULL;
+}
+
+/* The next batch from the spool as a whole HTTP request; false when there is none. The one
+ * encoded ahead when it starts where the one in hand ended.
+ */
+static bool build_request(struct sink *s, struct otlp *o)
+{
+	struct spool_pos pos = s->acked;
+	struct otlp_batch b = { 0 };
+
+	if (o->ahead.req) {
+		if (o->ahead.start.seg == pos.seg && o->ahead.start.off == pos.off) {
+			take_batch(s, o, &o->ahead);
+			return true;
+		}
+		drop_ahead(o); /* it starts elsewhere (pos normalized past a segment): again */
+	}
+	if (!encode_batch(s, &pos, &b))
+		return false;
+	take_batch(s, o, &b);
+	return true;
+}
+
+/* While the receiver works on the batch in hand: the one after it, encoded */
+static void encode_ahead(struct sink *s, struct otlp *o)
+{
+	struct spool_pos pos = o->batch_end;
+
+	if (o->ahead.req || !o->req)
+		return;
+	if (!encode_batch(s, &pos, &o->ahead))
+		o->ahead.req = NULL;
 }
 
 static void drop_request(struct otlp *o)
@@ -107,6 +174,7 @@ static void batch_done(struct sink *s, struct otlp *o, bool delivered)
 	if (delivered)
 		s->delivered += o->records;
 	drop_request(o);
+	/* the batch encoded ahead starts at batch_end: build_request takes it */
 }
 
 static void report_rejected(struct sink *s, struct otlp *o, uint64_t count, const char *why)
@@ -266,6 +334,7 @@ static void otlp_pump(struct sink *s)
 			o->state = OTLP_WAITING;
 			o->sent_ns = now_ns(CLOCK_MONOTONIC);
 			sink__watch(s, EPOLLIN);
+			encode_ahead(s, o);
 		}
 		if (o->state == OTLP_WAITING) {
 			if (!read_response(s, o) || o->state == OTLP_WAITING)
@@ -310,8 +379,10 @@ static int otlp_start(struct sink *s)
 
 static void otlp_reset(struct sink *s)
 {
-	if (s->otlp)
+	if (s->otlp) {
 		drop_request(s->otlp);
+		drop_ahead(s->otlp);
+	}
 }
 
 static void otlp_close(struct sink *s)
@@ -319,6 +390,7 @@ static void otlp_close(struct sink *s)
 	if (!s->otlp)
 		return;
 	free(s->otlp->req);
+	drop_ahead(s->otlp);
 	free(s->otlp->resp);
 	free(s->otlp);
 	s->otlp = NULL;

@@ -1,6 +1,8 @@
 /* The otlp+http sink: events as OTLP log records, POSTed as a gzipped protobuf
  * ExportLogsServiceRequest to an OpenTelemetry Collector, Vector, Fluent Bit, Elastic, Datadog
- * or anything else that speaks OTLP/HTTP. One request at a time; 429, 502, 503 and 504 are
+ * or anything else that speaks OTLP/HTTP. One request at a time on one connection (what every
+ * receiver's defaults accept), the next batch encoded while the receiver works on the one sent;
+ * 429, 502, 503 and 504 are
  * retried (after Retry-After when the receiver gives one), other refusals are reported as Loss
  * and not sent again, as the OTLP specification asks.
  */

@@ -5,6 +5,12 @@
  * without parsing the body. Every string is made valid UTF-8 first (what is not becomes
  * U+FFFD): protobuf requires it of string fields, and a collector refuses the whole request
  * otherwise.
+ *
+ * The request is written as protobuf bytes directly (struct pb), field by field in field
+ * order, each nested message's length put in front of it when it is closed: building
+ * protobuf-c's message structs for every attribute and packing them (two walks of the tree
+ * through its descriptors) cost more than the rest of the encoding. The field numbers are
+ * those of proto/opentelemetry (the receivers' tests decode with protoc's code).
  */
 
 #include <errno.h>
@@ -15,61 +21,221 @@
 #include <zlib.h>
 
 #include "egret/v1/events.pb-c.h"
-#include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
 #include "otlp.h"
 #include "pbjson.h"
 #include "util.h"
 #include "wire.h"
 
-typedef Opentelemetry__Proto__Common__V1__AnyValue AnyValue;
-typedef Opentelemetry__Proto__Common__V1__KeyValue KeyValue;
-typedef Opentelemetry__Proto__Logs__V1__LogRecord LogRecord;
-
-#define MAX_ATTRS  44
 #define MAX_LABELS 8 /* container.label.KEY attributes of one record */
 
-struct rec {
-	Egret__V1__Event *ev;
-	LogRecord lr;
-	AnyValue body;
-	KeyValue kv[MAX_ATTRS];
-	AnyValue av[MAX_ATTRS];
-	KeyValue *kvp[MAX_ATTRS];
-	size_t n;
-	char *json, *cmdline;
-	char event_name[48];
-	/* the container's: its image name without the tag, the tags array, label keys */
-	char image[512];
-	Opentelemetry__Proto__Common__V1__ArrayValue tags;
-	AnyValue tag;
-	AnyValue *tagp;
-	char label_key[MAX_LABELS][96];
+/* ---- protobuf bytes ---------------------------------------------------------------------- */
+
+enum {
+	PB_VARINT = 0,
+	PB_I64 = 1,
+	PB_LEN = 2
 };
 
-static AnyValue *attr(struct rec *r, const char *key)
-{
-	KeyValue *kv;
+/* field numbers (proto/opentelemetry/proto) */
+enum {
+	REQ_RESOURCE_LOGS = 1,
+	RL_RESOURCE = 1,
+	RL_SCOPE_LOGS = 2,
+	RES_ATTRIBUTES = 1,
+	SL_SCOPE = 1,
+	SL_LOG_RECORDS = 2,
+	SCOPE_NAME = 1,
+	SCOPE_VERSION = 2,
+	LR_TIME = 1,
+	LR_SEVERITY_NUMBER = 2,
+	LR_SEVERITY_TEXT = 3,
+	LR_BODY = 5,
+	LR_ATTRIBUTES = 6,
+	LR_OBSERVED_TIME = 11,
+	LR_EVENT_NAME = 12,
+	KV_KEY = 1,
+	KV_VALUE = 2,
+	AV_STRING = 1,
+	AV_BOOL = 2,
+	AV_INT = 3,
+	AV_ARRAY = 5,
+	ARRAY_VALUES = 1,
+};
 
-	if (r->n == MAX_ATTRS)
-		return NULL;
-	kv = &r->kv[r->n];
-	opentelemetry__proto__common__v1__key_value__init(kv);
-	opentelemetry__proto__common__v1__any_value__init(&r->av[r->n]);
-	kv->key = (char *)key;
-	kv->value = &r->av[r->n];
-	r->kvp[r->n] = kv;
-	r->n++;
-	return kv->value;
+#define SEVERITY_INFO 9	 /* SeverityNumber SEVERITY_NUMBER_INFO */
+#define SEVERITY_WARN 13 /* SEVERITY_NUMBER_WARN */
+
+/* A growing buffer of protobuf bytes; err set (and nothing more written) once memory ran out */
+struct pb {
+	uint8_t *p;
+	size_t len, cap;
+	int err;
+};
+
+static bool pb_room(struct pb *b, size_t n)
+{
+	size_t cap = b->cap ? b->cap : 4096;
+	uint8_t *p;
+
+	if (b->err)
+		return false;
+	if (b->len + n <= b->cap)
+		return true;
+	while (cap < b->len + n)
+		cap *= 2;
+	p = realloc(b->p, cap);
+	if (!p) {
+		b->err = -ENOMEM;
+		return false;
+	}
+	b->p = p;
+	b->cap = cap;
+	return true;
+}
+
+static void pb_raw(struct pb *b, const void *d, size_t n)
+{
+	if (n && pb_room(b, n)) {
+		memcpy(b->p + b->len, d, n);
+		b->len += n;
+	}
+}
+
+static void pb_varint(struct pb *b, uint64_t v)
+{
+	if (pb_room(b, WIRE_VARINT_MAX))
+		b->len += wire__varint_put(v, b->p + b->len);
+}
+
+static void pb_key(struct pb *b, unsigned int field, unsigned int type)
+{
+	pb_varint(b, (uint64_t)field << 3 | type);
+}
+
+static void pb_bytes(struct pb *b, unsigned int field, const char *s, size_t n)
+{
+	pb_key(b, field, PB_LEN);
+	pb_varint(b, n);
+	pb_raw(b, s, n);
+}
+
+static void pb_str(struct pb *b, unsigned int field, const char *s)
+{
+	pb_bytes(b, field, s, strlen(s));
+}
+
+static void pb_uint(struct pb *b, unsigned int field, uint64_t v)
+{
+	pb_key(b, field, PB_VARINT);
+	pb_varint(b, v);
+}
+
+static void pb_fixed64(struct pb *b, unsigned int field, uint64_t v)
+{
+	uint8_t le[8];
+
+	for (int i = 0; i < 8; i++)
+		le[i] = (uint8_t)(v >> (8 * i));
+	pb_key(b, field, PB_I64);
+	pb_raw(b, le, sizeof(le));
+}
+
+/* A nested message begins: its content's offset, for pb_close (one byte kept for its length) */
+static size_t pb_open(struct pb *b, unsigned int field)
+{
+	pb_key(b, field, PB_LEN);
+	if (pb_room(b, 1))
+		b->p[b->len++] = 0;
+	return b->len;
+}
+
+/* The message pb_open began ends: its length in front of it, in as many bytes as it needs */
+static void pb_close(struct pb *b, size_t start)
+{
+	uint8_t v[WIRE_VARINT_MAX];
+	size_t n, vl;
+
+	if (b->err)
+		return;
+	n = b->len - start;
+	vl = wire__varint_put(n, v);
+	if (vl > 1) {
+		if (!pb_room(b, vl - 1))
+			return;
+		memmove(b->p + start + vl - 1, b->p + start, n);
+		b->len += vl - 1;
+	}
+	memcpy(b->p + start - 1, v, vl);
+}
+
+/* ---- attributes -------------------------------------------------------------------------- */
+
+/* One record being written: its attributes go to field `field` of the message open in b */
+struct rec {
+	struct pb *b;
+	unsigned int field;
+	const Egret__V1__Event *ev;
+};
+
+/* A KeyValue begins: the offsets pb_close needs, value open */
+struct kv {
+	size_t kv, value;
+};
+
+static struct kv attr_open(struct rec *r, const char *key)
+{
+	struct kv k;
+
+	k.kv = pb_open(r->b, r->field);
+	pb_str(r->b, KV_KEY, key);
+	k.value = pb_open(r->b, KV_VALUE);
+	return k;
+}
+
+static void attr_close(struct rec *r, struct kv k)
+{
+	pb_close(r->b, k.value);
+	pb_close(r->b, k.kv);
+}
+
+static void attr_strn(struct rec *r, const char *key, const char *v, size_t n)
+{
+	struct kv k;
+
+	if (!v || !n)
+		return;
+	k = attr_open(r, key);
+	pb_bytes(r->b, AV_STRING, v, n);
+	attr_close(r, k);
 }
 
 static void attr_str(struct rec *r, const char *key, const char *v)
 {
-	AnyValue *a;
+	attr_strn(r, key, v, v ? strlen(v) : 0);
+}
 
-	if (!v || !*v || !(a = attr(r, key)))
-		return;
-	a->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-	a->string_value = (char *)v;
+static void attr_int(struct rec *r, const char *key, int64_t v)
+{
+	struct kv k = attr_open(r, key);
+
+	pb_uint(r->b, AV_INT, (uint64_t)v);
+	attr_close(r, k);
+}
+
+static void attr_bool(struct rec *r, const char *key, bool v)
+{
+	struct kv k = attr_open(r, key);
+
+	pb_uint(r->b, AV_BOOL, v);
+	attr_close(r, k);
+}
+
+static void attr_enum(struct rec *r, const char *key, const ProtobufCEnumDescriptor *d, int v)
+{
+	const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(d, v);
+
+	if (e && v)
+		attr_str(r, key, e->name);
 }
 
 /* OpenTelemetry's container.* and k8s.* resource conventions, for a container sandbox. */
@@ -77,7 +243,6 @@ static void attr_container(struct rec *r, const Egret__V1__Container *c)
 {
 	const char *tag = c->image ? c->image->tag : "";
 	unsigned int nl = 0;
-	AnyValue *a;
 
 	attr_str(r, "container.id", c->uid);
 	attr_str(r, "container.name", c->name);
@@ -88,20 +253,15 @@ static void attr_container(struct rec *r, const Egret__V1__Container *c)
 		/* the name without ":TAG", the tag as container.image.tags */
 		if (tl && len > tl + 1 && c->image->name[len - tl - 1] == ':')
 			len -= tl + 1;
-		snprintf(r->image, sizeof(r->image), "%.*s", (int)len, c->image->name);
-		attr_str(r, "container.image.name", r->image);
-		if (tl && (a = attr(r, "container.image.tags"))) {
-			opentelemetry__proto__common__v1__array_value__init(&r->tags);
-			opentelemetry__proto__common__v1__any_value__init(&r->tag);
-			r->tag.value_case =
-				OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-			r->tag.string_value = (char *)tag;
-			r->tagp = &r->tag;
-			r->tags.n_values = 1;
-			r->tags.values = &r->tagp;
-			a->value_case =
-				OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_ARRAY_VALUE;
-			a->array_value = &r->tags;
+		attr_strn(r, "container.image.name", c->image->name, len);
+		if (tl) {
+			struct kv k = attr_open(r, "container.image.tags");
+			size_t arr = pb_open(r->b, AV_ARRAY), one = pb_open(r->b, ARRAY_VALUES);
+
+			pb_str(r->b, AV_STRING, tag);
+			pb_close(r->b, one);
+			pb_close(r->b, arr);
+			attr_close(r, k);
 		}
 	}
 	if (c->orchestrator[0]) {
@@ -112,41 +272,15 @@ static void attr_container(struct rec *r, const Egret__V1__Container *c)
 	}
 	for (size_t i = 0; i < c->n_labels && nl < MAX_LABELS; i++) {
 		const char *eq = strchr(c->labels[i], '=');
+		char key[96];
 
 		if (!eq)
 			continue;
-		snprintf(r->label_key[nl], sizeof(r->label_key[nl]), "container.label.%.*s",
-			 (int)(eq - c->labels[i]), c->labels[i]);
-		attr_str(r, r->label_key[nl++], eq + 1);
+		snprintf(key, sizeof(key), "container.label.%.*s", (int)(eq - c->labels[i]),
+			 c->labels[i]);
+		attr_str(r, key, eq + 1);
+		nl++;
 	}
-}
-
-static void attr_int(struct rec *r, const char *key, int64_t v)
-{
-	AnyValue *a = attr(r, key);
-
-	if (!a)
-		return;
-	a->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_INT_VALUE;
-	a->int_value = v;
-}
-
-static void attr_bool(struct rec *r, const char *key, bool v)
-{
-	AnyValue *a = attr(r, key);
-
-	if (!a)
-		return;
-	a->value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_BOOL_VALUE;
-	a->bool_value = v;
-}
-
-static void attr_enum(struct rec *r, const char *key, const ProtobufCEnumDescriptor *d, int v)
-{
-	const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(d, v);
-
-	if (e && v)
-		attr_str(r, key, e->name);
 }
 
 static bool is_warning(const Egret__V1__Event *ev)
@@ -187,13 +321,22 @@ static void net_connect_attrs(struct rec *r, const Egret__V1__NetConnect *c)
 static void exec_attrs(struct rec *r, const Egret__V1__ProcessExec *x)
 {
 	size_t len = 0;
-	FILE *f = open_memstream(&r->cmdline, &len);
+	struct kv k;
 
-	for (size_t i = 0; f && i < x->n_args; i++)
-		fprintf(f, "%s%s", i ? " " : "", x->args[i]);
-	if (f)
-		fclose(f);
-	attr_str(r, "process.command_line", r->cmdline);
+	for (size_t i = 0; i < x->n_args; i++)
+		len += (i ? 1 : 0) + strlen(x->args[i]);
+	if (len) {
+		/* the arguments joined by spaces, written into the value as they are */
+		k = attr_open(r, "process.command_line");
+		pb_key(r->b, AV_STRING, PB_LEN);
+		pb_varint(r->b, len);
+		for (size_t i = 0; i < x->n_args; i++) {
+			if (i)
+				pb_raw(r->b, " ", 1);
+			pb_raw(r->b, x->args[i], strlen(x->args[i]));
+		}
+		attr_close(r, k);
+	}
 	attr_str(r, "process.working_directory", x->cwd);
 }
 
@@ -268,62 +411,69 @@ static void payload_attrs(struct rec *r)
 	}
 }
 
-static void to_log_record(struct rec *r, uint64_t now)
+/* The JSON text of one event, rewritten for each record (a memory stream) */
+struct json {
+	FILE *f;
+	char *buf;
+	size_t size;
+};
+
+/* One Event as a LogRecord (field log_records of the ScopeLogs being written in b). */
+static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, struct json *j)
 {
-	const Egret__V1__Event *ev = r->ev;
 	const char *name = pbjson__event_name(ev);
 	bool warn = is_warning(ev);
-	size_t len = 0;
-	FILE *f;
+	struct rec r = { .b = b, .field = LR_ATTRIBUTES, .ev = ev };
+	size_t lr = pb_open(b, SL_LOG_RECORDS);
+	char event_name[48];
 
-	opentelemetry__proto__logs__v1__log_record__init(&r->lr);
-	opentelemetry__proto__common__v1__any_value__init(&r->body);
-	snprintf(r->event_name, sizeof(r->event_name), "egret.%s", *name ? name : "event");
-	r->lr.time_unix_nano = ev->time_unix_nano;
-	r->lr.observed_time_unix_nano = now;
-	r->lr.severity_number =
-		warn ? OPENTELEMETRY__PROTO__LOGS__V1__SEVERITY_NUMBER__SEVERITY_NUMBER_WARN
-		     : OPENTELEMETRY__PROTO__LOGS__V1__SEVERITY_NUMBER__SEVERITY_NUMBER_INFO;
-	r->lr.severity_text = warn ? "WARN" : "INFO";
-	r->lr.event_name = r->event_name;
-	f = open_memstream(&r->json, &len);
-	if (f) {
-		pbjson__event(f, ev);
-		fclose(f);
-		r->body.value_case =
-			OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
-		r->body.string_value = r->json;
-		r->lr.body = &r->body;
+	/* in field order, as protobuf's own encoders write them */
+	pb_fixed64(b, LR_TIME, ev->time_unix_nano);
+	pb_uint(b, LR_SEVERITY_NUMBER, warn ? SEVERITY_WARN : SEVERITY_INFO);
+	pb_str(b, LR_SEVERITY_TEXT, warn ? "WARN" : "INFO");
+	if (fseek(j->f, 0, SEEK_SET) == 0) {
+		long n;
+
+		pbjson__event(j->f, ev);
+		n = ftell(j->f);
+		if (fflush(j->f) == 0 && n > 0 && (size_t)n <= j->size) {
+			size_t body = pb_open(b, LR_BODY);
+
+			pb_bytes(b, AV_STRING, j->buf, (size_t)n);
+			pb_close(b, body);
+		}
 	}
-	attr_str(r, "egret.stream_id", ev->stream_id);
-	attr_int(r, "egret.seq", (int64_t)ev->seq);
-	attr_str(r, "egret.event", name);
+	attr_str(&r, "egret.stream_id", ev->stream_id);
+	attr_int(&r, "egret.seq", (int64_t)ev->seq);
+	attr_str(&r, "egret.event", name);
 	if (ev->class_uid)
-		attr_int(r, "ocsf.class_uid", ev->class_uid);
+		attr_int(&r, "ocsf.class_uid", ev->class_uid);
 	if (ev->activity_id)
-		attr_int(r, "ocsf.activity_id", ev->activity_id);
+		attr_int(&r, "ocsf.activity_id", ev->activity_id);
 	if (ev->sandbox) {
-		attr_str(r, "egret.sandbox.name", ev->sandbox->name);
-		attr_int(r, "egret.sandbox.cgroup_id", (int64_t)ev->sandbox->cgroup_id);
+		attr_str(&r, "egret.sandbox.name", ev->sandbox->name);
+		attr_int(&r, "egret.sandbox.cgroup_id", (int64_t)ev->sandbox->cgroup_id);
 		if (ev->sandbox->container)
-			attr_container(r, ev->sandbox->container);
+			attr_container(&r, ev->sandbox->container);
 	}
 	if (ev->process) {
-		attr_int(r, "process.pid", ev->process->pid);
+		attr_int(&r, "process.pid", ev->process->pid);
 		if (ev->process->ppid)
-			attr_int(r, "process.parent_pid", ev->process->ppid);
-		attr_str(r, "process.executable.name", ev->process->comm);
-		attr_str(r, "process.executable.path", ev->process->exe);
-		attr_int(r, "process.real_user.id", ev->process->uid);
+			attr_int(&r, "process.parent_pid", ev->process->ppid);
+		attr_str(&r, "process.executable.name", ev->process->comm);
+		attr_str(&r, "process.executable.path", ev->process->exe);
+		attr_int(&r, "process.real_user.id", ev->process->uid);
 		if (ev->process->exec_id)
-			attr_int(r, "egret.exec_id", (int64_t)ev->process->exec_id);
+			attr_int(&r, "egret.exec_id", (int64_t)ev->process->exec_id);
 		if (ev->process->lost_case == EGRET__V1__PROCESS__LOST_EXEC_LOST &&
 		    ev->process->exec_lost)
-			attr_bool(r, "egret.exec_lost", true);
+			attr_bool(&r, "egret.exec_lost", true);
 	}
-	payload_attrs(r);
-	r->lr.n_attributes = r->n;
-	r->lr.attributes = r->kvp;
+	payload_attrs(&r);
+	pb_fixed64(b, LR_OBSERVED_TIME, now);
+	snprintf(event_name, sizeof(event_name), "egret.%s", *name ? name : "event");
+	pb_str(b, LR_EVENT_NAME, event_name);
+	pb_close(b, lr);
 }
 
 static int gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
@@ -354,117 +504,92 @@ static int gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
 	return 0;
 }
 
-/* The Events framed in raw[0, n) as log records into recs and lrp (each of at least n / 2 + 1):
- * how many into *nrec (what is no Event skipped), their seq range and stream id.
+/* The Events framed in raw[0, n) as LogRecords into recs (what is no Event skipped): how many
+ * into *nrec, their seq range, stream id and host.
  */
-static int decode_records(const uint8_t *raw, size_t n, struct rec *recs, LogRecord **lrp,
-			  size_t *nrec, uint64_t *first_seq, uint64_t *last_seq, char stream_id[33])
+static int encode_records(const uint8_t *raw, size_t n, struct pb *recs, size_t *nrec,
+			  uint64_t *first_seq, uint64_t *last_seq, char stream_id[33],
+			  char host[256])
 {
 	uint64_t now = now_ns(CLOCK_REALTIME);
+	struct json j = { 0 };
 	size_t total, msg, off = 0;
+	int err = 0;
 
 	*first_seq = *last_seq = 0;
-	stream_id[0] = '\0';
-	while (off < n && wire__frame(raw + off, n - off, &total, &msg) == 1) {
-		struct rec *r = &recs[*nrec];
+	stream_id[0] = host[0] = '\0';
+	j.f = open_memstream(&j.buf, &j.size);
+	if (!j.f)
+		return -ENOMEM;
+	while (!err && off < n && wire__frame(raw + off, n - off, &total, &msg) == 1) {
+		Egret__V1__Event *ev = egret__v1__event__unpack(NULL, total - msg, raw + off + msg);
 
-		r->ev = egret__v1__event__unpack(NULL, total - msg, raw + off + msg);
 		off += total;
-		if (!r->ev)
+		if (!ev)
 			continue;
 		/* protobuf requires valid UTF-8 in string fields; kernel bytes need not be */
-		if (pbjson__make_utf8(&r->ev->base)) {
-			egret__v1__event__free_unpacked(r->ev, NULL);
-			r->ev = NULL;
-			return -ENOMEM;
+		err = pbjson__make_utf8(&ev->base);
+		if (!err) {
+			log_record(recs, ev, now, &j);
+			err = recs->err;
 		}
-		to_log_record(r, now);
-		lrp[(*nrec)++] = &r->lr;
-		if (!*first_seq) {
-			*first_seq = r->ev->seq;
-			snprintf(stream_id, 33, "%s", r->ev->stream_id);
+		if (!err) {
+			if (!*nrec) {
+				*first_seq = ev->seq;
+				snprintf(stream_id, 33, "%s", ev->stream_id);
+				snprintf(host, 256, "%s", ev->host);
+			}
+			*last_seq = ev->seq;
+			(*nrec)++;
 		}
-		*last_seq = r->ev->seq;
+		egret__v1__event__free_unpacked(ev, NULL);
 	}
-	return 0;
+	fclose(j.f);
+	free(j.buf);
+	return err;
 }
 
-/* One ExportLogsServiceRequest of the nrec records (egret's resource and scope), gzipped. */
-static int pack_request(const struct rec *recs, LogRecord **lrp, size_t nrec, uint8_t **out,
-			size_t *outlen)
+/* One ExportLogsServiceRequest of the records (egret's resource and scope), gzipped. */
+static int pack_request(const struct pb *recs, const char *host, uint8_t **out, size_t *outlen)
 {
-	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest req =
-		OPENTELEMETRY__PROTO__COLLECTOR__LOGS__V1__EXPORT_LOGS_SERVICE_REQUEST__INIT;
-	Opentelemetry__Proto__Logs__V1__ResourceLogs
-		rl = OPENTELEMETRY__PROTO__LOGS__V1__RESOURCE_LOGS__INIT,
-		*rlp = &rl;
-	Opentelemetry__Proto__Logs__V1__ScopeLogs
-		sl = OPENTELEMETRY__PROTO__LOGS__V1__SCOPE_LOGS__INIT,
-		*slp = &sl;
-	Opentelemetry__Proto__Resource__V1__Resource res =
-		OPENTELEMETRY__PROTO__RESOURCE__V1__RESOURCE__INIT;
-	Opentelemetry__Proto__Common__V1__InstrumentationScope scope =
-		OPENTELEMETRY__PROTO__COMMON__V1__INSTRUMENTATION_SCOPE__INIT;
-	struct rec resattr = { 0 };
-	size_t packed;
-	uint8_t *pb;
+	struct pb b = { 0 };
+	struct rec res = { .b = &b, .field = RES_ATTRIBUTES };
+	size_t rl, r, sl, sc;
 	int err;
 
-	attr_str(&resattr, "service.name", "egret");
-	attr_str(&resattr, "service.version", EGRET_VERSION);
-	if (nrec)
-		attr_str(&resattr, "host.name", recs[0].ev->host);
-	res.n_attributes = resattr.n;
-	res.attributes = resattr.kvp;
-	scope.name = "egret";
-	scope.version = EGRET_VERSION;
-	sl.scope = &scope;
-	sl.n_log_records = nrec;
-	sl.log_records = lrp;
-	rl.resource = &res;
-	rl.n_scope_logs = 1;
-	rl.scope_logs = &slp;
-	req.n_resource_logs = 1;
-	req.resource_logs = &rlp;
-	packed =
-		opentelemetry__proto__collector__logs__v1__export_logs_service_request__get_packed_size(
-			&req);
-	pb = malloc(packed ? packed : 1);
-	if (!pb)
-		return -ENOMEM;
-	opentelemetry__proto__collector__logs__v1__export_logs_service_request__pack(&req, pb);
-	err = gzip(pb, packed, out, outlen);
-	free(pb);
+	pb_room(&b, recs->len + 512);
+	rl = pb_open(&b, REQ_RESOURCE_LOGS);
+	r = pb_open(&b, RL_RESOURCE);
+	attr_str(&res, "service.name", "egret");
+	attr_str(&res, "service.version", EGRET_VERSION);
+	attr_str(&res, "host.name", host);
+	pb_close(&b, r);
+	sl = pb_open(&b, RL_SCOPE_LOGS);
+	sc = pb_open(&b, SL_SCOPE);
+	pb_str(&b, SCOPE_NAME, "egret");
+	pb_str(&b, SCOPE_VERSION, EGRET_VERSION);
+	pb_close(&b, sc);
+	pb_raw(&b, recs->p, recs->len);
+	pb_close(&b, sl);
+	pb_close(&b, rl);
+	err = b.err ? b.err : gzip(b.p, b.len, out, outlen);
+	free(b.p);
 	return err;
 }
 
 int otlp__encode(const uint8_t *raw, size_t n, uint8_t **out, size_t *outlen, size_t *records,
 		 uint64_t *first_seq, uint64_t *last_seq, char stream_id[33])
 {
-	size_t nrec = 0, max = n / 2 + 1;
-	struct rec *recs;
-	LogRecord **lrp;
-	int err = -ENOMEM;
+	struct pb recs = { 0 };
+	size_t nrec = 0;
+	char host[256];
+	int err;
 
-	recs = calloc(max, sizeof(*recs));
-	if (!recs)
-		return -ENOMEM;
-	lrp = calloc(max, sizeof(*lrp));
-	if (!lrp)
-		goto out_recs;
-	err = decode_records(raw, n, recs, lrp, &nrec, first_seq, last_seq, stream_id);
-	if (err)
-		goto out_lrp;
-	*records = nrec;
-	err = pack_request(recs, lrp, nrec, out, outlen);
-out_lrp:
-	free(lrp);
-out_recs:
-	for (size_t i = 0; i < nrec; i++) {
-		free(recs[i].json);
-		free(recs[i].cmdline);
-		egret__v1__event__free_unpacked(recs[i].ev, NULL);
+	err = encode_records(raw, n, &recs, &nrec, first_seq, last_seq, stream_id, host);
+	if (!err) {
+		*records = nrec;
+		err = pack_request(&recs, host, out, outlen);
 	}
-	free(recs);
+	free(recs.p);
 	return err;
 }

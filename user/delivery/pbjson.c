@@ -13,22 +13,65 @@
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
+/* Output through stdio's unlocked calls (one thread writes a stream: the sinks, tail, OTLP's
+ * bodies) and runs of bytes rather than characters: a JSON event is hundreds of them, and
+ * fputc's lock and fprintf's parsing per byte were most of the stdout sink's and OTLP's time.
+ */
+static inline void put(FILE *out, char c)
+{
+	putc_unlocked(c, out);
+}
+
+static inline void put_n(FILE *out, const void *p, size_t n)
+{
+	fwrite_unlocked(p, 1, n, out);
+}
+
+static inline void put_s(FILE *out, const char *s)
+{
+	fputs_unlocked(s, out);
+}
+
+static void put_u64(FILE *out, uint64_t v)
+{
+	char d[20];
+	size_t i = sizeof(d);
+
+	do {
+		d[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	put_n(out, d + i, sizeof(d) - i);
+}
+
+static void put_i64(FILE *out, int64_t v)
+{
+	if (v < 0) {
+		put(out, '-');
+		put_u64(out, (uint64_t)0 - (uint64_t)v);
+	} else {
+		put_u64(out, (uint64_t)v);
+	}
+}
+
 static void print_base64(FILE *out, const uint8_t *p, size_t n)
 {
-	fputc('"', out);
+	put(out, '"');
 	for (size_t i = 0; i < n; i += 3) {
 		uint32_t v = (uint32_t)p[i] << 16;
+		char q[4];
 
 		if (i + 1 < n)
 			v |= (uint32_t)p[i + 1] << 8;
 		if (i + 2 < n)
 			v |= p[i + 2];
-		fputc(b64[(v >> 18) & 63], out);
-		fputc(b64[(v >> 12) & 63], out);
-		fputc(i + 1 < n ? b64[(v >> 6) & 63] : '=', out);
-		fputc(i + 2 < n ? b64[v & 63] : '=', out);
+		q[0] = b64[(v >> 18) & 63];
+		q[1] = b64[(v >> 12) & 63];
+		q[2] = i + 1 < n ? b64[(v >> 6) & 63] : '=';
+		q[3] = i + 2 < n ? b64[v & 63] : '=';
+		put_n(out, q, 4);
 	}
-	fputc('"', out);
+	put(out, '"');
 }
 
 bool pbjson__utf8_valid(const char *s, size_t len)
@@ -36,46 +79,63 @@ bool pbjson__utf8_valid(const char *s, size_t len)
 	return utf8_valid(s, len);
 }
 
+/* Bytes a JSON string holds as they are: printable ASCII but the quote and the backslash */
+static inline bool plain(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+}
+
 /* A JSON string; bytes that are not UTF-8 become U+FFFD. */
 void pbjson__string(FILE *out, const char *s, size_t len)
 {
+	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
 
-	fputc('"', out);
+	put(out, '"');
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_seq(p + i, len - i);
+		size_t run = i, n;
 
+		while (run < len && plain(p[run]))
+			run++;
+		if (run > i) {
+			put_n(out, p + i, run - i);
+			i = run;
+			continue;
+		}
+		n = utf8_seq(p + i, len - i);
 		if (n == 0) {
-			fputs("\\ufffd", out);
+			put_s(out, "\\ufffd");
 			i++;
 		} else if (n > 1) {
-			fwrite(p + i, 1, n, out);
+			put_n(out, p + i, n);
 			i += n;
 		} else {
 			unsigned char c = p[i++];
 
-			if (c == '"' || c == '\\')
-				fprintf(out, "\\%c", c);
-			else if (c == '\n')
-				fputs("\\n", out);
-			else if (c == '\t')
-				fputs("\\t", out);
-			else if (c < 0x20 || c == 0x7f)
-				fprintf(out, "\\u%04x", c);
-			else
-				fputc(c, out);
+			if (c == '"' || c == '\\') {
+				put(out, '\\');
+				put(out, (char)c);
+			} else if (c == '\n') {
+				put_s(out, "\\n");
+			} else if (c == '\t') {
+				put_s(out, "\\t");
+			} else {
+				char u[6] = { '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] };
+
+				put_n(out, u, sizeof(u));
+			}
 		}
 	}
-	fputc('"', out);
+	put(out, '"');
 }
 
 /* JSON has no NaN or infinities: the proto3 mapping writes them as strings. */
 static void print_double(FILE *out, double v, int digits)
 {
 	if (isnan(v))
-		fputs("\"NaN\"", out);
+		put_s(out, "\"NaN\"");
 	else if (isinf(v))
-		fputs(v > 0 ? "\"Infinity\"" : "\"-Infinity\"", out);
+		put_s(out, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
 	else
 		fprintf(out, "%.*g", digits, v);
 }
@@ -86,20 +146,25 @@ static void print_value(FILE *out, const ProtobufCFieldDescriptor *f, const void
 	case PROTOBUF_C_TYPE_INT32:
 	case PROTOBUF_C_TYPE_SINT32:
 	case PROTOBUF_C_TYPE_SFIXED32:
-		fprintf(out, "%" PRId32, *(const int32_t *)v);
+		put_i64(out, *(const int32_t *)v);
 		break;
 	case PROTOBUF_C_TYPE_UINT32:
 	case PROTOBUF_C_TYPE_FIXED32:
-		fprintf(out, "%" PRIu32, *(const uint32_t *)v);
+		put_u64(out, *(const uint32_t *)v);
 		break;
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_SINT64:
 	case PROTOBUF_C_TYPE_SFIXED64:
-		fprintf(out, "\"%" PRId64 "\"", *(const int64_t *)v);
+		/* 64-bit integers are strings in the proto3 JSON mapping */
+		put(out, '"');
+		put_i64(out, *(const int64_t *)v);
+		put(out, '"');
 		break;
 	case PROTOBUF_C_TYPE_UINT64:
 	case PROTOBUF_C_TYPE_FIXED64:
-		fprintf(out, "\"%" PRIu64 "\"", *(const uint64_t *)v);
+		put(out, '"');
+		put_u64(out, *(const uint64_t *)v);
+		put(out, '"');
 		break;
 	case PROTOBUF_C_TYPE_FLOAT:
 		print_double(out, *(const float *)v, 9);
@@ -108,7 +173,7 @@ static void print_value(FILE *out, const ProtobufCFieldDescriptor *f, const void
 		print_double(out, *(const double *)v, 17);
 		break;
 	case PROTOBUF_C_TYPE_BOOL:
-		fputs(*(const protobuf_c_boolean *)v ? "true" : "false", out);
+		put_s(out, *(const protobuf_c_boolean *)v ? "true" : "false");
 		break;
 	case PROTOBUF_C_TYPE_ENUM: {
 		const ProtobufCEnumValue *ev =
@@ -117,7 +182,7 @@ static void print_value(FILE *out, const ProtobufCFieldDescriptor *f, const void
 		if (ev)
 			pbjson__string(out, ev->name, strlen(ev->name));
 		else
-			fprintf(out, "%d", *(const int *)v);
+			put_i64(out, *(const int *)v);
 		break;
 	}
 	case PROTOBUF_C_TYPE_STRING: {
@@ -185,7 +250,10 @@ static void print_field(FILE *out, const ProtobufCMessage *msg, const ProtobufCF
 	const char *base = (const char *)msg;
 	const void *member = base + f->offset;
 
-	fprintf(out, "\"%s\":", f->name);
+	/* field names are identifiers: nothing to escape */
+	put(out, '"');
+	put_s(out, f->name);
+	put_n(out, "\":", 2);
 	if (f->label != PROTOBUF_C_LABEL_REPEATED) {
 		print_value(out, f, member);
 		return;
@@ -194,13 +262,13 @@ static void print_field(FILE *out, const ProtobufCMessage *msg, const ProtobufCF
 		size_t n = *(const size_t *)(base + f->quantifier_offset);
 		const char *arr = *(char *const *)member;
 
-		fputc('[', out);
+		put(out, '[');
 		for (size_t j = 0; j < n; j++) {
 			if (j)
-				fputc(',', out);
+				put(out, ',');
 			print_value(out, f, arr + j * type_size(f->type));
 		}
-		fputc(']', out);
+		put(out, ']');
 	}
 }
 
@@ -215,14 +283,16 @@ static void print_event_extra(FILE *out, const ProtobufCMessage *msg,
 		char t[PBJSON_TIME_LEN];
 
 		pbjson__rfc3339(ev->time_unix_nano, t, sizeof(t));
-		fprintf(out, ",\"time\":\"%s\"", t);
+		put_s(out, ",\"time\":\"");
+		put_s(out, t);
+		put(out, '"');
 	}
 	/* before the first member of the payload oneof, or at the end when it has none */
 	if ((f && !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) &&
 	    (!next || next->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)) {
 		const char *name = pbjson__event_name(ev);
 
-		fputs(",\"event\":", out);
+		put_s(out, ",\"event\":");
 		pbjson__string(out, name, strlen(name));
 	}
 }
@@ -232,21 +302,21 @@ static void print_message(FILE *out, const ProtobufCMessage *msg, bool event)
 	const ProtobufCMessageDescriptor *d = msg->descriptor;
 	bool first = true;
 
-	fputc('{', out);
+	put(out, '{');
 	for (unsigned int i = 0; i < d->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &d->fields[i];
 		bool written = field_written(msg, f, (const char *)msg + f->offset);
 
 		if (written) {
 			if (!first)
-				fputc(',', out);
+				put(out, ',');
 			print_field(out, msg, f);
 			first = false;
 		}
 		if (event && !first)
 			print_event_extra(out, msg, f, i + 1 < d->n_fields ? f + 1 : NULL);
 	}
-	fputc('}', out);
+	put(out, '}');
 }
 
 void pbjson__print(FILE *out, const ProtobufCMessage *msg)

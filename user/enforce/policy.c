@@ -13,8 +13,10 @@
 #include <linux/types.h>
 
 #include "array.h"
+#include "egret/fnv.h"
 #include "egret/policy.h"
 #include "addr.h"
+#include "htab.h"
 #include "policy.h"
 #include "sha256.h"
 #include "util.h"
@@ -126,6 +128,54 @@ const char *policy__intern(const char *selector)
 	copy = strdup(selector);
 	if (copy)
 		pool[n++] = copy;
+	return copy;
+}
+
+/* Domains by their FNV-1a hash; one whose hash another holds goes to the overflow list. */
+struct domain_slot {
+	uint64_t hash;
+	const char *name;
+};
+
+const char *policy__intern_domain(const char *name)
+{
+	static struct htab by_hash;
+	static char **overflow;
+	static size_t noverflow, overflow_cap;
+	struct domain_slot *slot;
+	uint64_t h = EGRET_FNV64_OFFSET;
+	bool added;
+	char *copy;
+
+	for (const char *c = name; *c; c++)
+		h = egret_fnv64_byte(h, (uint8_t)*c);
+	h = h ? h : 1; /* an all-zero key is an empty slot */
+	if (!by_hash.slots && htab__init(&by_hash, sizeof(*slot), sizeof(h), 0))
+		return NULL;
+	slot = htab__find(&by_hash, &h);
+	if (slot && !strcmp(slot->name, name))
+		return slot->name;
+	for (size_t i = 0; slot && i < noverflow; i++) {
+		if (!strcmp(overflow[i], name))
+			return overflow[i];
+	}
+	copy = strdup(name);
+	if (!copy)
+		return NULL;
+	if (slot) {
+		if (ARRAY_RESERVE(overflow, overflow_cap, noverflow + 1)) {
+			free(copy);
+			return NULL;
+		}
+		overflow[noverflow++] = copy;
+		return copy;
+	}
+	slot = htab__insert(&by_hash, &h, &added);
+	if (!slot) {
+		free(copy);
+		return NULL;
+	}
+	slot->name = copy;
 	return copy;
 }
 
@@ -318,7 +368,7 @@ static int parse_domain(const char *word, struct rule *r, char *err, size_t errs
 {
 	const char *name = word;
 	size_t len, label = 0;
-	char *w;
+	char lower[POLICY_DOMAIN_MAX + 3], *w;
 
 	if (!strncmp(name, "*.", 2))
 		name += 2;
@@ -343,9 +393,12 @@ static int parse_domain(const char *word, struct rule *r, char *err, size_t errs
 	}
 	if (label == 0)
 		return fail(err, errsz, "empty label in domain '%s'", word);
-	snprintf(r->domain, sizeof(r->domain), "%s%.*s", name != word ? "*." : "", (int)len, name);
-	for (w = r->domain; *w; w++)
+	snprintf(lower, sizeof(lower), "%s%.*s", name != word ? "*." : "", (int)len, name);
+	for (w = lower; *w; w++)
 		*w = (char)tolower((unsigned char)*w);
+	r->domain = policy__intern_domain(lower);
+	if (!r->domain)
+		return fail(err, errsz, "out of memory");
 	r->kind = RULE_DOMAIN;
 	return 0;
 }

@@ -43,9 +43,10 @@ struct rule {
 	uint16_t port_hi;
 	uint8_t addr[16];    /* network order, IPv4 mapped, host bits zero */
 	const char *sandbox; /* its block's selector, "" for a global rule (policy__intern) */
-	char domain[POLICY_DOMAIN_MAX + 3]; /* RULE_DOMAIN: lower case, maybe "*." prefixed */
-	bool live;			    /* added by egretctl, kept in the live-rules file */
-	unsigned int line;		    /* line in its file */
+	const char *domain; /* RULE_DOMAIN: lower case, maybe "*." prefixed (policy__intern_domain);
+			      * NULL otherwise */
+	bool live;	    /* added by egretctl, kept in the live-rules file */
+	unsigned int line;  /* line in its file */
 };
 
 enum policy_mode {
@@ -97,6 +98,10 @@ bool policy__selects(const struct policy *p, const char *name, const struct sand
  * life (there are as many as distinct selectors an operator ever typed); NULL: no memory.
  */
 const char *policy__intern(const char *selector);
+/* The one copy of a domain rule's name (never freed: a rule is 48 bytes, not 300, and rules are
+ * copied freely); NULL when out of memory.
+ */
+const char *policy__intern_domain(const char *name);
 void policy__hash(const struct policy *p, char out[65]);
 int policy__write_live(const struct policy *p, FILE *f);
 
