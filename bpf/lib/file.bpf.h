@@ -48,24 +48,27 @@ static __always_inline bool file_budget_take(__u64 sandbox_id, bool read)
 static __always_inline void file_begin(__u16 op, __u32 flags, int dfd, const char *name, int dfd2,
 				       const char *name2)
 {
-	struct pending_file *pf;
+	struct egret_task_info *ti;
 
 	if (!in_scope())
 		return;
 	/* reads are reported only for paths a read pattern names */
 	if (op == EGRET_FILE_READ && !have_read_patterns)
 		return;
-	pf = bpf_task_storage_get(&pending_file, bpf_get_current_task_btf(), 0,
+	/* a process forked under egret has it already (lib/proc.bpf.h); a thread's, or that of a
+	 * process older than egretd, is made here
+	 */
+	ti = bpf_task_storage_get(&task_info, bpf_get_current_task_btf(), 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!pf)
+	if (!ti)
 		return;
-	pf->active = 1;
-	pf->op = op;
-	pf->flags = flags;
-	pf->dfd = dfd;
-	pf->name = (__u64)name;
-	pf->dfd2 = dfd2;
-	pf->name2 = (__u64)name2;
+	ti->file_active = 1;
+	ti->file_op = op;
+	ti->file_flags = flags;
+	ti->file_dfd = dfd;
+	ti->file_name = (__u64)name;
+	ti->file_dfd2 = dfd2;
+	ti->file_name2 = (__u64)name2;
 }
 
 /* "dir/name": the directory of dfd (or the cwd), then the name as the caller gave it; an
@@ -120,7 +123,7 @@ static __always_inline bool under_bpffs(const char *p, __u32 len)
  * (symlinks and .. resolved); a deleted or renamed one, and an open that failed (EACCES,
  * ENOENT...), by its parent and name as given. False when there is no such file.
  */
-static __always_inline bool file_path(const struct pending_file *pf, struct egret_file_event *e,
+static __always_inline bool file_path(const struct egret_task_info *pf, struct egret_file_event *e,
 				      long ret, bool *cut)
 {
 	/* a failed open (read or write) is named by the path as given, as a delete is */
@@ -131,10 +134,10 @@ static __always_inline bool file_path(const struct pending_file *pf, struct egre
 		if (!f)
 			return false;
 		e->path_len = (__u16)path_of(&f->f_path, (char *)e->data, cut);
-	} else if (pf->name) {
-		e->path_len = (__u16)join_path((char *)e->data, pf->dfd, pf->name, cut);
+	} else if (pf->file_name) {
+		e->path_len = (__u16)join_path((char *)e->data, pf->file_dfd, pf->file_name, cut);
 	} else {
-		struct file *f = fd_file(pf->dfd); /* fchmod */
+		struct file *f = fd_file(pf->file_dfd); /* fchmod */
 
 		if (!f)
 			return false;
@@ -148,7 +151,7 @@ static __always_inline bool file_path(const struct pending_file *pf, struct egre
  */
 static __always_inline void file_end(long ret)
 {
-	struct pending_file *pf;
+	struct egret_task_info *pf;
 	struct file_scratch *fs;
 	struct egret_file_event *e;
 	__u32 len2 = 0, size, loss_kind, zero = 0;
@@ -156,16 +159,16 @@ static __always_inline void file_end(long ret)
 	__u64 sandbox;
 	__u8 kind;
 
-	pf = bpf_task_storage_get(&pending_file, bpf_get_current_task_btf(), 0, 0);
-	if (!pf || !pf->active)
+	pf = bpf_task_storage_get(&task_info, bpf_get_current_task_btf(), 0, 0);
+	if (!pf || !pf->file_active)
 		return;
-	pf->active = 0;
+	pf->file_active = 0;
 	fs = bpf_map_lookup_elem(&file_scratch, &zero);
 	if (!fs)
 		return;
 	e = &fs->e;
-	e->op = pf->op;
-	e->flags = pf->flags;
+	e->op = pf->file_op;
+	e->flags = pf->file_flags;
 	if (!file_path(pf, e, ret, &cut) || e->path_len > EGRET_PATH_MAX)
 		return;
 	kind = e->op == EGRET_FILE_READ ? EGRET_PATTERN_READ : EGRET_PATTERN_WRITE;
@@ -187,8 +190,9 @@ static __always_inline void file_end(long ret)
 		loss_count(sandbox, loss_kind, true);
 		return;
 	}
-	if (e->op == EGRET_FILE_RENAME && pf->name2)
-		len2 = join_path((char *)&e->data[EGRET_PATH_MAX], pf->dfd2, pf->name2, &cut2);
+	if (e->op == EGRET_FILE_RENAME && pf->file_name2)
+		len2 = join_path((char *)&e->data[EGRET_PATH_MAX], pf->file_dfd2, pf->file_name2,
+				 &cut2);
 	e->path2_len = (__u16)(len2 & (EGRET_PATH_MAX * 2 - 1));
 	e->cut = (cut ? EGRET_FILE_PATH_CUT : 0) | (cut2 ? EGRET_FILE_PATH2_CUT : 0) |
 		 (bpffs ? EGRET_FILE_BPFFS : 0);

@@ -351,22 +351,9 @@ struct {
 	__type(value, struct egret_exec_event);
 } exec_scratch SEC(".maps");
 
-/* A file operation between its syscall's entry and exit, kept per task (lib/file.bpf.h): the
- * arguments only. Task storage is allocated (and zeroed) at a task's first file call, and a
- * task of an exec storm makes one or two: it is kept small, and the record is built at the exit
- * in file_scratch.
+/* The file record being built at a syscall's exit (one program runs to its end on a CPU); the
+ * call's arguments wait in the task's egret_task_info (lib/file.bpf.h)
  */
-struct pending_file {
-	__u64 name;  /* user pointer to the path argument */
-	__u64 name2; /* rename: the new path */
-	__s32 dfd, dfd2;
-	__u32 flags;
-	__u16 op;
-	__u8 active;
-	__u8 pad;
-};
-
-/* The file record being built at a syscall's exit (one program runs to its end on a CPU) */
 struct file_scratch {
 	struct egret_file_event e;
 	char slack[EGRET_PATH_MAX]; /* lets the verifier see "dir/name" writes stay inside */
@@ -378,13 +365,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct file_scratch);
 } file_scratch SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct pending_file);
-} pending_file SEC(".maps");
 
 /* the start-up self-test's path and pattern kind, written by egretd (egret_selftest) */
 struct {

@@ -35,6 +35,17 @@ struct egret_task_info {
 	__u64 start_ns; /* when the process started (boot time) */
 	__u32 exited;	/* the group leader's: the process's exit was reported */
 	__u32 pad;
+	/* a file call between its syscall's entry and exit, this task's (bpf/lib/file.bpf.h):
+	 * kept here because a process has this storage from its fork on, and allocating another
+	 * one at its first file call was most of an exec storm's file cost
+	 */
+	__u64 file_name;  /* user pointer to the path argument */
+	__u64 file_name2; /* rename: the new path */
+	__s32 file_dfd, file_dfd2;
+	__u32 file_flags;
+	__u16 file_op;
+	__u8 file_active;
+	__u8 file_pad;
 };
 
 /* EGRET_EV_EXEC. exe and cwd follow args in data[]: args_len + exe_len + cwd_len bytes. */

@@ -131,7 +131,7 @@ Test(kernel, loader_map_names_are_the_typed_fields)
 	l.maps.signal_senders = 42;
 	cr_expect_str_eq(LOADER_MAP_NAME(signal_senders), "signal_senders");
 	cr_expect_str_eq(LOADER_MAP_NAME(policy_v1), "policy_v1");
-	cr_expect_str_eq(LOADER_MAP_NAME(pending_file), "pending_file");
+	cr_expect_str_eq(LOADER_MAP_NAME(file_budgets), "file_budgets");
 	cr_expect_eq(l.maps.signal_senders, 42);
 }
 

@@ -37,7 +37,7 @@ EGRET_ABI_SIZE(egret_sandbox, 8);
 EGRET_ABI_SIZE(egret_sandbox_meta, 8 + EGRET_SANDBOX_META_LEN);
 EGRET_ABI_SIZE(egret_flow, 112);
 EGRET_ABI_SIZE(egret_pattern, 72);
-EGRET_ABI_SIZE(egret_task_info, 24);
+EGRET_ABI_SIZE(egret_task_info, 56);
 EGRET_ABI_SIZE(egret_loss_key, 16);
 EGRET_ABI_SIZE(egret_loss, 16);
 EGRET_ABI_SIZE(egret_signal_key, 8);
