@@ -312,12 +312,24 @@ int oci__words(const struct oci_container *c, const char *cgroup, char *buf, siz
 	size_t used = 0;
 	int ret = 0;
 
-	/* a pod's container is NAMESPACE/POD/CONTAINER; else the runtime's name, or egretd's */
-	if (c->sandbox_name[0] && !pod)
+	/* a pod's container is NAMESPACE/POD/CONTAINER, the namespace and the container whole
+	 * (63 characters at most in Kubernetes) and the pod's name (253) cut to fit; none when
+	 * they do not fit (a namespace cut short could be another's); else the runtime's name, or
+	 * egretd's
+	 */
+	if (c->sandbox_name[0] && !pod) {
 		snprintf(name, sizeof(name), "%s", c->sandbox_name);
-	else if (c->pod_name[0] && c->pod_namespace[0])
-		snprintf(name, sizeof(name), "%.80s/%.80s/%.80s", c->pod_namespace, c->pod_name,
-			 c->k8s_container[0] ? c->k8s_container : "POD");
+	} else if (c->pod_name[0] && c->pod_namespace[0]) {
+		const char *ctr = c->k8s_container[0] ? c->k8s_container : "POD";
+		size_t fixed = strlen(c->pod_namespace) + strlen(ctr) + 2;
+		int n = fixed < sizeof(name) - 1
+				? snprintf(name, sizeof(name), "%s/%.*s/%s", c->pod_namespace,
+					   (int)(sizeof(name) - 1 - fixed), c->pod_name, ctr)
+				: -1;
+
+		if (n < 0 || (size_t)n >= sizeof(name))
+			name[0] = '\0';
+	}
 	if (name[0] && !sandbox__valid_registered_name(name))
 		name[0] = '\0';
 	ret = ret ?: word(buf, size, &used, "exempt", c->exempt ? "1" : "");
