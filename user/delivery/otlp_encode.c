@@ -273,12 +273,15 @@ static void attr_container(struct rec *r, const Egret__V1__Container *c)
 	for (size_t i = 0; i < c->n_labels && nl < MAX_LABELS; i++) {
 		const char *eq = strchr(c->labels[i], '=');
 		char key[96];
+		int n;
 
 		if (!eq)
 			continue;
-		snprintf(key, sizeof(key), "container.label.%.*s", (int)(eq - c->labels[i]),
-			 c->labels[i]);
-		attr_str(r, key, eq + 1);
+		n = snprintf(key, sizeof(key), "container.label.%.*s", (int)(eq - c->labels[i]),
+			     c->labels[i]);
+		/* a key cut short could end inside a UTF-8 sequence: such a label is left out */
+		if (n > 0 && (size_t)n < sizeof(key))
+			attr_str(r, key, eq + 1);
 		nl++;
 	}
 }
@@ -505,11 +508,11 @@ static int gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
 }
 
 /* The Events framed in raw[0, n) as LogRecords into recs (what is no Event skipped): how many
- * into *nrec, their seq range, stream id and host.
+ * into *nrec, their seq range, stream id and host (malloc'd, the first record's: whole, a cut
+ * one could end inside a UTF-8 sequence).
  */
 static int encode_records(const uint8_t *raw, size_t n, struct pb *recs, size_t *nrec,
-			  uint64_t *first_seq, uint64_t *last_seq, char stream_id[33],
-			  char host[256])
+			  uint64_t *first_seq, uint64_t *last_seq, char stream_id[33], char **host)
 {
 	uint64_t now = now_ns(CLOCK_REALTIME);
 	struct json j = { 0 };
@@ -517,7 +520,8 @@ static int encode_records(const uint8_t *raw, size_t n, struct pb *recs, size_t 
 	int err = 0;
 
 	*first_seq = *last_seq = 0;
-	stream_id[0] = host[0] = '\0';
+	stream_id[0] = '\0';
+	*host = NULL;
 	j.f = open_memstream(&j.buf, &j.size);
 	if (!j.f)
 		return -ENOMEM;
@@ -537,7 +541,8 @@ static int encode_records(const uint8_t *raw, size_t n, struct pb *recs, size_t 
 			if (!*nrec) {
 				*first_seq = ev->seq;
 				snprintf(stream_id, 33, "%s", ev->stream_id);
-				snprintf(host, 256, "%s", ev->host);
+				*host = strdup(ev->host);
+				err = *host ? 0 : -ENOMEM;
 			}
 			*last_seq = ev->seq;
 			(*nrec)++;
@@ -582,14 +587,15 @@ int otlp__encode(const uint8_t *raw, size_t n, uint8_t **out, size_t *outlen, si
 {
 	struct pb recs = { 0 };
 	size_t nrec = 0;
-	char host[256];
+	char *host = NULL;
 	int err;
 
-	err = encode_records(raw, n, &recs, &nrec, first_seq, last_seq, stream_id, host);
+	err = encode_records(raw, n, &recs, &nrec, first_seq, last_seq, stream_id, &host);
 	if (!err) {
 		*records = nrec;
-		err = pack_request(&recs, host, out, outlen);
+		err = pack_request(&recs, host ? host : "", out, outlen);
 	}
+	free(host);
 	free(recs.p);
 	return err;
 }
