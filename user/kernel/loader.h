@@ -42,7 +42,8 @@ struct loader_config {
 	uint64_t trusted_mover_id[EGRET_TRUSTED_MOVERS_MAX];
 	uint32_t trusted_mover_level[EGRET_TRUSTED_MOVERS_MAX];
 	__u32 compat_mode; /* --compat: enum egret_compat_mode */
-	unsigned int file_budget; /* --file-budget: file records a second per sandbox, 0: no limit */
+	unsigned int
+		file_budget; /* --file-budget: file records a second per sandbox, 0: no limit */
 };
 
 /* The programs of the objects, in order (egretctl's checks read the same table). */
