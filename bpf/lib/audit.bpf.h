@@ -55,30 +55,6 @@ struct path_window {
 	char c[HASH_WINDOW];
 };
 
-/* One character: a bpf_loop() step, so the verifier checks it once, not once per character. */
-static long hash_step(__u32 j, void *ctx)
-{
-	const struct path_window *p = *(const struct path_window **)ctx;
-	struct match_state *m;
-	__u32 zero = 0;
-	char c;
-
-	m = bpf_map_lookup_elem(&match_state, &zero);
-	if (!m || !p)
-		return 1;
-	c = j < m->len ? p->c[j & (HASH_WINDOW - 1)] : '/';
-	if (c != '/') {
-		m->in = 1;
-		m->h = egret_fnv64_byte(m->h, (__u8)c);
-		return 0;
-	}
-	if (m->in && m->n < EGRET_PATTERN_DEPTH)
-		m->hash[m->n++ & (EGRET_PATTERN_DEPTH - 1)] = m->h;
-	m->in = 0;
-	m->h = EGRET_FNV64_OFFSET;
-	return j >= m->len ? 1 : 0;
-}
-
 static __always_inline bool pattern_match(const struct match_state *m, __u32 idx)
 {
 	__u32 n = patterns[idx].ncomp;
@@ -105,6 +81,22 @@ static __always_inline bool patterns_match(const struct match_state *m, __u8 kin
 	return false;
 }
 
+/* Whether a pattern of this kind could match a path whose first name hashes to h: "/", a
+ * first name of '*', or this one (skip patterns only take away, so they do not count). A global
+ * function: the loop of path_wanted() sees only its result.
+ */
+__noinline int first_name_possible(__u64 h, __u32 kind)
+{
+	for (__u32 k = 0; k < EGRET_PATTERNS_MAX; k++) {
+		if (k >= npatterns)
+			break;
+		if (patterns[k].kind == kind &&
+		    (patterns[k].ncomp == 0 || (patterns[k].wild & 1) || patterns[k].hash[0] == h))
+			return true;
+	}
+	return false;
+}
+
 /* Whether a file event at path (len bytes) is reported by the patterns: a read when a read
  * pattern names it; anything else when a write pattern does and no skip pattern does. A global
  * function: the verifier checks it once, alike in every program, so egretd's start-up self-test
@@ -112,17 +104,40 @@ static __always_inline bool patterns_match(const struct match_state *m, __u8 kin
  */
 __noinline int path_wanted(const struct path_window *path, __u32 len, __u32 kind)
 {
+	__u64 h = EGRET_FNV64_OFFSET;
 	struct match_state *m;
 	__u32 zero = 0;
+	bool in = false;
 
 	m = bpf_map_lookup_elem(&match_state, &zero);
 	if (!m || !path)
 		return 0;
-	m->h = EGRET_FNV64_OFFSET;
 	m->n = 0;
-	m->in = 0;
-	m->len = len > HASH_WINDOW - 1 ? HASH_WINDOW - 1 : len;
-	bpf_loop(HASH_WINDOW, hash_step, &path, 0);
+	if (len > HASH_WINDOW - 1)
+		len = HASH_WINDOW - 1;
+	/* an inline loop, not bpf_loop(): a callback per character is an indirect call, dear on a
+	 * kernel with retpolines (verified once all the same: this is a global function)
+	 */
+	for (__u32 j = 0; j < HASH_WINDOW; j++) {
+		char c = j < len ? path->c[j & (HASH_WINDOW - 1)] : '/';
+
+		if (c != '/') {
+			in = true;
+			h = egret_fnv64_byte(h, (__u8)c);
+			continue;
+		}
+		if (in) {
+			if (m->n < EGRET_PATTERN_DEPTH)
+				m->hash[m->n++ & (EGRET_PATTERN_DEPTH - 1)] = h;
+			/* most paths are out at their first name: no more hashing */
+			if (m->n == 1 && !first_name_possible(h, kind))
+				return 0;
+		}
+		in = false;
+		h = EGRET_FNV64_OFFSET;
+		if (j >= len)
+			break;
+	}
 	if (kind == EGRET_PATTERN_WRITE && patterns_match(m, EGRET_PATTERN_SKIP))
 		return 0;
 	return patterns_match(m, kind);

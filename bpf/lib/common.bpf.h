@@ -39,4 +39,19 @@
 #define SK_PASS	       1 /* cgroup programs: let it through */
 #define SK_DROP	       0 /* cgroup programs: refuse (EPERM for socket calls) */
 
+/* The file behind a descriptor of the current task, or NULL. The task is a trusted pointer: its
+ * files and fd table are direct loads, the table's slot one read.
+ */
+static __always_inline struct file *current_fd_file(long fd)
+{
+	struct fdtable *fdt = bpf_get_current_task_btf()->files->fdt;
+	struct file *f = NULL;
+
+	if (!fdt || fd < 0 || (__u64)fd >= fdt->max_fds)
+		return NULL;
+	if (bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]))
+		return NULL;
+	return f;
+}
+
 #endif /* EGRET_COMMON_BPF_H */

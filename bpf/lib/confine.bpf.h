@@ -295,19 +295,4 @@ static __always_inline bool target_outside(const struct target *tg)
 	return tg->found && (tg->sandbox == FOREIGN_TARGET || tg->sandbox != sandbox_of_current());
 }
 
-/* The file behind the current task's fd, or NULL. */
-static __always_inline struct file *current_fd_file(long fd)
-{
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
-	struct file **fds, *f = NULL;
-
-	if (!fdt || fd < 0 || (__u64)fd >= BPF_CORE_READ(fdt, max_fds))
-		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
-	if (bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]))
-		return NULL;
-	return f;
-}
-
 #endif /* EGRET_CONFINE_BPF_H */

@@ -86,7 +86,7 @@ static __always_inline __u32 join_path(char *out, int dfd, __u64 name, bool *cut
 		if (dfd == AT_FDCWD_) {
 			dlen = path_of(&task->fs->pwd, out, cut);
 		} else {
-			struct file *f = fd_file(dfd);
+			struct file *f = current_fd_file(dfd);
 
 			if (f)
 				dlen = path_of(&f->f_path, out, cut);
@@ -129,7 +129,7 @@ static __always_inline bool file_path(const struct egret_task_info *pf, struct e
 	/* a failed open (read or write) is named by the path as given, as a delete is */
 	if ((e->op == EGRET_FILE_CREATE || e->op == EGRET_FILE_WRITE || e->op == EGRET_FILE_READ) &&
 	    ret >= 0) {
-		struct file *f = fd_file((int)ret);
+		struct file *f = current_fd_file(ret);
 
 		if (!f)
 			return false;
@@ -137,7 +137,7 @@ static __always_inline bool file_path(const struct egret_task_info *pf, struct e
 	} else if (pf->file_name) {
 		e->path_len = (__u16)join_path((char *)e->data, pf->file_dfd, pf->file_name, cut);
 	} else {
-		struct file *f = fd_file(pf->file_dfd); /* fchmod */
+		struct file *f = current_fd_file(pf->file_dfd); /* fchmod */
 
 		if (!f)
 			return false;

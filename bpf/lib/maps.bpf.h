@@ -293,6 +293,7 @@ struct path_scratch {
 	__u64 dentry;	   /* struct dentry *, the walk's position */
 	__u64 vfsmnt;	   /* struct vfsmount * it is on */
 	__u64 mnt;	   /* the struct mount around vfsmnt */
+	__u64 mnt_root;	   /* vfsmnt's root dentry */
 	__u64 root_dentry; /* the task's root, where the walk stops */
 	__u64 root_mnt;
 	__u32 pos; /* where the next name ends in buf: the path is written backwards */
@@ -322,17 +323,13 @@ struct {
 	__type(value, __u64);
 } exec_seq SEC(".maps");
 
-/* The path pattern matcher's state (lib/audit.bpf.h), in a per-CPU map and not on the stack:
- * 6.1's verifier checks a bpf_loop() callback once, with the values of the first iteration, and
- * drops the code that looks dead then (no component was ever stored: no read pattern matched, no
- * skip pattern applied). Of a map value it knows nothing, on any kernel.
+/* The path pattern matcher's component hashes (lib/audit.bpf.h), in a per-CPU map and not on
+ * the stack: of a map value the verifier knows nothing, so it never takes the code that uses
+ * them for dead, and its loop's states stay few.
  */
 struct match_state {
 	__u64 hash[EGRET_PATTERN_DEPTH]; /* FNV-1a of each of the first components */
-	__u64 h;			 /* of the component being read */
 	__u32 n;			 /* components hashed */
-	__u32 len;			 /* bytes of the path looked at */
-	__u32 in;			 /* inside a component */
 	__u32 pad;
 };
 

@@ -14,51 +14,64 @@
 
 #define NAME_MAX_ 255
 
-/* One step up: a name written before the previous ones, or a hop from a mount's root to its
- * mount point. bpf_loop() runs it, so the verifier checks it once, not once per level.
+/* What one read of a dentry brings: d_parent and d_name lie side by side in every kernel egret
+ * runs on (checked at run time, with CO-RE offsets: otherwise three reads).
  */
-static long path_step(__u32 i, void *unused)
-{
-	struct dentry *dentry, *parent, *mnt_root;
-	struct vfsmount *vfsmnt;
-	struct mount *mnt;
-	const unsigned char *name;
-	struct path_scratch *s;
-	__u32 zero = 0, nlen, pos;
+struct dentry_up {
+	__u64 parent;
+	struct qstr name;
+};
 
-	s = bpf_map_lookup_elem(&path_scratch, &zero);
+/* One step up: a name written before the previous ones, or a hop from a mount's root to its
+ * mount point. bpf_loop() runs it, so the verifier checks it once, not once per level; ctx holds
+ * the scratch.
+ */
+static long path_step(__u32 i, void *ctx)
+{
+	struct path_scratch *s = *(struct path_scratch **)ctx;
+	struct dentry *dentry;
+	struct dentry_up up;
+	struct mount *mnt;
+	__u32 nlen, pos;
+
 	if (!s)
 		return 1;
 	dentry = (struct dentry *)s->dentry;
-	vfsmnt = (struct vfsmount *)s->vfsmnt;
 	mnt = (struct mount *)s->mnt;
 	if (s->dentry == s->root_dentry && s->vfsmnt == s->root_mnt)
 		return 1;
-	mnt_root = BPF_CORE_READ(vfsmnt, mnt_root);
-	if (dentry == mnt_root) {
-		struct mount *up = BPF_CORE_READ(mnt, mnt_parent);
+	if (s->dentry == s->mnt_root) {
+		struct mount *parent = BPF_CORE_READ(mnt, mnt_parent);
 
-		if (up == mnt)
+		if (parent == mnt)
 			return 1; /* the global root */
 		s->dentry = (__u64)BPF_CORE_READ(mnt, mnt_mountpoint);
-		s->mnt = (__u64)up;
-		s->vfsmnt = (__u64)&up->mnt;
+		s->mnt = (__u64)parent;
+		s->vfsmnt = (__u64)&parent->mnt;
+		s->mnt_root = (__u64)BPF_CORE_READ(parent, mnt.mnt_root);
 		return 0;
 	}
-	parent = BPF_CORE_READ(dentry, d_parent);
-	if (parent == dentry)
+	if (bpf_core_field_offset(struct dentry, d_name) ==
+	    bpf_core_field_offset(struct dentry, d_parent) + sizeof(__u64)) {
+		if (bpf_probe_read_kernel(&up, sizeof(up), &dentry->d_parent))
+			return 1;
+	} else {
+		up.parent = (__u64)BPF_CORE_READ(dentry, d_parent);
+		up.name.len = BPF_CORE_READ(dentry, d_name.len);
+		up.name.name = BPF_CORE_READ(dentry, d_name.name);
+	}
+	if (up.parent == s->dentry)
 		return 1;
-	name = BPF_CORE_READ(dentry, d_name.name);
-	nlen = BPF_CORE_READ(dentry, d_name.len) & NAME_MAX_;
+	nlen = up.name.len & NAME_MAX_;
 	pos = s->pos;
 	if (pos > PATH_SCRATCH || pos < nlen + 2)
 		return 1;
 	pos -= nlen;
-	bpf_probe_read_kernel(&s->buf[pos & (PATH_SCRATCH - 1)], nlen, name);
+	bpf_probe_read_kernel(&s->buf[pos & (PATH_SCRATCH - 1)], nlen, up.name.name);
 	pos -= 1;
 	s->buf[pos & (PATH_SCRATCH - 1)] = '/';
 	s->pos = pos;
-	s->dentry = (__u64)parent;
+	s->dentry = up.parent;
 	return 0;
 }
 
@@ -80,10 +93,11 @@ static __always_inline __u32 path_resolve(struct dentry *dentry, struct vfsmount
 	s->dentry = (__u64)dentry;
 	s->vfsmnt = (__u64)vfsmnt;
 	s->mnt = (__u64)container_of(vfsmnt, struct mount, mnt);
-	s->root_dentry = (__u64)BPF_CORE_READ(task, fs, root.dentry);
-	s->root_mnt = (__u64)BPF_CORE_READ(task, fs, root.mnt);
+	s->root_dentry = (__u64)task->fs->root.dentry; /* direct loads: a trusted task */
+	s->root_mnt = (__u64)task->fs->root.mnt;
+	s->mnt_root = (__u64)BPF_CORE_READ(vfsmnt, mnt_root);
 	s->pos = PATH_SCRATCH;
-	steps = bpf_loop(EGRET_PATH_DEPTH, path_step, NULL, 0);
+	steps = bpf_loop(EGRET_PATH_DEPTH, path_step, &s, 0);
 	if (steps >= EGRET_PATH_DEPTH)
 		*cut = true;
 	pos = s->pos;
@@ -103,21 +117,10 @@ static __always_inline __u32 path_resolve(struct dentry *dentry, struct vfsmount
 
 static __always_inline __u32 path_of(const struct path *p, char *out, bool *cut)
 {
-	return path_resolve(BPF_CORE_READ(p, dentry), BPF_CORE_READ(p, mnt), out, cut);
-}
+	struct path pv = {}; /* {mnt, dentry}, alike in every kernel: one read */
 
-/* The file behind a descriptor of the current task, or NULL. */
-static __always_inline struct file *fd_file(int fd)
-{
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct file **fds = BPF_CORE_READ(task, files, fdt, fd);
-	unsigned int max = BPF_CORE_READ(task, files, fdt, max_fds);
-	struct file *f = NULL;
-
-	if (fd < 0 || (unsigned int)fd >= max)
-		return NULL;
-	bpf_core_read(&f, sizeof(f), &fds[fd]);
-	return f;
+	bpf_probe_read_kernel(&pv, sizeof(pv), p);
+	return path_resolve(pv.dentry, pv.mnt, out, cut);
 }
 
 #endif /* EGRET_PATH_BPF_H */

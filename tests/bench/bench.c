@@ -62,11 +62,10 @@ long bench_rss_kb(pid_t pid)
 	return strtol(p + 6, NULL, 10);
 }
 
-void bench_prog_stats(uint32_t id, struct bench_prog_stats *s)
+static void prog_fd_stats(int fd, struct bench_prog_stats *s)
 {
 	struct bpf_prog_info pi = {};
 	__u32 len = sizeof(pi);
-	int fd = bpf_prog_get_fd_by_id(id);
 
 	memset(s, 0, sizeof(*s));
 	if (fd >= 0 && bpf_obj_get_info_by_fd(fd, &pi, &len) == 0) {
@@ -74,8 +73,50 @@ void bench_prog_stats(uint32_t id, struct bench_prog_stats *s)
 		s->cnt = pi.run_cnt;
 		s->found = true;
 	}
+}
+
+void bench_prog_stats(uint32_t id, struct bench_prog_stats *s)
+{
+	int fd = bpf_prog_get_fd_by_id(id);
+
+	prog_fd_stats(fd, s);
 	if (fd >= 0)
 		close(fd);
+}
+
+int bench_nop_open(struct bench_nop *n)
+{
+	/* r0 = 0; exit */
+	const struct bpf_insn nop[] = { { .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = 0 },
+					{ .code = BPF_JMP | BPF_EXIT } };
+
+	n->link = -1;
+	n->prog =
+		bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "egret_bench_nop", "GPL", nop, 2, NULL);
+	if (n->prog < 0)
+		return n->prog;
+	n->link = bpf_raw_tracepoint_open("sys_enter", n->prog);
+	if (n->link < 0) {
+		int err = n->link;
+
+		bench_nop_close(n);
+		return err;
+	}
+	return 0;
+}
+
+void bench_nop_stats(const struct bench_nop *n, struct bench_prog_stats *s)
+{
+	prog_fd_stats(n->prog, s);
+}
+
+void bench_nop_close(struct bench_nop *n)
+{
+	if (n->link >= 0)
+		close(n->link);
+	if (n->prog >= 0)
+		close(n->prog);
+	n->link = n->prog = -1;
 }
 
 void bench_link_stats(const char *state_dir, const char *name, struct bench_prog_stats *s)

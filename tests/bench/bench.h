@@ -26,6 +26,16 @@ void bench_link_stats(const char *state_dir, const char *name, struct bench_prog
 void bench_prog_stats(uint32_t id, struct bench_prog_stats *s);
 /* ns a run between two readings (0 when it did not run) */
 double bench_ns_per_run(const struct bench_prog_stats *a, const struct bench_prog_stats *b);
+/* An empty program on the raw sys_enter tracepoint, where it runs at every syscall on the host:
+ * what bpf_stats counts for a run that does nothing (its own clock reads), to take from each run
+ * of egret's. Open: 0 or -errno; its stats as bench_prog_stats gives them; close when done.
+ */
+struct bench_nop {
+	int prog, link;
+};
+int bench_nop_open(struct bench_nop *n);
+void bench_nop_stats(const struct bench_nop *n, struct bench_prog_stats *s);
+void bench_nop_close(struct bench_nop *n);
 /* kernel.bpf_stats_enabled on (bench_stats_off puts back what it was). */
 void bench_stats_on(void);
 void bench_stats_off(void);

@@ -227,7 +227,10 @@ int main(int argc, char **argv)
 	char prefix[64], mount_root[PATH_MAX];
 	struct bench_prog_stats s0[2][NPROGS], s1[2][NPROGS];
 	struct egret_instance *insts[2] = { &inst10, &inst100k };
-	double base;
+	struct bench_prog_stats nop0, nop1;
+	struct bench_nop nop;
+	double base, floor;
+	int err;
 	pid_t server;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
@@ -287,32 +290,44 @@ int main(int argc, char **argv)
 	}
 
 	/* kernel time per connect, from bpf_stats (a separate pass: stats cost time) */
+	err = bench_nop_open(&nop);
+	if (err)
+		fprintf(stderr, "bench: no empty program to measure bpf_stats' own cost: %s\n",
+			strerror(-err));
 	bench_stats_on();
+	bench_nop_stats(&nop, &nop0);
 	for (int i = 0; i < 2; i++) {
 		bpf_runtime(insts[i], s0[i]);
 		measure(configs[1 + i].cgroup, connects);
 		bpf_runtime(insts[i], s1[i]);
 	}
+	bench_nop_stats(&nop, &nop1);
 	bench_stats_off();
+	bench_nop_close(&nop);
+	floor = nop0.found && nop1.found ? bench_ns_per_run(&nop0, &nop1) : 0;
 	printf("\negret's BPF programs, kernel time per connect (bpf_stats):\n");
 	printf("%-12s", "config");
 	for (int p = 0; p < NPROGS; p++)
 		printf(" %16s", progs[p]);
-	printf(" %10s\n", "total");
+	printf(" %10s %8s %10s %8s\n", "total", "of base", "net", "of base");
 	for (int i = 0; i < 2; i++) {
-		double total = 0;
+		double total = 0, runs = 0;
 
 		printf("%-12s", configs[1 + i].name);
 		for (int p = 0; p < NPROGS; p++) {
 			double per = (double)(s1[i][p].ns - s0[i][p].ns) / connects;
 
 			total += per;
+			runs += (double)(s1[i][p].cnt - s0[i][p].cnt) / connects;
 			printf(" %10.0f ns x%.0f", per,
 			       (double)(s1[i][p].cnt - s0[i][p].cnt) / connects);
 		}
-		printf(" %7.0f ns\n", total);
+		printf(" %7.0f ns %7.1f%% %7.0f ns %7.1f%%\n", total, total * base / 1e7,
+		       total - floor * runs, (total - floor * runs) * base / 1e7);
 	}
-	printf("baseline connect+close takes %.0f ns\n", 1e9 / base);
+	printf("baseline connect+close takes %.0f ns; net: without bpf_stats' own clock reads, "
+	       "%.0f ns a run (an empty program's)\n",
+	       1e9 / base, floor);
 
 	kill(server, SIGKILL);
 	waitpid(server, NULL, 0);
