@@ -57,7 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	check_json(ev);
 	check_agree(ev);
-	if (pbjson__make_utf8(&ev->base) == 0 && !pbcheck_utf8(&ev->base))
+	if (pbjson__make_utf8(&ev->base, NULL) == 0 && !pbcheck_utf8(&ev->base))
 		abort();
 	check_json(ev);
 	egret__v1__event__free_unpacked(ev, NULL);

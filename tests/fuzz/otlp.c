@@ -67,7 +67,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	n = wire__varint_put(size, raw);
 	memcpy(raw + n, data, size);
-	if (otlp__encode(raw, n + size, &gz, &len, &records, &first, &last, sid)) {
+	if (otlp__encode(NULL, raw, n + size, &gz, &len, &records, &first, &last, sid)) {
 		free(raw);
 		return 0;
 	}

@@ -69,8 +69,9 @@ static void free_filled(ProtobufCMessage *m)
 	}
 }
 
+/* ev alone as a request, through encoder e (NULL: a one-shot encode), decoded again */
 static Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *
-encode_decode(const Egret__V1__Event *ev)
+encode_decode(struct otlp_encoder *e, const Egret__V1__Event *ev)
 {
 	static uint8_t raw[1 << 16], plain[1 << 18];
 	uint8_t *gz = NULL;
@@ -83,7 +84,7 @@ encode_decode(const Egret__V1__Event *ev)
 	cr_assert_lt(len + WIRE_VARINT_MAX, sizeof(raw));
 	n = wire__varint_put(len, raw);
 	egret__v1__event__pack(ev, raw + n);
-	cr_assert_eq(otlp__encode(raw, n + len, &gz, &len, &records, &first, &last, sid), 0);
+	cr_assert_eq(otlp__encode(e, raw, n + len, &gz, &len, &records, &first, &last, sid), 0);
 	cr_assert_eq(records, 1);
 	z.next_in = gz;
 	z.avail_in = (uInt)len;
@@ -99,12 +100,16 @@ encode_decode(const Egret__V1__Event *ev)
 	return req;
 }
 
-/* each payload in turn, with bad bytes in every string of it, the envelope, sandbox, process */
+/* each payload in turn, with bad bytes in every string of it, the envelope, sandbox, process;
+ * one encoder for them all, as a sink reuses it batch after batch
+ */
 Test(otlp, every_string_is_valid_utf8_whatever_the_event_held)
 {
 	const ProtobufCMessageDescriptor *d = &egret__v1__event__descriptor;
+	struct otlp_encoder *enc = otlp__encoder_new();
 	unsigned int payloads = 0;
 
+	cr_assert(enc);
 	for (unsigned int i = 0; i < d->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &d->fields[i];
 		Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
@@ -122,7 +127,7 @@ Test(otlp, every_string_is_valid_utf8_whatever_the_event_held)
 		fill_bad(payload);
 		ev.payload_case = (Egret__V1__Event__PayloadCase)f->id;
 		*(ProtobufCMessage **)((char *)&ev + f->offset) = payload;
-		req = encode_decode(&ev);
+		req = encode_decode(enc, &ev);
 		cr_expect(pbcheck_utf8(&req->base), "%s: a string of the request is not UTF-8",
 			  f->name);
 		lr = req->resource_logs[0]->scope_logs[0]->log_records[0];
@@ -139,6 +144,7 @@ Test(otlp, every_string_is_valid_utf8_whatever_the_event_held)
 		payloads++;
 	}
 	cr_expect_eq(payloads, 16);
+	otlp__encoder_free(enc);
 }
 
 /* the attributes a SIEM searches by carry the replaced string */
@@ -153,7 +159,7 @@ Test(otlp, attributes_carry_the_replacement_character)
 	p.comm = "\xed\xa0\x80"
 		 "box";
 	ev.process = &p;
-	req = encode_decode(&ev);
+	req = encode_decode(NULL, &ev);
 	lr = req->resource_logs[0]->scope_logs[0]->log_records[0];
 	for (size_t i = 0; i < lr->n_attributes; i++) {
 		if (!strcmp(lr->attributes[i]->key, "process.executable.name"))
@@ -222,7 +228,7 @@ Test(otlp, container_sandboxes_carry_container_and_k8s_attributes)
 	sb.name = "ci/agent-7/main";
 	sb.container = &c;
 	ev.sandbox = &sb;
-	req = encode_decode(&ev);
+	req = encode_decode(NULL, &ev);
 	lr = req->resource_logs[0]->scope_logs[0]->log_records[0];
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		v = find_attr(lr, want[i].key);

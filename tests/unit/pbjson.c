@@ -244,7 +244,7 @@ Test(pbjson, make_utf8_fixes_every_string_in_place)
 	got = egret__v1__event__unpack(NULL, n, buf);
 	cr_assert(got);
 	cr_expect_not(pbcheck_utf8(&got->base));
-	cr_assert_eq(pbjson__make_utf8(&got->base), 0);
+	cr_assert_eq(pbjson__make_utf8(&got->base, NULL), 0);
 	cr_expect(pbcheck_utf8(&got->base));
 	cr_expect_str_eq(got->host, "h\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
 	cr_expect_str_eq(got->process->comm, "\xef\xbf\xbd\xef\xbf\xbd");

@@ -709,7 +709,7 @@ Test(stream, otlp_encoding)
 	len = egret__v1__event__get_packed_size(&ev);
 	n = wire__varint_put(len, raw);
 	egret__v1__event__pack(&ev, raw + n);
-	cr_assert_eq(otlp__encode(raw, n + len, &gz, &len, &records, &first, &last, sid), 0);
+	cr_assert_eq(otlp__encode(NULL, raw, n + len, &gz, &len, &records, &first, &last, sid), 0);
 	cr_expect_eq(records, 1);
 	cr_expect_eq(first, 42);
 	cr_expect_str_eq(sid, ev.stream_id);

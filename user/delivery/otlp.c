@@ -46,6 +46,7 @@ struct otlp {
 	 * an exchange mostly waits for): sent as soon as this one is answered
 	 */
 	struct otlp_batch ahead;
+	struct otlp_encoder *enc;
 	char *resp;
 	size_t resp_len;
 	uint64_t sent_ns;
@@ -70,8 +71,8 @@ static bool encode_batch(struct sink *s, struct spool_pos *pos, struct otlp_batc
 			sink__set_error(s, (int)n, "reading the spool: %s", strerror((int)-n));
 		return false;
 	}
-	if (otlp__encode(s->buf, (size_t)n, &body, &blen, &b->records, &b->first_seq, &b->last_seq,
-			 b->stream_id)) {
+	if (otlp__encode(s->otlp->enc, s->buf, (size_t)n, &body, &blen, &b->records, &b->first_seq,
+			 &b->last_seq, b->stream_id)) {
 		sink__set_error(s, -ENOMEM, "cannot encode a batch");
 		return false;
 	}
@@ -368,7 +369,10 @@ static int otlp_start(struct sink *s)
 	if (!s->otlp)
 		return -ENOMEM;
 	s->otlp->resp = malloc(HTTP_MAX_RESPONSE + 1);
-	if (!s->otlp->resp) {
+	s->otlp->enc = otlp__encoder_new();
+	if (!s->otlp->resp || !s->otlp->enc) {
+		free(s->otlp->resp);
+		otlp__encoder_free(s->otlp->enc);
 		free(s->otlp);
 		s->otlp = NULL;
 		return -ENOMEM;
@@ -392,6 +396,7 @@ static void otlp_close(struct sink *s)
 	free(s->otlp->req);
 	drop_ahead(s->otlp);
 	free(s->otlp->resp);
+	otlp__encoder_free(s->otlp->enc);
 	free(s->otlp);
 	s->otlp = NULL;
 }

@@ -22,10 +22,18 @@ struct sink_ops;
 /* The otlp+http sink's implementation (sink.h) */
 extern const struct sink_ops otlp_sink_ops;
 
-/* Framed Events raw[0..n) as an ExportLogsServiceRequest, gzipped: *out (malloc'd) and its
- * size; the seq range and stream of the records. 0 or -errno.
+/* What one encode leaves for the next: its buffers and deflate state (a sink encodes batch after
+ * batch; allocating them afresh for each cost more than a tenth of the encoding).
  */
-int otlp__encode(const uint8_t *raw, size_t n, uint8_t **out, size_t *outlen, size_t *records,
-		 uint64_t *first_seq, uint64_t *last_seq, char stream_id[33]);
+struct otlp_encoder;
+struct otlp_encoder *otlp__encoder_new(void);
+void otlp__encoder_free(struct otlp_encoder *e);
+
+/* Framed Events raw[0..n) as an ExportLogsServiceRequest, gzipped: *out (malloc'd) and its
+ * size; the seq range and stream of the records. e: an encoder to reuse, or NULL. 0 or -errno.
+ */
+int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t **out,
+		 size_t *outlen, size_t *records, uint64_t *first_seq, uint64_t *last_seq,
+		 char stream_id[33]);
 
 #endif /* EGRET_OTLP_H */

@@ -14,6 +14,7 @@
  */
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,31 +480,144 @@ static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, s
 	pb_close(b, lr);
 }
 
-static int gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
+/* The events of a batch are unpacked into an arena: one bump allocation each, nothing freed
+ * until the batch is done (a malloc and a free per string and message cost more than the
+ * decoding). A block too small for an event gets another behind it; the next batch then gets
+ * one block of the size they made together.
+ */
+struct arena_block {
+	struct arena_block *next;
+	size_t cap, used;
+	max_align_t data[];
+};
+
+struct arena {
+	struct arena_block *head;
+	bool failed; /* an allocation failed: the batch is given up */
+};
+
+#define ARENA_MIN (256u << 10)
+
+static void *arena_alloc(void *data, size_t size)
 {
-	z_stream z = { 0 };
+	struct arena *a = data;
+	struct arena_block *b = a->head;
+
+	size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	if (!b || b->cap - b->used < size) {
+		size_t cap = size > ARENA_MIN ? size : ARENA_MIN;
+
+		b = malloc(sizeof(*b) + cap);
+		if (!b) {
+			a->failed = true;
+			return NULL;
+		}
+		b->cap = cap;
+		b->used = 0;
+		b->next = a->head;
+		a->head = b;
+	}
+	b->used += size;
+	return (char *)b->data + b->used - size;
+}
+
+static void arena_free(void *data, void *p)
+{
+	(void)data;
+	(void)p; /* all at once, in arena_reset */
+}
+
+/* Empty, its room kept: several blocks become one of their size together. */
+static void arena_reset(struct arena *a)
+{
+	size_t total = 0;
+
+	a->failed = false;
+	if (a->head && !a->head->next) {
+		a->head->used = 0;
+		return;
+	}
+	while (a->head) {
+		struct arena_block *b = a->head;
+
+		total += b->cap;
+		a->head = b->next;
+		free(b);
+	}
+	if (total) {
+		a->head = malloc(sizeof(*a->head) + total);
+		if (a->head)
+			*a->head = (struct arena_block){ .cap = total };
+	}
+}
+
+static void arena_release(struct arena *a)
+{
+	while (a->head) {
+		struct arena_block *b = a->head;
+
+		a->head = b->next;
+		free(b);
+	}
+}
+
+struct otlp_encoder {
+	struct pb recs, req; /* lengths 0 between encodes, their room kept */
+	struct arena arena;
+	ProtobufCAllocator alloc; /* from the arena */
+	z_stream z;
+	bool z_ready;
+};
+
+struct otlp_encoder *otlp__encoder_new(void)
+{
+	struct otlp_encoder *e = calloc(1, sizeof(struct otlp_encoder));
+
+	if (e)
+		e->alloc = (ProtobufCAllocator){ .alloc = arena_alloc,
+						 .free = arena_free,
+						 .allocator_data = &e->arena };
+	return e;
+}
+
+void otlp__encoder_free(struct otlp_encoder *e)
+{
+	if (!e)
+		return;
+	if (e->z_ready)
+		deflateEnd(&e->z);
+	arena_release(&e->arena);
+	free(e->recs.p);
+	free(e->req.p);
+	free(e);
+}
+
+static int gzip(struct otlp_encoder *e, const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
+{
+	z_stream *z = &e->z;
 	size_t cap;
 
-	if (deflateInit2(&z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&z, n) + 64;
-	*out = malloc(cap);
-	if (!*out) {
-		deflateEnd(&z);
+	if (e->z_ready) {
+		if (deflateReset(z) != Z_OK)
+			return -EIO;
+	} else if (deflateInit2(z, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
 		return -ENOMEM;
 	}
-	z.next_in = (Bytef *)in;
-	z.avail_in = (uInt)n;
-	z.next_out = *out;
-	z.avail_out = (uInt)cap;
-	if (deflate(&z, Z_FINISH) != Z_STREAM_END) {
-		deflateEnd(&z);
+	e->z_ready = true;
+	cap = deflateBound(z, n) + 64;
+	*out = malloc(cap);
+	if (!*out)
+		return -ENOMEM;
+	z->next_in = (Bytef *)in;
+	z->avail_in = (uInt)n;
+	z->next_out = *out;
+	z->avail_out = (uInt)cap;
+	if (deflate(z, Z_FINISH) != Z_STREAM_END) {
 		free(*out);
 		*out = NULL;
 		return -EIO;
 	}
-	*outlen = z.total_out;
-	deflateEnd(&z);
+	*outlen = z->total_out;
 	return 0;
 }
 
@@ -511,9 +625,10 @@ static int gzip(const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
  * into *nrec, their seq range, stream id and host (malloc'd, the first record's: whole, a cut
  * one could end inside a UTF-8 sequence).
  */
-static int encode_records(const uint8_t *raw, size_t n, struct pb *recs, size_t *nrec,
+static int encode_records(struct otlp_encoder *e, const uint8_t *raw, size_t n, size_t *nrec,
 			  uint64_t *first_seq, uint64_t *last_seq, char stream_id[33], char **host)
 {
+	struct pb *recs = &e->recs;
 	uint64_t now = now_ns(CLOCK_REALTIME);
 	struct json j = { 0 };
 	size_t total, msg, off = 0;
@@ -526,13 +641,18 @@ static int encode_records(const uint8_t *raw, size_t n, struct pb *recs, size_t 
 	if (!j.f)
 		return -ENOMEM;
 	while (!err && off < n && wire__frame(raw + off, n - off, &total, &msg) == 1) {
-		Egret__V1__Event *ev = egret__v1__event__unpack(NULL, total - msg, raw + off + msg);
+		Egret__V1__Event *ev =
+			egret__v1__event__unpack(&e->alloc, total - msg, raw + off + msg);
 
 		off += total;
+		if (e->arena.failed) {
+			err = -ENOMEM;
+			break;
+		}
 		if (!ev)
 			continue;
 		/* protobuf requires valid UTF-8 in string fields; kernel bytes need not be */
-		err = pbjson__make_utf8(&ev->base);
+		err = pbjson__make_utf8(&ev->base, &e->alloc);
 		if (!err) {
 			log_record(recs, ev, now, &j);
 			err = recs->err;
@@ -547,55 +667,60 @@ static int encode_records(const uint8_t *raw, size_t n, struct pb *recs, size_t 
 			*last_seq = ev->seq;
 			(*nrec)++;
 		}
-		egret__v1__event__free_unpacked(ev, NULL);
 	}
+	arena_reset(&e->arena);
 	fclose(j.f);
 	free(j.buf);
 	return err;
 }
 
 /* One ExportLogsServiceRequest of the records (egret's resource and scope), gzipped. */
-static int pack_request(const struct pb *recs, const char *host, uint8_t **out, size_t *outlen)
+static int pack_request(struct otlp_encoder *e, const char *host, uint8_t **out, size_t *outlen)
 {
-	struct pb b = { 0 };
-	struct rec res = { .b = &b, .field = RES_ATTRIBUTES };
+	const struct pb *recs = &e->recs;
+	struct pb *b = &e->req;
+	struct rec res = { .b = b, .field = RES_ATTRIBUTES };
 	size_t rl, r, sl, sc;
-	int err;
 
-	pb_room(&b, recs->len + 512);
-	rl = pb_open(&b, REQ_RESOURCE_LOGS);
-	r = pb_open(&b, RL_RESOURCE);
+	b->len = 0;
+	b->err = 0;
+	pb_room(b, recs->len + 512);
+	rl = pb_open(b, REQ_RESOURCE_LOGS);
+	r = pb_open(b, RL_RESOURCE);
 	attr_str(&res, "service.name", "egret");
 	attr_str(&res, "service.version", EGRET_VERSION);
 	attr_str(&res, "host.name", host);
-	pb_close(&b, r);
-	sl = pb_open(&b, RL_SCOPE_LOGS);
-	sc = pb_open(&b, SL_SCOPE);
-	pb_str(&b, SCOPE_NAME, "egret");
-	pb_str(&b, SCOPE_VERSION, EGRET_VERSION);
-	pb_close(&b, sc);
-	pb_raw(&b, recs->p, recs->len);
-	pb_close(&b, sl);
-	pb_close(&b, rl);
-	err = b.err ? b.err : gzip(b.p, b.len, out, outlen);
-	free(b.p);
-	return err;
+	pb_close(b, r);
+	sl = pb_open(b, RL_SCOPE_LOGS);
+	sc = pb_open(b, SL_SCOPE);
+	pb_str(b, SCOPE_NAME, "egret");
+	pb_str(b, SCOPE_VERSION, EGRET_VERSION);
+	pb_close(b, sc);
+	pb_raw(b, recs->p, recs->len);
+	pb_close(b, sl);
+	pb_close(b, rl);
+	return b->err ? b->err : gzip(e, b->p, b->len, out, outlen);
 }
 
-int otlp__encode(const uint8_t *raw, size_t n, uint8_t **out, size_t *outlen, size_t *records,
-		 uint64_t *first_seq, uint64_t *last_seq, char stream_id[33])
+int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t **out,
+		 size_t *outlen, size_t *records, uint64_t *first_seq, uint64_t *last_seq,
+		 char stream_id[33])
 {
-	struct pb recs = { 0 };
+	struct otlp_encoder *once = NULL;
 	size_t nrec = 0;
 	char *host = NULL;
 	int err;
 
-	err = encode_records(raw, n, &recs, &nrec, first_seq, last_seq, stream_id, &host);
+	if (!e && !(e = once = otlp__encoder_new()))
+		return -ENOMEM;
+	e->recs.len = 0;
+	e->recs.err = 0;
+	err = encode_records(e, raw, n, &nrec, first_seq, last_seq, stream_id, &host);
 	if (!err) {
 		*records = nrec;
-		err = pack_request(&recs, host ? host : "", out, outlen);
+		err = pack_request(e, host ? host : "", out, outlen);
 	}
 	free(host);
-	free(recs.p);
+	otlp__encoder_free(once);
 	return err;
 }

@@ -358,12 +358,14 @@ void pbjson__rfc3339(uint64_t unix_nano, char *buf, size_t size)
 
 /* ---- making strings valid ------------------------------------------------------------------ */
 
-/* A malloc()ed copy of s with every invalid byte replaced by U+FFFD; NULL when out of memory. */
-static char *utf8_fixed(const char *s)
+/* A copy of s (from a, or malloc()) with every invalid byte replaced by U+FFFD; NULL when out
+ * of memory.
+ */
+static char *utf8_fixed(const char *s, ProtobufCAllocator *a)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t len = strlen(s), o = 0;
-	char *out = malloc(len * 3 + 1);
+	char *out = a ? a->alloc(a->allocator_data, len * 3 + 1) : malloc(len * 3 + 1);
 
 	if (!out)
 		return NULL;
@@ -384,30 +386,33 @@ static char *utf8_fixed(const char *s)
 	return out;
 }
 
-static int fix_string(char **sp)
+static int fix_string(char **sp, ProtobufCAllocator *a)
 {
 	char *fixed;
 
 	if (!*sp || pbjson__utf8_valid(*sp, strlen(*sp)))
 		return 0;
-	fixed = utf8_fixed(*sp);
+	fixed = utf8_fixed(*sp, a);
 	if (!fixed)
 		return -ENOMEM;
-	free(*sp);
+	if (a)
+		a->free(a->allocator_data, *sp);
+	else
+		free(*sp);
 	*sp = fixed;
 	return 0;
 }
 
-static int fix_member(const ProtobufCFieldDescriptor *f, void *v)
+static int fix_member(const ProtobufCFieldDescriptor *f, void *v, ProtobufCAllocator *a)
 {
 	if (f->type == PROTOBUF_C_TYPE_STRING)
-		return fix_string(v);
+		return fix_string(v, a);
 	if (f->type == PROTOBUF_C_TYPE_MESSAGE && *(ProtobufCMessage **)v)
-		return pbjson__make_utf8(*(ProtobufCMessage **)v);
+		return pbjson__make_utf8(*(ProtobufCMessage **)v, a);
 	return 0;
 }
 
-int pbjson__make_utf8(ProtobufCMessage *msg)
+int pbjson__make_utf8(ProtobufCMessage *msg, ProtobufCAllocator *a)
 {
 	const ProtobufCMessageDescriptor *d = msg->descriptor;
 	char *base = (char *)msg;
@@ -427,9 +432,9 @@ int pbjson__make_utf8(ProtobufCMessage *msg)
 			char *arr = *(char **)member;
 
 			for (size_t j = 0; j < n && !err; j++)
-				err = fix_member(f, arr + j * sizeof(void *));
+				err = fix_member(f, arr + j * sizeof(void *), a);
 		} else {
-			err = fix_member(f, member);
+			err = fix_member(f, member, a);
 		}
 	}
 	return err;

@@ -35,9 +35,9 @@ void pbjson__rfc3339(uint64_t unix_nano, char *buf, size_t size);
 bool pbjson__utf8_valid(const char *s, size_t len);
 
 /* Make every string of msg, and of the messages in it, valid UTF-8 in place: invalid bytes
- * become U+FFFD. For a message from protobuf-c's unpack with the default allocator (strings are
- * replaced with malloc()ed ones, which free_unpacked frees). 0, or -ENOMEM.
+ * become U+FFFD. For a message from protobuf-c's unpack with allocator a (NULL: the default, and
+ * strings are replaced with malloc()ed ones, which free_unpacked frees). 0, or -ENOMEM.
  */
-int pbjson__make_utf8(ProtobufCMessage *msg);
+int pbjson__make_utf8(ProtobufCMessage *msg, ProtobufCAllocator *a);
 
 #endif /* EGRET_PBJSON_H */
