@@ -3,7 +3,9 @@
  * (dns__host_name).
  * Invariants: a name accepted is a host name (labels of 1-63 letters, digits, '-', '_', at most
  * 253 characters, lower case) that stands for exactly the labels of the question; the domain
- * rules' verdict on it is the verdict of the same rules matched label by label.
+ * rules' verdict on it is the verdict of the same rules matched label by label; what goes
+ * upstream for it (dns__bare_query) is a query of that question alone, with no answer, authority
+ * or additional record but an OPT without options when the client sent one.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -81,6 +83,25 @@ static int verdict_by_labels(const char *name)
 	return v;
 }
 
+static void check_bare(const struct dns_question *q, const ldns_rdf *owner)
+{
+	uint8_t bare[DNS_BARE_MAX];
+	size_t n = dns__bare_query(q, bare);
+	ldns_pkt *p = NULL;
+	ldns_rr *qrr;
+
+	if (n > DNS_BARE_MAX || ldns_wire2pkt(&p, bare, n) != LDNS_STATUS_OK || ldns_pkt_qr(p) ||
+	    ldns_pkt_qdcount(p) != 1 || ldns_pkt_ancount(p) || ldns_pkt_nscount(p) ||
+	    ldns_pkt_arcount(p) /* ldns takes the OPT out of the section */ ||
+	    ldns_pkt_edns(p) != q->edns || ldns_pkt_edns_data(p) ||
+	    (q->edns &&
+	     (ldns_pkt_edns_udp_size(p) != DNS_EDNS_UDP || ldns_pkt_edns_do(p) != q->edns_do)) ||
+	    !(qrr = ldns_rr_list_rr(ldns_pkt_question(p), 0)) ||
+	    ldns_dname_compare(ldns_rr_owner(qrr), owner) != 0 || ldns_rr_get_type(qrr) != q->type)
+		abort();
+	ldns_pkt_free(p);
+}
+
 static void fuzz_query(const uint8_t *data, size_t size)
 {
 	struct dns_question q;
@@ -106,6 +127,7 @@ static void fuzz_query(const uint8_t *data, size_t size)
 		    ldns_dname_compare(again, owner) != 0)
 			abort();
 		ldns_rdf_deep_free(again);
+		check_bare(&q, owner);
 		if (engine__domain_verdict(&eng, NULL, q.name, rule, sizeof(rule)) !=
 		    verdict_by_labels(q.name))
 			abort();

@@ -31,12 +31,13 @@
 
 #define UPSTREAM "192.0.2.53"
 #define SPLITTER "192.0.2.54" /* an upstream that cuts over UDP and answers TCP in pieces */
+#define RECORDER "192.0.2.55" /* an upstream that keeps every query it gets */
 
 static const char policy_text[] = "mode enforce\n"
 				  "allow domain allowed.test\n"
 				  "allow domain *.allowed.test\n";
 
-static pid_t dnsmasq, http, splitter;
+static pid_t dnsmasq, http, splitter, recorder;
 static int dot_listener = -1;
 static char dnsmasq_log[PATH_MAX + 16];
 
@@ -135,6 +136,7 @@ static void setup(void)
 	harness_kill_at_teardown(&dnsmasq);
 	harness_kill_at_teardown(&http);
 	harness_kill_at_teardown(&splitter);
+	harness_kill_at_teardown(&recorder);
 	for (size_t i = 0; i < sizeof(addrs) / sizeof(addrs[0]); i++)
 		cr_assert_eq(netns_addr("lo", addrs[i]), 0);
 	start_dnsmasq();
@@ -406,6 +408,26 @@ Test(dns, hostile_packets_are_dropped_and_counted)
 	cr_expect(strstr(out, "192.0.2.10"), "the resolver stopped answering: %s", out);
 }
 
+/* The DNS message q[0, n) to UPSTREAM:53 over UDP: the rcode of the answer with its id, 100 when
+ * none came.
+ */
+static int raw_query(const uint8_t *q, size_t n)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	uint8_t buf[1024];
+	struct pollfd p;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), rcode = 100;
+
+	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
+	sendto(fd, q, n, 0, (struct sockaddr *)&sa, sizeof(sa));
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, 3000) == 1 && recv(fd, buf, sizeof(buf), 0) >= 12 && buf[0] == q[0] &&
+	    buf[1] == q[1])
+		rcode = buf[3] & 0x0f;
+	close(fd);
+	return rcode;
+}
+
 /* A query for the two labels "evil.allowed" and "test": as text, "evil\\.allowed.test",
  * which *.allowed.test would cover; the rcode egret answers with, 100 when it does not.
  */
@@ -415,18 +437,8 @@ static int dotted_label_query(void *arg)
 				     0,	   0,	 0,    12,   'e',  'v',	 'i', 'l', '.',
 				     'a',  'l',	 'l',  'o',  'w',  'e',	 'd', 4,   't',
 				     'e',  's',	 't',  0,    0,	   1,	 0,   1 };
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
-	uint8_t buf[512];
-	struct pollfd p;
-	int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
-	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
-	sendto(fd, q, sizeof(q), 0, (struct sockaddr *)&sa, sizeof(sa));
-	p = (struct pollfd){ .fd = fd, .events = POLLIN };
-	if (poll(&p, 1, 2000) != 1 || recv(fd, buf, sizeof(buf), 0) < 12 || buf[0] != 0x0e ||
-	    buf[1] != 0x0f)
-		return 100;
-	return buf[3] & 0x0f;
+	return raw_query(q, sizeof(q));
 }
 
 Test(dns, a_label_holding_a_dot_is_refused)
@@ -708,6 +720,112 @@ Test(dns, nxdomain_instead_of_refused)
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
 	cr_expect(strstr(out, "status: NXDOMAIN"), "%s", out);
 	cr_expect_not(upstream_saw("blocked.test"));
+}
+
+/* An upstream that appends each query it gets to file (its length, then its bytes) and answers
+ * its question with 192.0.2.10.
+ */
+static void start_recorder(const char *file)
+{
+	int u = udp_bind(RECORDER, 53);
+
+	cr_assert(u >= 0);
+	recorder = fork();
+	if (recorder == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		for (;;) {
+			static const uint8_t a_rr[] = { 0xc0, 12, 0, 1, 0,   1, 0, 0,
+							0,    1,  0, 4, 192, 0, 2, 10 };
+			struct sockaddr_storage from;
+			socklen_t flen = sizeof(from);
+			uint8_t buf[4096];
+			ssize_t n =
+				recvfrom(u, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen);
+			size_t qend = 12;
+			uint16_t len = (uint16_t)n;
+			FILE *f;
+
+			if (n < 12)
+				continue;
+			f = fopen(file, "a");
+			fwrite(&len, sizeof(len), 1, f);
+			fwrite(buf, 1, (size_t)n, f);
+			fclose(f);
+			while (qend < (size_t)n && buf[qend])
+				qend += buf[qend] + 1u;
+			qend += 5;
+			if (qend + sizeof(a_rr) > sizeof(buf) || qend > (size_t)n)
+				continue;
+			buf[2] = 0x81; /* QR, RD */
+			buf[3] = 0x80; /* RA */
+			buf[7] = 1;    /* one answer */
+			buf[9] = buf[11] = 0;
+			memcpy(buf + qend, a_rr, sizeof(a_rr));
+			sendto(u, buf, qend + sizeof(a_rr), 0, (struct sockaddr *)&from, flen);
+		}
+	}
+	close(u);
+}
+
+/* A query for www.allowed.test stuffed as a tunnel would stuff it: an answer and an authority
+ * record, a TXT record and an EDNS option of 200 bytes in the additional section. The rcode of
+ * the answer, 100 when none came.
+ */
+static int stuffed_query(void *arg)
+{
+	static const uint8_t q[] = { 0x0a, 0x0b, 0x01, 0x00, 0,	  1,   0,   1,	 0,   1,   0,	2,
+				     3,	   'w',	 'w',  'w',  7,	  'a', 'l', 'l', 'o', 'w', 'e', 'd',
+				     4,	   't',	 'e',  's',  't', 0,   0,   1,	 0,   1 };
+	static const uint8_t txt_rr[] = { 0xc0, 12,  0,	  16,  0,   1,	 0,   0,   0,	60,  0,	 11,
+					  10,	'e', 'x', 'f', 'i', 'l', '-', 'd', 'a', 't', 'a' };
+	/* OPT: payload 4096, one option (65001) of 200 bytes */
+	static const uint8_t opt[] = { 0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 204, 0xfd, 0xe9, 0, 200 };
+	uint8_t msg[1024];
+	size_t n = 0;
+
+	memcpy(msg, q, sizeof(q));
+	n = sizeof(q);
+	for (int i = 0; i < 3; i++) { /* answer, authority, additional: each a TXT of exfil-data */
+		memcpy(msg + n, txt_rr, sizeof(txt_rr));
+		n += sizeof(txt_rr);
+	}
+	memcpy(msg + n, opt, sizeof(opt));
+	n += sizeof(opt);
+	memset(msg + n, 'X', 200);
+	n += 200;
+	return raw_query(msg, n);
+}
+
+/* Nothing a sandbox writes into a query but its question reaches the upstream: the records and
+ * EDNS options it adds are dropped at the resolver, and the query that goes out is the question
+ * with a bare OPT record.
+ */
+Test(dns, only_the_question_reaches_the_upstream)
+{
+	const char *extra[] = { "--upstream-dns", RECORDER, NULL };
+	char file[PATH_MAX], got[8192];
+	uint16_t len;
+	uint8_t *m;
+	ssize_t n;
+
+	cr_assert_eq(netns_addr("lo", RECORDER "/32"), 0);
+	snprintf(file, sizeof(file), "%s/recorded", T->tmpdir);
+	start_recorder(file);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	cr_assert_eq(in_sandbox(T, "box", stuffed_query, NULL), 0, "the query was not answered");
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "its answer opened no address");
+	n = read_file(file, got, sizeof(got));
+	cr_assert_geq(n, 2, "the upstream got nothing");
+	memcpy(&len, got, sizeof(len));
+	cr_assert_eq((size_t)n, sizeof(len) + len, "one query upstream, %zd bytes recorded", n);
+	m = (uint8_t *)got + sizeof(len);
+	cr_expect_eq(len, 12 + 18 + 4 + 11, "the question and a bare OPT: %u bytes", len);
+	cr_expect(m[5] == 1 && m[7] == 0 && m[9] == 0 && m[11] == 1, "counts %u/%u/%u/%u", m[5],
+		  m[7], m[9], m[11]);
+	cr_expect_null(memmem(m, len, "exfil", 5), "a record of the client's went upstream");
+	cr_expect_null(memmem(m, len, "XXXX", 4), "an EDNS option of the client's went upstream");
+	cr_expect(m[12 + 18 + 4 + 9] == 0 && m[12 + 18 + 4 + 10] == 0, "an OPT with options");
 }
 
 /* Sandbox "hog" opens 300 TCP connections to "the DNS server" (egret's resolver) and holds them

@@ -296,6 +296,63 @@ Test(dns, a_label_with_a_dot_is_no_host_name)
 	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), -EBADMSG);
 }
 
+/* A query stuffed with what a tunnel would hide in it: an answer record, an authority record,
+ * an EDNS option of 40 bytes and a TXT record in the additional section. What goes upstream is
+ * the question alone, with an OPT record of no options (the DO bit kept).
+ */
+Test(dns, only_the_question_goes_upstream)
+{
+	static const uint8_t txt_rr[] = { 0xc0, 12, 0, 16, 0,	1,   0,	  0,   0,
+					  60,	0,  6, 5,  'e', 'x', 'f', 'i', 'l' };
+	uint8_t msg[512], bare[DNS_BARE_MAX];
+	size_t n = make_query(msg, 9, "WwWexampleorg", 17, LDNS_RR_TYPE_A), qend = n;
+	struct dns_question q;
+	size_t b;
+
+	msg[3] |= 0x10;		       /* CD */
+	msg[7] = msg[9] = msg[11] = 1; /* one answer, one authority, and (below) two additional */
+	memcpy(msg + n, txt_rr, sizeof(txt_rr));
+	n += sizeof(txt_rr);
+	memcpy(msg + n, txt_rr, sizeof(txt_rr));
+	n += sizeof(txt_rr);
+	memcpy(msg + n, txt_rr, sizeof(txt_rr));
+	n += sizeof(txt_rr);
+	/* OPT: payload 4096, DO, one option (code 65001) of 40 bytes */
+	{
+		const uint8_t opt[] = {
+			0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 44, 0xfd, 0xe9, 0, 40
+		};
+
+		memcpy(msg + n, opt, sizeof(opt));
+		n += sizeof(opt);
+		memset(msg + n, 'x', 40);
+		n += 40;
+	}
+	msg[11] = 2;
+	cr_assert_eq(dns__parse_query(msg, n, &q, NULL), 0);
+	cr_expect(q.edns && q.edns_do && q.cd && q.rd);
+	b = dns__bare_query(&q, bare);
+	cr_assert_eq(b, qend + 11, "question and a bare OPT only: %zu bytes", b);
+	cr_expect_eq(memcmp(bare + 12, msg + 12, qend - 12), 0,
+		     "the question as asked (case kept)");
+	cr_expect_eq(bare[2], 0x01, "RD");
+	cr_expect_eq(bare[3], 0x10, "CD, no rcode");
+	cr_expect(bare[5] == 1 && bare[7] == 0 && bare[9] == 0 && bare[11] == 1, "counts 1/0/0/1");
+	cr_expect(bare[qend + 2] == 41 && bare[qend + 3] == (DNS_EDNS_UDP >> 8) &&
+			  bare[qend + 4] == (DNS_EDNS_UDP & 0xff),
+		  "OPT with egret's payload size");
+	cr_expect_eq(bare[qend + 7], 0x80, "the client's DO bit");
+	cr_expect(bare[qend + 9] == 0 && bare[qend + 10] == 0, "no options");
+	cr_expect_null(memmem(bare, b, "exfil", 5));
+	cr_expect_null(memmem(bare, b, "xxxx", 4));
+	/* without EDNS from the client, none is added */
+	n = make_query(msg, 10, "aexampleorg", 15, LDNS_RR_TYPE_AAAA);
+	cr_assert_eq(dns__parse_query(msg, n, &q, NULL), 0);
+	b = dns__bare_query(&q, bare);
+	cr_expect_eq(b, n);
+	cr_expect_eq(memcmp(bare + 2, msg + 2, n - 2), 0, "a plain query goes as it was");
+}
+
 /* --- a resolver with an upstream on loopback -------------------------------------------- */
 
 struct up_rig {

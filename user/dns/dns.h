@@ -47,11 +47,22 @@ struct ldns_struct_pkt;
 #define DNS_NAME_LEN	256 /* a name as text: a host name fits, escaped text may be cut */
 #define DNS_CNAME_DEPTH 16  /* CNAMEs followed from the name asked */
 
+#define DNS_EDNS_UDP	1232 /* the UDP payload size egret offers upstream (DNS flag day 2020) */
+/* the largest query egret sends upstream: header, a name, type and class, an OPT record */
+#define DNS_BARE_MAX (12 + 255 + 4 + 11)
+
 /* The question of a query from a sandbox. */
 struct dns_question {
 	uint16_t id, type;
 	bool host;		 /* the name is a host name (see dns__host_name) */
 	char name[DNS_NAME_LEN]; /* host: the host name; otherwise the name escaped, for events */
+	/* what goes upstream: the flags a query may carry, the name as asked (wire form), the
+	 * class, and whether the client spoke EDNS (its DO bit): nothing else of the message
+	 */
+	uint16_t qclass;
+	bool rd, ad, cd, edns, edns_do;
+	uint8_t wire_len;
+	uint8_t wire[255];
 };
 
 /* An address of an answer: A or AAAA, owned by the name asked or a CNAME it leads to. */
@@ -86,6 +97,13 @@ int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size);
  */
 int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q,
 		     struct ldns_struct_pkt **pkt);
+/* The query egret sends upstream for q (id 0: the caller sets it): the header with RD, AD and CD
+ * as the client set them, the question alone, and an OPT record without options (UDP payload
+ * DNS_EDNS_UDP, the client's DO bit) when the client sent one. Never the client's other records,
+ * its EDNS options, or any byte it added: nothing a sandbox writes there leaves the host. Its
+ * length, at most DNS_BARE_MAX.
+ */
+size_t dns__bare_query(const struct dns_question *q, uint8_t out[DNS_BARE_MAX]);
 /* An upstream answer to the question (name, type): 0 with *a filled (dns__answer_free), -ENOENT
  * when it answers another question, -EBADMSG when it is not an answer.
  */

@@ -171,6 +171,18 @@ int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q, ldn
 	}
 	q->id = ldns_pkt_id(p);
 	q->type = (uint16_t)ldns_rr_get_type(qrr);
+	q->qclass = (uint16_t)ldns_rr_get_class(qrr);
+	q->rd = ldns_pkt_rd(p);
+	q->ad = ldns_pkt_ad(p);
+	q->cd = ldns_pkt_cd(p);
+	q->edns = ldns_pkt_edns(p);
+	q->edns_do = ldns_pkt_edns_do(p);
+	if (ldns_rdf_size(owner) > sizeof(q->wire)) {
+		ldns_pkt_free(p);
+		return -EBADMSG;
+	}
+	q->wire_len = (uint8_t)ldns_rdf_size(owner);
+	memcpy(q->wire, ldns_rdf_data(owner), q->wire_len);
 	ret = dns__host_name(ldns_rdf_data(owner), ldns_rdf_size(owner), q->name, sizeof(q->name));
 	q->host = ret == 0;
 	if (ret) {
@@ -182,6 +194,41 @@ int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q, ldn
 	else
 		ldns_pkt_free(p);
 	return ret;
+}
+
+size_t dns__bare_query(const struct dns_question *q, uint8_t out[DNS_BARE_MAX])
+{
+	size_t n = 12;
+
+	memset(out, 0, 12);
+	out[2] = q->rd ? 0x01 : 0; /* QR 0, opcode QUERY, RD */
+	out[3] = (uint8_t)((q->ad ? 0x20 : 0) | (q->cd ? 0x10 : 0));
+	out[5] = 1; /* one question */
+	out[11] = q->edns ? 1 : 0;
+	memcpy(out + n, q->wire, q->wire_len);
+	n += q->wire_len;
+	out[n++] = (uint8_t)(q->type >> 8);
+	out[n++] = (uint8_t)q->type;
+	out[n++] = (uint8_t)(q->qclass >> 8);
+	out[n++] = (uint8_t)q->qclass;
+	if (q->edns) {
+		/* root name, OPT, payload size, extended rcode 0, version 0, DO, no options */
+		const uint8_t opt[11] = { 0,
+					  0,
+					  41,
+					  DNS_EDNS_UDP >> 8,
+					  DNS_EDNS_UDP & 0xff,
+					  0,
+					  0,
+					  q->edns_do ? 0x80 : 0,
+					  0,
+					  0,
+					  0 };
+
+		memcpy(out + n, opt, sizeof(opt));
+		n += sizeof(opt);
+	}
+	return n;
 }
 
 static bool in_chain(const struct dns_answer *a, const char *name, const char *n)

@@ -137,17 +137,16 @@ static void query_refuse(struct resolver *r, struct dns_query *q, const ldns_pkt
 	query__free(r, q);
 }
 
-/* Allowed: a copy of the client's message goes upstream. */
-static void query_forward(struct resolver *r, struct dns_query *q, const uint8_t *msg, size_t len)
+/* Allowed: the question alone goes upstream (dns__bare_query), not the client's message. */
+static void query_forward(struct resolver *r, struct dns_query *q, const struct dns_question *dq)
 {
 	r->st.allowed++;
-	q->msg = malloc(len);
+	q->msg = malloc(DNS_BARE_MAX);
 	if (!q->msg) {
 		query__free(r, q);
 		return;
 	}
-	memcpy(q->msg, msg, len);
-	q->msg_len = len;
+	q->msg_len = dns__bare_query(dq, q->msg);
 	if (upstream__send(r, q, false))
 		upstream__failed(r, q, "cannot reach the upstream resolver");
 }
@@ -170,7 +169,7 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 	if (q && !query_allowed(r, q, dq.host))
 		query_refuse(r, q, pkt, dq.host);
 	else if (q)
-		query_forward(r, q, msg, len);
+		query_forward(r, q, &dq);
 	ldns_pkt_free(pkt);
 }
 

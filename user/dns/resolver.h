@@ -103,7 +103,7 @@ struct dns_query {
 	uint16_t client_id, up_id;
 	char name[DNS_NAME_LEN];
 	uint16_t qtype;
-	uint8_t *msg; /* the client's query, id replaced by up_id */
+	uint8_t *msg; /* what goes upstream: the bare question (dns__bare_query), id up_id */
 	size_t msg_len;
 	uint64_t start_ns, deadline_ns;
 	char rule[400];
