@@ -1075,7 +1075,8 @@ int egret_getfd(struct trace_event_raw_sys_enter *ctx)
 
 	if (!confined())
 		return 0;
-	f = current_fd_file((long)ctx->args[0]);
+	f = current_fd_file(
+		(int)ctx->args[0]); /* the kernel takes an int: the upper half is not the fd */
 	if (!f)
 		return 0;
 	target_of_struct_pid(pidfd_pid(f), &tg);

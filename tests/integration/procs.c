@@ -562,19 +562,30 @@ Test(procs, ptrace_in_a_child_pid_namespace_is_judged_by_that_namespace)
 	cr_expect_eq(ptraces_of(2), 0, "ptrace within a pid namespace was reported");
 }
 
-/* pidfd_getfd of the victim's pipe, then a write into it (10: a step failed) */
-static int steal_fd(void *arg)
+/* pidfd_getfd of the victim's pipe, then a write into it (10: a step failed); upper: bits the
+ * kernel drops from the pidfd argument (an int), for a check that reads all 64
+ */
+static int steal(struct victim *v, long upper)
 {
-	struct victim *v = arg;
 	int pidfd = (int)syscall(SYS_pidfd_open, v->pid, 0), fd;
 
 	close(v->drain);
 	if (pidfd < 0)
 		return 10;
-	fd = (int)syscall(SYS_pidfd_getfd, pidfd, v->held, 0);
+	fd = (int)syscall(SYS_pidfd_getfd, (long)pidfd | upper, v->held, 0);
 	if (fd < 0)
 		return 11;
 	return write(fd, STOLEN, sizeof(STOLEN)) == sizeof(STOLEN) ? 0 : 12;
+}
+
+static int steal_fd(void *arg)
+{
+	return steal(arg, 0);
+}
+
+static int steal_fd_upper(void *arg)
+{
+	return steal(arg, 1L << 32);
 }
 
 /* pidfd_getfd of a host process's fd from the box: killed before it can use the fd (nothing
@@ -604,6 +615,30 @@ Test(procs, pidfd_getfd_of_a_host_process_kills_the_taker)
 	w.sender = sender;
 	w.other_pid = (uint32_t)host.pid;
 	expect_tamper(&w, true, "pidfd_getfd(2) of");
+	victim_stop(&host);
+}
+
+/* The same with the pidfd in the low half of a 64-bit argument whose upper half is set: the
+ * kernel takes the int (from the host the steal works), egret judges the same descriptor.
+ */
+Test(procs, pidfd_getfd_with_bits_above_the_int_kills_the_taker)
+{
+	char buf[64];
+	struct victim host;
+	pid_t sender;
+	int status;
+
+	start_ok(NULL);
+	victim_start(&host, false);
+	status = attack(false, steal_fd_upper, &host, &sender);
+	cr_expect(exited_ok(status), "the kernel did not take the low half: %d", status);
+	cr_expect_eq(read(host.drain, buf, sizeof(buf)), (ssize_t)sizeof(STOLEN),
+		     "the host's steal did not write");
+	status = attack(true, steal_fd_upper, &host, &sender);
+	cr_expect(was_killed(status), "the taker of a host fd lives: %d", status);
+	errno = 0;
+	cr_expect_eq(read(host.drain, buf, sizeof(buf)), -1, "the stolen fd was used");
+	cr_expect_eq(errno, EAGAIN);
 	victim_stop(&host);
 }
 
