@@ -87,17 +87,22 @@ static void check_bare(const struct dns_question *q, const ldns_rdf *owner)
 {
 	uint8_t bare[DNS_BARE_MAX];
 	size_t n = dns__bare_query(q, bare);
+	uint16_t size = q->edns_size < 512 ? 512 : q->edns_size;
 	ldns_pkt *p = NULL;
 	ldns_rr *qrr;
 
+	if (size > DNS_EDNS_UDP)
+		size = DNS_EDNS_UDP;
+	/* ldns takes the OPT record out of the additional section */
 	if (n > DNS_BARE_MAX || ldns_wire2pkt(&p, bare, n) != LDNS_STATUS_OK || ldns_pkt_qr(p) ||
 	    ldns_pkt_qdcount(p) != 1 || ldns_pkt_ancount(p) || ldns_pkt_nscount(p) ||
-	    ldns_pkt_arcount(p) /* ldns takes the OPT out of the section */ ||
-	    ldns_pkt_edns(p) != q->edns || ldns_pkt_edns_data(p) ||
-	    (q->edns &&
-	     (ldns_pkt_edns_udp_size(p) != DNS_EDNS_UDP || ldns_pkt_edns_do(p) != q->edns_do)) ||
+	    ldns_pkt_arcount(p) || ldns_pkt_edns(p) != q->edns || ldns_pkt_edns_data(p) ||
+	    (q->edns && (ldns_pkt_edns_udp_size(p) != size || ldns_pkt_edns_do(p) != q->edns_do)) ||
+	    ldns_pkt_rd(p) != q->rd || ldns_pkt_ad(p) != q->ad || ldns_pkt_cd(p) != q->cd ||
 	    !(qrr = ldns_rr_list_rr(ldns_pkt_question(p), 0)) ||
-	    ldns_dname_compare(ldns_rr_owner(qrr), owner) != 0 || ldns_rr_get_type(qrr) != q->type)
+	    ldns_dname_compare(ldns_rr_owner(qrr), owner) != 0 ||
+	    memcmp(bare + 12, q->wire, q->wire_len) != 0 /* the name as asked, its case kept */ ||
+	    ldns_rr_get_type(qrr) != q->type || ldns_rr_get_class(qrr) != q->qclass)
 		abort();
 	ldns_pkt_free(p);
 }

@@ -825,7 +825,38 @@ Test(dns, only_the_question_reaches_the_upstream)
 		  m[7], m[9], m[11]);
 	cr_expect_null(memmem(m, len, "exfil", 5), "a record of the client's went upstream");
 	cr_expect_null(memmem(m, len, "XXXX", 4), "an EDNS option of the client's went upstream");
-	cr_expect(m[12 + 18 + 4 + 9] == 0 && m[12 + 18 + 4 + 10] == 0, "an OPT with options");
+	cr_expect(m[12 + 18 + 4 + 3] == 0x04 && m[12 + 18 + 4 + 4] == 0xd0,
+		  "not egret's payload size (1232) for a client's 4096");
+	cr_expect(m[12 + 18 + 4 + 9] == 0 && m[12 + 18 + 4 + 10] == 0,
+		  "an OPT with the client's options");
+}
+
+/* A query for allowed.test in class CHAOS (3): the rcode of the answer, 100 when none came. */
+static int chaos_query(void *arg)
+{
+	static const uint8_t q[] = { 0x0c, 0x0d, 0x01, 0x00, 0,	  1,   0,   0,	 0,   0,
+				     0,	   0,	 7,    'a',  'l', 'l', 'o', 'w', 'e', 'd',
+				     4,	   't',	 'e',  's',  't', 0,   0,   1,	 0,   3 };
+
+	return raw_query(q, sizeof(q));
+}
+
+/* The class is 16 bits a sandbox would choose in every query that leaves: only IN goes out. */
+Test(dns, a_class_other_than_in_is_refused)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+	char out[8192];
+
+	cr_expect_eq(in_sandbox(T, "box", chaos_query, NULL), 5, "not REFUSED");
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "allowed.test", 5000, &evs), 0);
+	ev = events_find(&evs, is_dns, "allowed.test", NULL);
+	cr_expect_not(ev->dns_query->allowed, "a CHAOS query was allowed");
+	cr_expect(strstr(ev->dns_query->error, "class other than IN"), "%s", ev->dns_query->error);
+	events_free(&evs);
+	/* positive control: the same name in class IN is answered */
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
 }
 
 /* Sandbox "hog" opens 300 TCP connections to "the DNS server" (egret's resolver) and holds them

@@ -305,7 +305,7 @@ Test(dns, only_the_question_goes_upstream)
 	static const uint8_t txt_rr[] = { 0xc0, 12, 0, 16, 0,	1,   0,	  0,   0,
 					  60,	0,  6, 5,  'e', 'x', 'f', 'i', 'l' };
 	uint8_t msg[512], bare[DNS_BARE_MAX];
-	size_t n = make_query(msg, 9, "WwWexampleorg", 17, LDNS_RR_TYPE_A), qend = n;
+	size_t n = make_query(msg, 9, "\003WwW\007example\003org", 17, LDNS_RR_TYPE_A), qend = n;
 	struct dns_question q;
 	size_t b;
 
@@ -346,11 +346,29 @@ Test(dns, only_the_question_goes_upstream)
 	cr_expect_null(memmem(bare, b, "exfil", 5));
 	cr_expect_null(memmem(bare, b, "xxxx", 4));
 	/* without EDNS from the client, none is added */
-	n = make_query(msg, 10, "aexampleorg", 15, LDNS_RR_TYPE_AAAA);
+	n = make_query(msg, 10, "\001a\007example\003org", 15, LDNS_RR_TYPE_AAAA);
 	cr_assert_eq(dns__parse_query(msg, n, &q, NULL), 0);
 	b = dns__bare_query(&q, bare);
 	cr_expect_eq(b, n);
 	cr_expect_eq(memcmp(bare + 2, msg + 2, n - 2), 0, "a plain query goes as it was");
+	/* the client's payload size, between 512 and egret's: the answer goes back as it comes */
+	{
+		const uint16_t sizes[][2] = { { 700, 700 }, { 100, 512 }, { 4096, DNS_EDNS_UDP } };
+
+		for (size_t i = 0; i < 3; i++) {
+			n = make_query(msg, 11, "\001a\007example\003org", 15, LDNS_RR_TYPE_A);
+			msg[11] = 1;
+			memcpy(msg + n, "\0\0\051", 3); /* root, OPT */
+			msg[n + 3] = (uint8_t)(sizes[i][0] >> 8);
+			msg[n + 4] = (uint8_t)sizes[i][0];
+			memset(msg + n + 5, 0, 6);
+			n += 11;
+			cr_assert_eq(dns__parse_query(msg, n, &q, NULL), 0);
+			b = dns__bare_query(&q, bare);
+			cr_expect_eq(bare[b - 8] << 8 | bare[b - 7], sizes[i][1], "%u: %u",
+				     sizes[i][0], bare[b - 8] << 8 | bare[b - 7]);
+		}
+	}
 }
 
 /* --- a resolver with an upstream on loopback -------------------------------------------- */

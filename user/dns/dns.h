@@ -59,7 +59,7 @@ struct dns_question {
 	/* what goes upstream: the flags a query may carry, the name as asked (wire form), the
 	 * class, and whether the client spoke EDNS (its DO bit): nothing else of the message
 	 */
-	uint16_t qclass;
+	uint16_t qclass, edns_size; /* edns_size: the UDP payload the client takes */
 	bool rd, ad, cd, edns, edns_do;
 	uint8_t wire_len;
 	uint8_t wire[255];
@@ -98,8 +98,9 @@ int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size);
 int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q,
 		     struct ldns_struct_pkt **pkt);
 /* The query egret sends upstream for q (id 0: the caller sets it): the header with RD, AD and CD
- * as the client set them, the question alone, and an OPT record without options (UDP payload
- * DNS_EDNS_UDP, the client's DO bit) when the client sent one. Never the client's other records,
+ * as the client set them, the question alone, and an OPT record without options (the client's
+ * UDP payload, between 512 and DNS_EDNS_UDP: the answer goes back to it as it comes; the
+ * client's DO bit) when the client sent one. Never the client's other records,
  * its EDNS options, or any byte it added: nothing a sandbox writes there leaves the host. Its
  * length, at most DNS_BARE_MAX.
  */

@@ -177,6 +177,7 @@ int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q, ldn
 	q->cd = ldns_pkt_cd(p);
 	q->edns = ldns_pkt_edns(p);
 	q->edns_do = ldns_pkt_edns_do(p);
+	q->edns_size = ldns_pkt_edns_udp_size(p);
 	if (ldns_rdf_size(owner) > sizeof(q->wire)) {
 		ldns_pkt_free(p);
 		return -EBADMSG;
@@ -212,20 +213,16 @@ size_t dns__bare_query(const struct dns_question *q, uint8_t out[DNS_BARE_MAX])
 	out[n++] = (uint8_t)(q->qclass >> 8);
 	out[n++] = (uint8_t)q->qclass;
 	if (q->edns) {
+		uint16_t size = q->edns_size < 512 ? 512 : q->edns_size;
 		/* root name, OPT, payload size, extended rcode 0, version 0, DO, no options */
-		const uint8_t opt[11] = { 0,
-					  0,
-					  41,
-					  DNS_EDNS_UDP >> 8,
-					  DNS_EDNS_UDP & 0xff,
-					  0,
-					  0,
-					  q->edns_do ? 0x80 : 0,
-					  0,
-					  0,
-					  0 };
+		const uint8_t opt[11] = { 0, 0, 41, 0, 0, 0, 0, q->edns_do ? 0x80 : 0, 0, 0, 0 };
+		uint8_t *o = out + n;
 
-		memcpy(out + n, opt, sizeof(opt));
+		if (size > DNS_EDNS_UDP)
+			size = DNS_EDNS_UDP;
+		memcpy(o, opt, sizeof(opt));
+		o[3] = (uint8_t)(size >> 8);
+		o[4] = (uint8_t)size;
 		n += sizeof(opt);
 	}
 	return n;

@@ -106,34 +106,44 @@ static struct dns_query *query_new(struct resolver *r, struct dns_listener *l,
 	return q;
 }
 
-/* The domain rules of the query's sandbox on its name (q->rule: the rule that decided); a name
- * that is not a host name is refused without a look at the rules.
- */
-static bool query_allowed(struct resolver *r, struct dns_query *q, bool host)
+/* The domain rules of the query's sandbox on its name (q->rule: the rule that decided). */
+static bool query_allowed(struct resolver *r, struct dns_query *q)
 {
 	const struct sandbox_entry *s = engine__sandbox(r->engine, q->who.sandbox_id);
 
 	/* a sandbox not registered (yet) asks in vain; one in a watched cgroup itself (id 0) has
 	 * the global rules
 	 */
-	if (!host || (!s && q->who.sandbox_id))
+	if (!s && q->who.sandbox_id)
 		return false;
 	return engine__domain_verdict(r->engine, s, q->name, q->rule, sizeof(q->rule)) ==
 	       EGRET_ACT_ALLOW;
 }
 
-/* Answered here: REFUSED (or NXDOMAIN with the option). */
-static void query_refuse(struct resolver *r, struct dns_query *q, const ldns_pkt *pkt, bool host)
+/* Why the question is refused before any rule is looked at: a name that is not a host name, a
+ * class other than IN (16 bits the sandbox would choose in every query upstream); NULL: the
+ * rules decide.
+ */
+static const char *question_refused(const struct dns_question *dq)
+{
+	if (!dq->host)
+		return "not a host name (a label holds a byte other than a letter, a digit, '-' or "
+		       "'_')";
+	if (dq->qclass != LDNS_RR_CLASS_IN)
+		return "a class other than IN";
+	return NULL;
+}
+
+/* Answered here: REFUSED (or NXDOMAIN with the option); why: the event's error, if any. */
+static void query_refuse(struct resolver *r, struct dns_query *q, const ldns_pkt *pkt,
+			 const struct dns_question *dq, const char *why)
 {
 	uint8_t rcode = r->o.nxdomain ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED;
 
 	r->st.refused++;
-	r->st.not_host += !host;
+	r->st.not_host += !dq->host;
 	query__reply_rcode(r, q, pkt, rcode);
-	query__emit(r, q, false, rcode, NULL,
-		    host ? NULL
-			 : "not a host name (a label holds a byte other than a letter, "
-			   "a digit, '-' or '_')");
+	query__emit(r, q, false, rcode, NULL, why);
 	query__free(r, q);
 }
 
@@ -159,6 +169,7 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 	struct dns_question dq;
 	struct dns_query *q;
 	ldns_pkt *pkt = NULL;
+	const char *why;
 
 	r->st.queries++;
 	if (dns__parse_query(msg, len, &dq, &pkt) == -EBADMSG) {
@@ -166,8 +177,9 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 		return;
 	}
 	q = query_new(r, l, conn, udp_fd, from, fromlen, who, &dq);
-	if (q && !query_allowed(r, q, dq.host))
-		query_refuse(r, q, pkt, dq.host);
+	why = question_refused(&dq);
+	if (q && (why || !query_allowed(r, q)))
+		query_refuse(r, q, pkt, &dq, why);
 	else if (q)
 		query_forward(r, q, &dq);
 	ldns_pkt_free(pkt);
