@@ -67,7 +67,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	n = wire__varint_put(size, raw);
 	memcpy(raw + n, data, size);
-	if (otlp__encode(NULL, raw, n + size, &gz, &len, &records, &first, &last, sid)) {
+	/* every other input through one encoder kept across inputs, as the sink keeps it */
+	static struct otlp_encoder *kept;
+	static unsigned int calls;
+
+	if (!kept)
+		kept = otlp__encoder_new();
+	if (otlp__encode(calls++ % 2 ? kept : NULL, raw, n + size, &gz, &len, &records, &first,
+			 &last, sid)) {
 		free(raw);
 		return 0;
 	}

@@ -242,3 +242,74 @@ Test(otlp, container_sandboxes_carry_container_and_k8s_attributes)
 	opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(req,
 											      NULL);
 }
+
+/* Batches larger than the encoder's first arena block (an event of 400 bytes of path, 1,000
+ * of them), three times through one encoder: each request holds every record, its sequence
+ * numbers in order and each path whole (the blocks merged after the first batch are reused).
+ */
+Test(otlp, one_encoder_carries_large_batches_one_after_another)
+{
+	enum {
+		EVENTS = 1000
+	};
+	static uint8_t plain[1 << 22];
+	struct otlp_encoder *enc = otlp__encoder_new();
+	size_t cap = EVENTS * 600, n = 0;
+	uint8_t *raw = malloc(cap);
+	char path[401];
+
+	cr_assert(enc && raw);
+	memset(path, 'p', 400);
+	path[400] = '\0';
+	for (int round = 0; round < 3; round++) {
+		Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+		uint64_t first, last;
+		size_t len, records;
+		uint8_t *gz = NULL;
+		z_stream z = { 0 };
+		char sid[33];
+
+		n = 0;
+		for (int i = 0; i < EVENTS; i++) {
+			Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+			Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
+			size_t l;
+
+			p.exe = path;
+			ev.process = &p;
+			ev.seq = (uint64_t)(round * EVENTS + i + 1);
+			ev.host = "h";
+			l = egret__v1__event__get_packed_size(&ev);
+			cr_assert_lt(n + l + WIRE_VARINT_MAX, cap);
+			n += wire__varint_put(l, raw + n);
+			n += egret__v1__event__pack(&ev, raw + n);
+		}
+		cr_assert_eq(otlp__encode(enc, raw, n, &gz, &len, &records, &first, &last, sid), 0);
+		cr_expect_eq(records, EVENTS);
+		cr_expect_eq(first, (uint64_t)round * EVENTS + 1);
+		cr_expect_eq(last, (uint64_t)(round + 1) * EVENTS);
+		z.next_in = gz;
+		z.avail_in = (uInt)len;
+		z.next_out = plain;
+		z.avail_out = sizeof(plain);
+		cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
+		cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
+		req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
+			NULL, z.total_out, plain);
+		inflateEnd(&z);
+		free(gz);
+		cr_assert(req);
+		cr_assert_eq(req->resource_logs[0]->scope_logs[0]->n_log_records, EVENTS);
+		for (size_t i = 0; i < EVENTS; i++) {
+			const Opentelemetry__Proto__Logs__V1__LogRecord *lr =
+				req->resource_logs[0]->scope_logs[0]->log_records[i];
+
+			cr_assert(strstr(lr->body->string_value, path), "record %zu of round %d", i,
+				  round);
+		}
+		opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(
+			req, NULL);
+	}
+	free(raw);
+	otlp__encoder_free(enc);
+}

@@ -503,7 +503,11 @@ static void *arena_alloc(void *data, size_t size)
 	struct arena *a = data;
 	struct arena_block *b = a->head;
 
-	size = (size + sizeof(max_align_t) - 1) & ~(sizeof(max_align_t) - 1);
+	if (size > SIZE_MAX / 2) { /* no event asks this much; its rounding would wrap */
+		a->failed = true;
+		return NULL;
+	}
+	size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
 	if (!b || b->cap - b->used < size) {
 		size_t cap = size > ARENA_MIN ? size : ARENA_MIN;
 
