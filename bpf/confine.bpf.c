@@ -950,20 +950,15 @@ int BPF_PROG(egret_sigsys, int sig, struct kernel_siginfo *info, struct task_str
 	return 0;
 }
 
-#define SIGNAL_EXIT(sys, prog)                         \
-	SEC("tp/syscalls/sys_exit_" #sys)              \
-	int prog(struct trace_event_raw_sys_exit *ctx) \
-	{                                              \
-		reap_current();                        \
-		return 0;                              \
-	}
-
-SIGNAL_EXIT(kill, egret_xkill)
-SIGNAL_EXIT(tkill, egret_xtkill)
-SIGNAL_EXIT(tgkill, egret_xtgkill)
-SIGNAL_EXIT(rt_sigqueueinfo, egret_xsigq)
-SIGNAL_EXIT(rt_tgsigqueueinfo, egret_xtgsigq)
-SIGNAL_EXIT(pidfd_send_signal, egret_xpidfdsig)
+/* the exit of every signal call (kill here; the loader attaches it to tkill, tgkill,
+ * rt_sigqueueinfo, rt_tgsigqueueinfo and pidfd_send_signal: user/kernel/loader.c, also_attach)
+ */
+SEC("tp/syscalls/sys_exit_kill")
+int egret_xkill(struct trace_event_raw_sys_exit *ctx)
+{
+	reap_current();
+	return 0;
+}
 
 /* An access to another process judged at its system call's entry: the sender is killed when
  * the target is outside its sandbox (the kill is pending before the call's body runs).
@@ -1121,14 +1116,10 @@ static __always_inline void proc_open(long ret)
 		tamper_report(EGRET_TAMPER_PROC_ACCESS, kind, tg.tgid, false);
 }
 
-#define PROC_OPEN_EXIT(sys, prog)                      \
-	SEC("tp/syscalls/sys_exit_" #sys)              \
-	int prog(struct trace_event_raw_sys_exit *ctx) \
-	{                                              \
-		proc_open(ctx->ret);                   \
-		return 0;                              \
-	}
-
-PROC_OPEN_EXIT(open, egret_pmopen)
-PROC_OPEN_EXIT(openat, egret_pmopenat)
-PROC_OPEN_EXIT(openat2, egret_pmopenat2)
+/* the exit of every open (openat here; the loader attaches it to open and openat2) */
+SEC("tp/syscalls/sys_exit_openat")
+int egret_pmopenat(struct trace_event_raw_sys_exit *ctx)
+{
+	proc_open(ctx->ret);
+	return 0;
+}

@@ -139,7 +139,7 @@ Test(kernel, loader_map_names_are_the_typed_fields)
 Test(kernel, the_program_table_lists_every_attached_program_once)
 {
 	static struct loader_specs s;
-	bool connect4 = false;
+	bool connect4 = false, xopen = false, xopenat = false;
 
 	cr_assert_eq(loader__specs(&s), 0);
 	cr_assert_gt(s.n, 10);
@@ -150,6 +150,16 @@ Test(kernel, the_program_table_lists_every_attached_program_once)
 		if (!strcmp(s.spec[i].name, "egret_connect4"))
 			connect4 = s.spec[i].cgroup &&
 				   s.spec[i].attach_type == BPF_CGROUP_INET4_CONNECT;
+		/* a link of one program to another tracepoint than its own section's */
+		if (!strcmp(s.spec[i].name, "egret_xopen"))
+			xopen = !strcmp(s.spec[i].prog, "egret_xopenat") &&
+				!strcmp(s.spec[i].tp, "syscalls/sys_exit_open");
+		if (!strcmp(s.spec[i].name, "egret_xopenat"))
+			xopenat = !strcmp(s.spec[i].prog, "egret_xopenat") && !s.spec[i].tp[0];
+		if (!s.spec[i].tp[0])
+			cr_expect_str_eq(s.spec[i].name, s.spec[i].prog, "a program's own link");
 	}
 	cr_expect(connect4, "egret_connect4 attaches to the root cgroup at connect(2)");
+	cr_expect(xopenat, "egret_xopenat: its own link, on its section's tracepoint");
+	cr_expect(xopen, "egret_xopen: egret_xopenat on sys_exit_open");
 }

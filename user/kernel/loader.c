@@ -173,7 +173,64 @@ static const struct egret_prog_spec *spec_named(const struct loader_specs *s, co
 	return NULL;
 }
 
-/* The programs of one object, after those of the objects before it. */
+/* Tracepoints a program is attached to besides its own section's: the sys_exit programs of
+ * bpf/ whose body is the same whichever call it ends are one program each, verified once (each
+ * copy cost 50-150 ms of verification at every start, seconds under an emulated CPU), with a
+ * link per tracepoint, pinned under the name the copy for that call had.
+ */
+static const struct also_attach {
+	const char *link, *prog, *tp;
+} also_attach[] = {
+	{ "egret_xopen", "egret_xopenat", "syscalls/sys_exit_open" },
+	{ "egret_xcreat", "egret_xopenat", "syscalls/sys_exit_creat" },
+	{ "egret_xopenat2", "egret_xopenat", "syscalls/sys_exit_openat2" },
+	{ "egret_xunlinkat", "egret_xopenat", "syscalls/sys_exit_unlinkat" },
+	{ "egret_xunlink", "egret_xopenat", "syscalls/sys_exit_unlink" },
+	{ "egret_xrename2", "egret_xopenat", "syscalls/sys_exit_renameat2" },
+	{ "egret_xrenameat", "egret_xopenat", "syscalls/sys_exit_renameat" },
+	{ "egret_xrename", "egret_xopenat", "syscalls/sys_exit_rename" },
+	{ "egret_xfchmodat", "egret_xopenat", "syscalls/sys_exit_fchmodat" },
+	{ "egret_xfchmod2", "egret_xopenat", "syscalls/sys_exit_fchmodat2" },
+	{ "egret_xchmod", "egret_xopenat", "syscalls/sys_exit_chmod" },
+	{ "egret_xfchmod", "egret_xopenat", "syscalls/sys_exit_fchmod" },
+	{ "egret_pmopen", "egret_pmopenat", "syscalls/sys_exit_open" },
+	{ "egret_pmopenat2", "egret_pmopenat", "syscalls/sys_exit_openat2" },
+	{ "egret_xtkill", "egret_xkill", "syscalls/sys_exit_tkill" },
+	{ "egret_xtgkill", "egret_xkill", "syscalls/sys_exit_tgkill" },
+	{ "egret_xsigq", "egret_xkill", "syscalls/sys_exit_rt_sigqueueinfo" },
+	{ "egret_xtgsigq", "egret_xkill", "syscalls/sys_exit_rt_tgsigqueueinfo" },
+	{ "egret_xpidfdsig", "egret_xkill", "syscalls/sys_exit_pidfd_send_signal" },
+};
+
+static int add_spec(struct loader_specs *out, const struct bpf_program *prog, const char *name,
+		    const char *tp)
+{
+	const char *pname = bpf_program__name(prog);
+	struct egret_prog_spec *sp = &out->spec[out->n];
+
+	if (out->n == LOADER_MAX_PROGS || strlen(name) >= sizeof(sp->name) ||
+	    strlen(pname) >= sizeof(sp->prog)) {
+		log_err("program '%s' (link '%s'): more than %d links, or a name the kernel "
+			"would cut",
+			pname, name, LOADER_MAX_PROGS);
+		return -E2BIG;
+	}
+	if (spec_named(out, name)) {
+		/* both would be pinned as links/<name> */
+		log_err("link '%s' is made twice (program '%s'): rename one", name, pname);
+		return -EEXIST;
+	}
+	snprintf(sp->name, sizeof(sp->name), "%s", name);
+	snprintf(sp->prog, sizeof(sp->prog), "%s", pname);
+	snprintf(sp->tp, sizeof(sp->tp), "%s", tp);
+	sp->attach_type = bpf_program__expected_attach_type(prog);
+	sp->cgroup = is_cgroup_type(bpf_program__type(prog));
+	sp->device = bpf_program__type(prog) == BPF_PROG_TYPE_SCHED_CLS;
+	out->n++;
+	return 0;
+}
+
+/* The links of one object's programs, after those of the objects before it. */
 static int unit_specs(struct bpf_object *obj, struct loader_specs *out)
 {
 	struct bpf_program *prog;
@@ -181,26 +238,17 @@ static int unit_specs(struct bpf_object *obj, struct loader_specs *out)
 	bpf_object__for_each_program(prog, obj)
 	{
 		const char *name = bpf_program__name(prog);
-		struct egret_prog_spec *sp = &out->spec[out->n];
+		int err;
 
 		if (loader__run_only(prog))
 			continue;
-		if (out->n == LOADER_MAX_PROGS || strlen(name) >= 16) {
-			log_err("program '%s': more than %d programs, or a name the kernel "
-				"would cut",
-				name, LOADER_MAX_PROGS);
-			return -E2BIG;
+		err = add_spec(out, prog, name, "");
+		for (size_t i = 0; i < ARRAY_SIZE(also_attach) && !err; i++) {
+			if (!strcmp(also_attach[i].prog, name))
+				err = add_spec(out, prog, also_attach[i].link, also_attach[i].tp);
 		}
-		if (spec_named(out, name)) {
-			/* both would be pinned as links/<name> */
-			log_err("program '%s' is in two objects: rename one", name);
-			return -EEXIST;
-		}
-		snprintf(sp->name, sizeof(sp->name), "%s", name);
-		sp->attach_type = bpf_program__expected_attach_type(prog);
-		sp->cgroup = is_cgroup_type(bpf_program__type(prog));
-		sp->device = bpf_program__type(prog) == BPF_PROG_TYPE_SCHED_CLS;
-		out->n++;
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -221,6 +269,14 @@ int loader__specs(struct loader_specs *out)
 		if (err) {
 			out->n = 0;
 			return err;
+		}
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(also_attach); i++) {
+		if (!spec_named(out, also_attach[i].link)) {
+			log_err("link '%s': its program '%s' is in no object", also_attach[i].link,
+				also_attach[i].prog);
+			out->n = 0;
+			return -EINVAL;
 		}
 	}
 	return 0;
@@ -261,6 +317,25 @@ int loader__open(struct loader *l, const struct egret_paths *paths, const struct
 		l->nunits++;
 	}
 	return 0;
+}
+
+/* The program of spec's link when this load makes the link: the program loads on this kernel,
+ * and so does a link of it to another tracepoint (kfeatures.c's cond_progs); else NULL.
+ */
+struct bpf_program *loader__link_prog(const struct loader *l, const struct egret_prog_spec *spec)
+{
+	for (unsigned int i = 0; i < l->nunits; i++) {
+		struct bpf_program *prog =
+			bpf_object__find_program_by_name(l->units[i].obj, spec->prog);
+
+		if (prog)
+			return bpf_program__autoload(prog) &&
+					       (!spec->tp[0] ||
+						kfeatures__prog_wanted(l->cfg->kf, spec->name))
+				       ? prog
+				       : NULL;
+	}
+	return NULL;
 }
 
 int loader__prog_fd(const struct loader *l, const char *name)

@@ -21,9 +21,14 @@
 #define LOADER_MAX_MAPS	 48
 #define LOADER_MAX_PROGS 128
 
-/* A program egret attaches, and how: egretctl checks exactly these, read from the objects. */
+/* A link egret makes, of which program, and how: egretctl checks exactly these, read from the
+ * objects. A program has a link of its own name; one attached to more tracepoints has one more
+ * link for each, of the name in the loader's table (user/kernel/loader.c, also_attach).
+ */
 struct egret_prog_spec {
-	char name[16]; /* the kernel keeps 15 characters of a program's name */
+	char name[16]; /* the link's, pinned as links/<name>; a program's own: its name */
+	char prog[16]; /* the program's (the kernel keeps 15 characters of it) */
+	char tp[48];   /* "category/name": a tracepoint not the program's own section's */
 	enum bpf_attach_type attach_type;
 	bool cgroup; /* attached to the root cgroup (else: a tracepoint, or a device's) */
 	bool device; /* tc, on sandboxes' own devices (user/net/devices.c), not by the loader */

@@ -121,18 +121,30 @@ static int attach_new(struct loader *l, struct bpf_program *prog,
 	struct bpf_link *link;
 	int err;
 
-	if (spec->cgroup)
+	if (spec->cgroup) {
 		link = bpf_program__attach_cgroup(prog, l->cgroup_fd);
-	else
+	} else if (spec->tp[0]) {
+		char cat[sizeof(spec->tp)];
+		char *tp = strchr(strcpy(cat, spec->tp), '/');
+
+		if (tp)
+			*tp++ = '\0';
+		link = tp ? bpf_program__attach_tracepoint(prog, cat, tp) : NULL;
+		if (!tp)
+			errno = EINVAL;
+	} else {
 		link = bpf_program__attach(prog);
+	}
 	if (!link) {
 		err = -errno;
 		if (spec->cgroup)
 			log_err("failed to attach '%s' to %s: %s", spec->name,
 				paths__attach_path(l->paths), strerror(-err));
 		else
-			log_err("failed to attach '%s' to its tracepoint (%s): %s", spec->name,
-				bpf_program__section_name(prog), strerror(-err));
+			log_err("failed to attach '%s' (program '%s') to its tracepoint (%s): %s",
+				spec->name, spec->prog,
+				spec->tp[0] ? spec->tp : bpf_program__section_name(prog),
+				strerror(-err));
 		return err;
 	}
 	err = bpf_link__pin(link, pin);
@@ -148,9 +160,9 @@ static int attach_new(struct loader *l, struct bpf_program *prog,
 	return 0;
 }
 
-static int attach_prog(struct loader *l, struct bpf_program *prog)
+static int attach_prog(struct loader *l, struct bpf_program *prog,
+		       const struct egret_prog_spec *spec)
 {
-	const struct egret_prog_spec *spec = loader__spec(l, bpf_program__name(prog));
 	char pin[PATH_MAX];
 	int err;
 
@@ -169,23 +181,18 @@ static int attach_prog(struct loader *l, struct bpf_program *prog)
 
 int loader__attach(struct loader *l)
 {
-	struct bpf_program *prog;
 	int err;
 
-	for (unsigned int i = 0; i < l->nunits; i++) {
-		bpf_object__for_each_program(prog, l->units[i].obj)
-		{
-			const struct egret_prog_spec *spec =
-				loader__spec(l, bpf_program__name(prog));
+	for (unsigned int i = 0; i < l->specs.n; i++) {
+		const struct egret_prog_spec *spec = &l->specs.spec[i];
+		struct bpf_program *prog = loader__link_prog(l, spec);
 
-			/* a device's programs go on devices, one by one (user/net/devices.c) */
-			if (!bpf_program__autoload(prog) || loader__run_only(prog) || !spec ||
-			    spec->device)
-				continue;
-			err = attach_prog(l, prog);
-			if (err)
-				return err;
-		}
+		/* a device's programs go on devices, one by one (user/net/devices.c) */
+		if (!prog || spec->device)
+			continue;
+		err = attach_prog(l, prog, spec);
+		if (err)
+			return err;
 	}
 	err = loader__pin_maps(l);
 	if (err)

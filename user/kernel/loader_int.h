@@ -24,6 +24,8 @@ struct loader_unit_ops {
 /* programs run by egretd itself (BPF_PROG_TEST_RUN), never attached: egret_selftest */
 bool loader__run_only(const struct bpf_program *prog);
 const struct egret_prog_spec *loader__spec(const struct loader *l, const char *name);
+/* the program of spec's link when this load makes the link, else NULL */
+struct bpf_program *loader__link_prog(const struct loader *l, const struct egret_prog_spec *spec);
 
 /* loader_load.c */
 struct loader_map *loader__shared(const struct loader *l, const char *name);

@@ -48,16 +48,12 @@ static bool is_current_map(const struct loader *l, const char *name)
 	return loader__shared(l, name) != NULL;
 }
 
-/* a program this egretd attached (not one this kernel does without) */
-static bool is_current_prog(const struct loader *l, const char *name)
+/* a link this egretd made (not one this kernel does without), pinned as links/<name> */
+static bool is_made_link(const struct loader *l, const char *name)
 {
-	for (unsigned int i = 0; i < l->nunits; i++) {
-		struct bpf_program *prog = bpf_object__find_program_by_name(l->units[i].obj, name);
+	const struct egret_prog_spec *spec = loader__spec(l, name);
 
-		if (prog && bpf_program__autoload(prog))
-			return true;
-	}
-	return false;
+	return spec && loader__link_prog(l, spec);
 }
 
 static __u32 link_id(int fd)
@@ -97,7 +93,7 @@ void loader__drop_stale_pins(struct loader *l)
 	while ((de = readdir(d))) {
 		int fd;
 
-		if (de->d_name[0] == '.' || is_current_prog(l, de->d_name))
+		if (de->d_name[0] == '.' || is_made_link(l, de->d_name))
 			continue;
 		snprintf(pin, sizeof(pin), "%s/%s", dir, de->d_name);
 		fd = bpf_obj_get(pin);
@@ -180,7 +176,7 @@ static bool cgroup_has_prog(int cgroup_fd, const struct egret_paths *paths,
 	for (__u32 i = 0; i < cnt && i < ARRAY_SIZE(ids); i++) {
 		if (want ? ids[i] == want
 			 : prog_name_by_id(ids[i], name, sizeof(name)) == 0 &&
-				    strcmp(name, spec->name) == 0)
+				    strcmp(name, spec->prog) == 0)
 			return true;
 	}
 	return false;
@@ -201,7 +197,7 @@ static bool pin_has_prog(const struct egret_paths *paths, const struct egret_pro
 		return false;
 	if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 &&
 	    prog_name_by_id(info.prog_id, name, sizeof(name)) == 0)
-		ok = strcmp(name, spec->name) == 0;
+		ok = strcmp(name, spec->prog) == 0;
 	close(fd);
 	return ok;
 }
