@@ -1,7 +1,8 @@
 #!/bin/busybox sh
 # The guest's first stage (the initramfs's /init, built by run.sh): load the modules that mount
 # the root, put the host's root (9p, read only) under a tmpfs overlay, mount the run directory
-# at /egret-out, and switch to guest.sh (its path is on the kernel command line).
+# at /egret-out (and a queue of suites at /egret-queue), and switch to guest.sh (its path is on
+# the kernel command line).
 /bin/busybox --install -s /bin
 export PATH=/bin
 mount -t proc proc /proc
@@ -28,6 +29,12 @@ mount -t overlay overlay -o lowerdir=/host,upperdir=/upper/u,workdir=/upper/w /n
 mkdir -p /newroot/egret-out
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 out /newroot/egret-out ||
 	fail "cannot mount the run directory"
+# the suites' queue, when this guest shares one with others (run.sh --queue)
+if grep -q '^EGRET_QUEUE=.1' /newroot/egret-out/params; then
+	mkdir -p /newroot/egret-queue
+	mount -t 9p -o trans=virtio,version=9p2000.L,msize=512000 queue /newroot/egret-queue ||
+		fail "cannot mount the queue directory"
+fi
 mount --move /proc /newroot/proc
 mount --move /sys /newroot/sys
 mount --move /dev /newroot/dev

@@ -2,7 +2,7 @@
 # Run egret's integration suite under another Linux kernel, booted in qemu.
 #
 #   tests/kernels/run.sh KERNEL [--build DIR] [--cgroup unified|hybrid] [--filter PATTERN]
-#                               [--timeout SECONDS] [--mem MB] [--out DIR]
+#                               [--queue DIR] [--timeout SECONDS] [--mem MB] [--out DIR]
 #
 # KERNEL is a Debian kernel package name (linux-image-6.1.0-57-amd64), a short name for the
 # newest one apt offers (6.1: Debian 12's own kernel; 6.12: bookworm's 6.12), or a path to a
@@ -16,7 +16,9 @@
 # cgroup2 alone (unified: Debian 12's default) or v1 controllers with cgroup2 at
 # /sys/fs/cgroup/unified (hybrid: like the machines CI runs on), bpffs, tracefs, /run and /tmp
 # as systemd would, and runs DIR/tests/egret_integration with the filter given (default: every
-# test). qemu emulates the CPU (TCG, no KVM): slow. Its two virtual CPUs run in one host
+# test), or with --queue the suites named in DIR/suites (one a line) that no other guest sharing
+# DIR has taken yet, one after another (deploy/ci-kernels.sh boots two such guests side by
+# side). qemu emulates the CPU (TCG, no KVM): slow. Its two virtual CPUs run in one host
 # thread by default (EGRET_QEMU_ACCEL, default tcg,thread=single): with a thread per CPU, 6.12
 # guests died in 2 of 3 full runs with "Oops: int3" where the kernel patches its own code while
 # the other CPU runs it (a tracepoint enabled by an attach), which real CPUs and one TCG thread
@@ -51,15 +53,16 @@ need() { # COMMAND PACKAGE [WHAT FOR]
 		die "$1 missing${3:+ ($3)}: apt-get install $2 (deploy/bootstrap.sh installs deploy/packages.txt)"
 }
 
-kernel= build=$top/build cgroup=unified filter= timeout=3600 mem=3072 out=
+kernel= build=$top/build cgroup=unified filter= queue= timeout=3600 mem=3072 out=
 while [ $# -gt 0 ]; do
 	case $1 in
-	--build | --cgroup | --filter | --timeout | --mem | --out)
+	--build | --cgroup | --filter | --queue | --timeout | --mem | --out)
 		[ $# -ge 2 ] || die "$1 needs a value"
 		case $1 in
 		--build) build=$2 ;;
 		--cgroup) cgroup=$2 ;;
 		--filter) filter=$2 ;;
+		--queue) queue=$2 ;;
 		--timeout) timeout=$2 ;;
 		--mem) mem=$2 ;;
 		--out) out=$2 ;;
@@ -76,6 +79,11 @@ case $cgroup in unified | hybrid) ;; *) die "--cgroup must be unified or hybrid,
 case $timeout in *[!0-9]* | '') die "--timeout takes seconds, not '$timeout'" ;; esac
 case $mem in *[!0-9]* | '') die "--mem takes MiB, not '$mem'" ;; esac
 [ "$(id -u)" = 0 ] || die "run me as root (apt-get download, the guest's share of /)"
+if [ -n "$queue" ]; then
+	[ -z "$filter" ] || die "--filter and --queue: one or the other"
+	queue=$(cd "$queue" 2>/dev/null && pwd) || die "no queue directory at $queue"
+	[ -s "$queue/suites" ] || die "$queue/suites names no suite"
+fi
 b=$(cd "$build" 2>/dev/null && pwd) || die "no build tree at $build: build egret first"
 build=$b
 for b in tests/egret_integration egretd egretctl; do
@@ -223,16 +231,21 @@ phase="starting qemu"
 [ -n "$out" ] || out=$(mktemp -d "/var/tmp/egret-kernel-$kver-$cgroup-XXXXXX")
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
-rm -rf "$out/suite.tap" "$out/suite.rc" "$out/suite.log" "$out/egretd-logs" "$out/timing"
+rm -rf "$out/suite.tap" "$out/suite.rc" "$out/suite.log" "$out/egretd-logs" "$out/timing" "$out"/tap-*
 # what the guest reads: sourced by guest.sh
 cat >"$out/params" <<PARAMS
 EGRET_TOP='$top'
 EGRET_BUILD='$build'
 EGRET_CGROUP='$cgroup'
 EGRET_FILTER='$filter'
+EGRET_QUEUE='${queue:+1}'
 EGRET_MODULES='$kdir/lib/modules/$kver'
 PARAMS
-echo "kernels: $pkg ($kver), cgroup $cgroup, filter '${filter:-all}', build $build"
+if [ -n "$queue" ]; then
+	echo "kernels: $pkg ($kver), cgroup $cgroup, suites from the queue $queue, build $build"
+else
+	echo "kernels: $pkg ($kver), cgroup $cgroup, filter '${filter:-all}', build $build"
+fi
 echo "kernels: booting qemu ($accel, 2 CPUs, $mem MiB, no network device); files in $out"
 start=$(date +%s)
 timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel "$accel" -cpu max -smp 2 \
@@ -241,6 +254,7 @@ timeout --foreground -k 10 "$timeout" qemu-system-x86_64 -accel "$accel" -cpu ma
 	-append "console=ttyS0 rdinit=/init panic=-1 quiet loglevel=3 egret.guest=$here/guest.sh" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 	-virtfs local,path="$out",mount_tag=out,security_model=none \
+	${queue:+-virtfs local,path="$queue",mount_tag=queue,security_model=none} \
 	</dev/null >"$out/console.log" 2>&1 &
 qpid=$!
 phase="running the guest"
@@ -270,6 +284,11 @@ if [ ! -f "$out/suite.rc" ]; then
 	if [ -f "$out/guest.log" ]; then
 		echo "kernels: last lines of guest.log:" >&2
 		tail -n 10 "$out/guest.log" >&2
+	fi
+	# what did finish (the suites taken from a queue and done): their results all the same
+	if [ -s "$out/suite.tap" ]; then
+		echo "kernels: the tests that finished before the end:" >&2
+		"$here/report.sh" "$out" >&2 || true
 	fi
 	die "the guest did not finish the suite ($why); see $out/console.log"
 fi
