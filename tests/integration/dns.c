@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -939,4 +940,142 @@ Test(dns, one_sandbox_cannot_take_every_tcp_slot)
 	/* and the hog itself still gets answers on a fresh connection */
 	cr_expect_eq(dig("hog", out, sizeof(out), UPSTREAM, "allowed.test", true), 0, "%s", out);
 	cr_expect(strstr(out, "192.0.2.10"), "%s", out);
+}
+
+/* A query for LABEL.allowed.test over UDP to the resolver: its rcode, 100 when no answer came. */
+static int query_label(const char *label, uint16_t id)
+{
+	uint8_t q[300] = { (uint8_t)(id >> 8), (uint8_t)id, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
+	size_t n = 12, len = strlen(label);
+
+	q[n++] = (uint8_t)len;
+	memcpy(q + n, label, len);
+	n += len;
+	memcpy(q + n, "\7allowed\4test\0\0\1\0\1", 18);
+	return raw_query(q, n + 18);
+}
+
+/* 30 queries as fast as they are answered: how many were (NOERROR) */
+static int query_burst(void *arg)
+{
+	int answered = 0;
+
+	for (int i = 0; i < 30; i++) {
+		char label[16];
+
+		snprintf(label, sizeof(label), "b%d", i);
+		answered += query_label(label, (uint16_t)(0x2000 + i)) == 0;
+	}
+	return answered;
+}
+
+static bool is_dns_over_budget(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_DNS_QUERY &&
+	       ev->dns_query->budget[0] && !strcmp(ev->sandbox->name, arg);
+}
+
+/* 'budget dns 5/s' for sandbox box: a burst of ten, then five a second; refused over that with
+ * the budget named. Sandbox other, without a budget, gets every answer (the positive control).
+ */
+Test(dns, queries_over_the_sandbox_budget_are_refused)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+	uint64_t t0, ms;
+	int answered;
+	char out[8192];
+
+	cr_assert_eq(harness_policy(T, "mode enforce\n"
+				       "allow domain *.allowed.test\n"
+				       "sandbox box {\n"
+				       "    budget dns 5/s\n"
+				       "}\n"),
+		     0);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	answered = in_sandbox(T, "box", query_burst, NULL);
+	ms = (now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+	cr_expect_geq(answered, 10, "the burst of twice the rate was not answered");
+	cr_expect_leq(answered, 10 + 5 * (int)(ms / 1000 + 1), "%d answered in %llu ms", answered,
+		      (unsigned long long)ms);
+	cr_assert_eq(events_wait(T->sink_path, is_dns_over_budget, "box", 5000, &evs), 0);
+	ev = events_find(&evs, is_dns_over_budget, "box", NULL);
+	cr_expect_str_eq(ev->dns_query->budget, "budget dns 5/s");
+	cr_expect_str_eq(ev->dns_query->rcode, "REFUSED");
+	cr_expect_not(ev->dns_query->allowed);
+	cr_expect(strstr(ev->dns_query->error, "query budget"), "%s", ev->dns_query->error);
+	events_free(&evs);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "over a budget") && !strstr(out, " 0 over a budget"), "%s", out);
+	cr_expect_eq(in_sandbox(T, "other", query_burst, NULL), 30, "a sandbox without a budget");
+}
+
+/* 'budget dns-names 100B/hour': names of 17 bytes (x1.allowed.test) go upstream five times,
+ * then are refused and never reach the upstream; another sandbox's are not counted.
+ */
+Test(dns, names_over_the_sandbox_budget_never_reach_the_upstream)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+	char out[8192], name[64];
+
+	cr_assert_eq(harness_policy(T, "mode enforce\n"
+				       "allow domain *.allowed.test\n"
+				       "sandbox box {\n"
+				       "    budget dns-names 100B/hour\n"
+				       "}\n"),
+		     0);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+	for (int i = 1; i <= 8; i++) {
+		snprintf(name, sizeof(name), "x%d.allowed.test", i);
+		cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, name, false), 0, "%s", out);
+		cr_expect(strstr(out, i <= 5 ? "status: NOERROR" : "status: REFUSED"), "%s: %s",
+			  name, out);
+	}
+	usleep(300000);
+	cr_expect(upstream_saw("x5.allowed.test"), "a name within the budget did not go upstream");
+	cr_expect_not(upstream_saw("x6.allowed.test"), "a name over the budget went upstream");
+	cr_expect_not(upstream_saw("x8.allowed.test"), "a name over the budget went upstream");
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "x6.allowed.test", 5000, &evs), 0);
+	ev = events_find(&evs, is_dns, "x6.allowed.test", NULL);
+	cr_expect_str_eq(ev->dns_query->budget, "budget dns-names 100B/hour");
+	cr_expect(strstr(ev->dns_query->error, "name budget"), "%s", ev->dns_query->error);
+	events_free(&evs);
+	/* positive control: the same name from a sandbox without the budget goes upstream */
+	cr_assert_eq(dig("other", out, sizeof(out), UPSTREAM, "x6.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "status: NOERROR"), "%s", out);
+	usleep(300000);
+	cr_expect(upstream_saw("x6.allowed.test"), "the other sandbox's name did not go upstream");
+}
+
+#define RANDOM_LABEL "k7q2x9zp4m1v8b3n6c5l0j2h4g7f9d1s" /* 32 characters, 26 distinct */
+
+/* The name's entropy is reported (never blocking): a 32-character random label under an
+ * allowed wildcard is flagged, www is not.
+ */
+Test(dns, high_entropy_names_are_flagged)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+	char out[8192];
+
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, RANDOM_LABEL ".allowed.test", false), 0,
+		     "%s", out);
+	cr_expect(strstr(out, "status: NOERROR"), "flagged names are answered all the same: %s",
+		  out);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "www.allowed.test", false), 0, "%s",
+		     out);
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "www.allowed.test", 5000, &evs), 0);
+	ev = events_find(&evs, is_dns, RANDOM_LABEL ".allowed.test", NULL);
+	cr_assert_not_null(ev);
+	cr_expect(ev->dns_query->high_entropy, "entropy %.2f", ev->dns_query->name_entropy);
+	cr_expect_gt(ev->dns_query->name_entropy, 4.0);
+	ev = events_find(&evs, is_dns, "www.allowed.test", NULL);
+	cr_assert_not_null(ev);
+	cr_expect_not(ev->dns_query->high_entropy, "www flagged: %.2f",
+		      ev->dns_query->name_entropy);
+	cr_expect_lt(ev->dns_query->name_entropy, 2.0);
+	events_free(&evs);
 }

@@ -23,6 +23,7 @@
 #include "egret/dns.h"
 #include "egret/policy.h"
 #include "engine.h"
+#include "resolver.h"
 #include "loop.h"
 #include "util.h"
 
@@ -542,4 +543,38 @@ Test(dns, a_name_that_is_no_host_name_is_refused_locally)
 	cr_expect_eq(rcode, LDNS_RCODE_NOERROR);
 	cr_expect_eq(u.asked, 1);
 	up_rig_free(&u);
+}
+
+/* The entropy of what the client chose: left of the wildcard its rule matched, nothing of an
+ * exact name, all but the last two labels when no rule matched.
+ */
+Test(dns, the_entropy_is_of_the_part_the_client_chose)
+{
+	static const struct {
+		const char *name, *rule;
+		bool high;
+		float lo, hi;
+	} cases[] = {
+		{ "k7q2x9zp4m1v8b3n6c5l0j2h4g7f9d1s.allowed.test", "allow domain *.allowed.test",
+		  true, 4.3f, 5.0f },
+		{ "www.allowed.test", "allow domain *.allowed.test", false, 0.0f, 0.1f },
+		{ "files.pythonhosted.org", "allow domain files.pythonhosted.org", false, 0.0f,
+		  0.0f },
+		{ "abcdefghijklmnopqrstu.evil.example", "", true, 4.3f, 4.5f },
+		{ "registry-mirror-eu-west.allowed.test", "allow domain *.allowed.test", false,
+		  2.5f, 3.5f },
+		{ "deadbeefcafe.allowed.test", "allow domain *.allowed.test", false, 2.0f, 3.0f },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		static struct dns_query q;
+
+		memset(&q, 0, sizeof(q));
+		snprintf(q.name, sizeof(q.name), "%s", cases[i].name);
+		snprintf(q.rule, sizeof(q.rule), "%s", cases[i].rule);
+		budget__entropy(&q);
+		cr_expect_eq(q.high_entropy, cases[i].high, "%s: %.2f", cases[i].name, q.entropy);
+		cr_expect(q.entropy >= cases[i].lo && q.entropy <= cases[i].hi, "%s: %.2f",
+			  cases[i].name, q.entropy);
+	}
 }

@@ -81,7 +81,7 @@ Test(policy, errors_name_the_line)
 		{ "allow 1.2.3.4 icmp/1\n", "test.policy:1: icmp has no ports: 'icmp/1'" },
 		{ "permit 1.2.3.4\n",
 		  "test.policy:1: unknown directive 'permit' (expected mode, require, allow, deny, "
-		  "interface, sandbox or })" },
+		  "interface, budget, sandbox or })" },
 		{ "interface tap0\n",
 		  "test.policy:1: interface belongs in a 'sandbox NAME {' block (one sandbox, by "
 		  "its name: a device's packets are one sandbox's)" },
@@ -175,6 +175,76 @@ Test(policy, interfaces_belong_to_their_block_and_change_the_hash)
 	fclose(f);
 	policy__free(&q);
 	policy__free(&p);
+}
+
+Test(policy, budgets_parse_print_and_the_tightest_applies)
+{
+	static const char text[] = "budget dns 50/s\n"
+				   "budget dns-names 1MiB/hour\n"
+				   "sandbox image=python:* {\n"
+				   "  budget dns 20/s\n"
+				   "  budget dns-names 64KiB/min\n" /* 3.75 MiB/hour: looser */
+				   "}\n"
+				   "sandbox build-1 {\n"
+				   "  budget dns-names 100B/day\n"
+				   "}\n";
+	static const struct {
+		const char *text, *error;
+	} bad[] = {
+		{ "budget dns 20/hour\n", "counts queries a second" },
+		{ "budget dns 0/s\n", "1 or more" },
+		{ "budget dns -3/s\n", "not an amount" },
+		{ "budget dns 5MiB/s\n", "not a number of queries" },
+		{ "budget dns-names 10XB/hour\n", "not a unit" },
+		{ "budget dns-names 10KiB/week\n", "not a period" },
+		{ "budget dns-names 10KiB\n", "expected 'budget dns N/s'" },
+		{ "budget egress 10KiB/s\n", "expected 'budget dns N/s'" },
+		{ "budget dns 5/s\nbudget dns 6/s\n", "set twice here (line 1)" },
+		{ "budget dns-names 2000000GiB/day\n", "more than 1 PiB" },
+	};
+	struct sandbox_meta meta = { 0 };
+	const struct policy_budget *b;
+	char err[POLICY_ERR_LEN] = "", text_out[80], h1[65], h2[65];
+	struct policy p, q;
+
+	cr_assert_eq(parse(&p, text, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p.nbudgets, 5);
+	budget__format(&p.budgets[1], text_out, sizeof(text_out));
+	cr_expect_str_eq(text_out, "budget dns-names 1MiB/hour");
+	budget__format(&p.budgets[4], text_out, sizeof(text_out));
+	cr_expect_str_eq(text_out, "budget dns-names 100B/day");
+	/* a sandbox no block selects: the global ones */
+	b = policy__budget(&p, BUDGET_DNS, "box", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 50);
+	/* selected by image: its 20/s is tighter; its 64KiB/min is looser than 1MiB/hour */
+	meta.image = "docker.io/library/python:3.12";
+	b = policy__budget(&p, BUDGET_DNS, "c1", &meta);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 20);
+	b = policy__budget(&p, BUDGET_DNS_NAMES, "c1", &meta);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 1u << 20);
+	cr_expect_eq(b->period_s, 3600);
+	b = policy__budget(&p, BUDGET_DNS_NAMES, "build-1", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 100);
+	cr_assert_eq(policy__copy(&q, &p), 0);
+	cr_expect_eq(q.nbudgets, 5);
+	policy__hash(&p, h1);
+	q.budgets[0].amount = 51;
+	policy__hash(&q, h2);
+	cr_expect_str_neq(h1, h2, "a budget changed and the hash did not");
+	policy__free(&q);
+	policy__free(&p);
+	cr_assert_eq(parse(&p, "allow 192.0.2.1\n", err, sizeof(err)), 0, "%s", err);
+	cr_expect_null(policy__budget(&p, BUDGET_DNS, "box", NULL), "no budget line, no budget");
+	policy__free(&p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_neq(parse(&p, bad[i].text, err, sizeof(err)), 0, "%s", bad[i].text);
+		cr_expect(strstr(err, bad[i].error), "%s: %s", bad[i].text, err);
+		policy__free(&p);
+	}
 }
 
 Test(policy, live_rules_round_trip_and_hash)

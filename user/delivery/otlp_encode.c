@@ -368,6 +368,10 @@ static void payload_attrs(struct rec *r)
 		attr_str(r, "dns.question.type", ev->dns_query->type);
 		attr_str(r, "dns.response_code", ev->dns_query->rcode);
 		attr_bool(r, "egret.dns.allowed", ev->dns_query->allowed);
+		if (ev->dns_query->high_entropy)
+			attr_bool(r, "egret.dns.high_entropy", true);
+		if (ev->dns_query->budget && ev->dns_query->budget[0])
+			attr_str(r, "egret.dns.budget", ev->dns_query->budget);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_EXEC:
 		exec_attrs(r, ev->exec);

@@ -74,6 +74,9 @@ void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, ui
 	dq.transport = (char *)(q->conn ? "tcp" : "udp");
 	dq.rule = (char *)q->rule;
 	dq.error = (char *)(error ? error : "");
+	dq.budget = (char *)q->budget;
+	dq.name_entropy = q->entropy;
+	dq.high_entropy = q->high_entropy;
 	if (a) {
 		dq.n_answers = a->n;
 		dq.answers = (char **)a->text;

@@ -178,10 +178,21 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 	}
 	q = query_new(r, l, conn, udp_fd, from, fromlen, who, &dq);
 	why = question_refused(&dq);
-	if (q && (why || !query_allowed(r, q)))
+	/* every query draws on the sandbox's 'budget dns'; only what goes upstream on its
+	 * 'budget dns-names' (the bytes a tunnel carries out)
+	 */
+	if (q && !why && budget__over_queries(r, q))
+		why = "over the sandbox's DNS query budget";
+	if (q && (why || !query_allowed(r, q))) {
+		budget__entropy(q);
 		query_refuse(r, q, pkt, &dq, why);
-	else if (q)
-		query_forward(r, q, &dq);
+	} else if (q) {
+		budget__entropy(q);
+		if (budget__over_names(r, q, dq.wire_len))
+			query_refuse(r, q, pkt, &dq, "over the sandbox's DNS name budget");
+		else
+			query_forward(r, q, &dq);
+	}
 	ldns_pkt_free(pkt);
 }
 

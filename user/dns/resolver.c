@@ -64,6 +64,7 @@ void resolver__tick(struct resolver *r)
 	conn__reap_idle(r, now);
 	if (now - r->last_sweep_ns > 5000000000ull) {
 		allow__sweep(r, now_ns(CLOCK_BOOTTIME));
+		budget__sweep(r, now);
 		r->last_sweep_ns = now;
 	}
 }
@@ -76,15 +77,16 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		n++;
 	control__out(req,
 		     "dns: upstream %s, %u namespaces, %llu queries (%llu allowed, %llu "
-		     "refused, %llu of them not host names, %llu not from a sandbox, %llu "
+		     "refused, %llu of them not host names, %llu over a budget, %llu not from a "
+		     "sandbox, %llu "
 		     "malformed, %llu upstream failures, %llu timeouts), %zu addresses open, "
 		     "%llu capped, %u TCP clients (%llu evicted)\n",
 		     r->upstream_text, n, (unsigned long long)r->st.queries,
 		     (unsigned long long)r->st.allowed, (unsigned long long)r->st.refused,
-		     (unsigned long long)r->st.not_host, (unsigned long long)r->st.outside,
-		     (unsigned long long)r->st.malformed, (unsigned long long)r->st.upstream_fail,
-		     (unsigned long long)r->st.timeouts, allow__count(r),
-		     (unsigned long long)r->st.capped, r->nconns,
+		     (unsigned long long)r->st.not_host, (unsigned long long)r->st.over_budget,
+		     (unsigned long long)r->st.outside, (unsigned long long)r->st.malformed,
+		     (unsigned long long)r->st.upstream_fail, (unsigned long long)r->st.timeouts,
+		     allow__count(r), (unsigned long long)r->st.capped, r->nconns,
 		     (unsigned long long)r->st.tcp_evicted);
 }
 
@@ -137,6 +139,11 @@ int resolver__new(struct resolver **out, const struct dns_options *o, const stru
 	err = allow__init(r);
 	if (err)
 		goto err_close;
+	err = budget__init(r);
+	if (err) {
+		allow__free(r);
+		goto err_close;
+	}
 	allow__adopt(r);
 	listener__forget_all(r);
 	*out = r;
@@ -165,6 +172,7 @@ void resolver__free(struct resolver *r)
 	listener__close_all(r);
 	reap_retired(r);
 	allow__free(r);
+	budget__free(r);
 	close(r->own_netns);
 	free(r);
 }

@@ -107,6 +107,9 @@ struct dns_query {
 	size_t msg_len;
 	uint64_t start_ns, deadline_ns;
 	char rule[400];
+	char budget[64];	  /* the budget line that refused it (budget.c), or "" */
+	float entropy;		  /* bits a character of the name left of its rule (budget.c) */
+	bool high_entropy;	  /* that part: 16 characters or more at 3.5 bits or above */
 	struct upstream_sock *us; /* UDP upstream, shared */
 	struct watch up;	  /* TCP upstream, this query's own */
 	bool up_tcp;
@@ -140,7 +143,7 @@ struct name_entry {
 
 struct dns_stats {
 	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
-		opened, capped, map_full, tcp_evicted;
+		opened, capped, map_full, tcp_evicted, over_budget;
 };
 
 struct resolver {
@@ -167,8 +170,9 @@ struct resolver {
 	unsigned int next_sock;
 	uint8_t rand[4096];
 	size_t rand_used;
-	struct htab allow; /* struct allow_entry */
-	struct htab names; /* struct name_entry */
+	struct htab allow;   /* struct allow_entry */
+	struct htab names;   /* struct name_entry */
+	struct htab budgets; /* budget.c: struct budget_entry */
 	uint64_t last_sweep_ns;
 	struct dns_stats st;
 	uint8_t buf[DNS_MSG_MAX + 2];
@@ -182,6 +186,21 @@ struct answer_list {
 	uint32_t ttl; /* granted seconds, 0 when nothing was opened */
 	uint32_t opened;
 };
+
+/* budget.c */
+int budget__init(struct resolver *r);
+void budget__free(struct resolver *r);
+void budget__sweep(struct resolver *r, uint64_t now);
+/* the query takes one from the sandbox's 'budget dns' bucket: true (and q->budget set) when
+ * it is empty
+ */
+bool budget__over_queries(struct resolver *r, struct dns_query *q);
+/* name_bytes more sent upstream for the sandbox in this period: true (q->budget set) when that
+ * is over its 'budget dns-names' (and they are not counted)
+ */
+bool budget__over_names(struct resolver *r, struct dns_query *q, size_t name_bytes);
+/* q->entropy and q->high_entropy, from q->name and q->rule */
+void budget__entropy(struct dns_query *q);
 
 /* listeners.c */
 /* Which sandbox sent from this port (false: not a query the kernel steered here). */

@@ -34,6 +34,7 @@ void policy__free(struct policy *p)
 {
 	free(p->rules);
 	free(p->ifaces);
+	free(p->budgets);
 	policy__init(p);
 }
 
@@ -48,6 +49,15 @@ int policy__copy(struct policy *dst, const struct policy *src)
 			return -ENOMEM;
 		memcpy(dst->ifaces, src->ifaces, src->nifaces * sizeof(*src->ifaces));
 		dst->nifaces = dst->ifaces_cap = src->nifaces;
+	}
+	if (src->nbudgets) {
+		dst->budgets = malloc(src->nbudgets * sizeof(*src->budgets));
+		if (!dst->budgets) {
+			policy__free(dst);
+			return -ENOMEM;
+		}
+		memcpy(dst->budgets, src->budgets, src->nbudgets * sizeof(*src->budgets));
+		dst->nbudgets = dst->budgets_cap = src->nbudgets;
 	}
 	if (!src->n)
 		return 0;
@@ -518,6 +528,152 @@ static int parse_interface(struct policy *p, const struct parse_state *st, char 
 	return 0;
 }
 
+static const struct {
+	const char *word;
+	uint8_t kind;
+	bool bytes; /* an amount of bytes with a unit (B, KiB, MiB, GiB), else a count */
+	bool per_second_only;
+} budget_kinds[] = {
+	{ "dns", BUDGET_DNS, false, true },
+	{ "dns-names", BUDGET_DNS_NAMES, true, false },
+};
+
+static const struct {
+	const char *word;
+	uint32_t seconds;
+} budget_periods[] = {
+	{ "s", 1 },	  { "second", 1 }, { "min", 60 },    { "minute", 60 },
+	{ "hour", 3600 }, { "h", 3600 },   { "day", 86400 }, { "d", 86400 },
+};
+
+static const struct {
+	const char *word;
+	uint64_t mult;
+} byte_units[] = {
+	{ "B", 1 }, { "KiB", 1ull << 10 }, { "MiB", 1ull << 20 }, { "GiB", 1ull << 30 }
+};
+
+#define BUDGET_AMOUNT_MAX (1ull << 50)
+
+/* 'budget KIND AMOUNT/PERIOD' */
+static int parse_budget(struct policy *p, const struct parse_state *st, char **w, int n, bool live,
+			char *err, size_t errsz)
+{
+	static const char usage[] = "expected 'budget dns N/s' or 'budget dns-names SIZE/PERIOD' "
+				    "(SIZE: a number and B, KiB, MiB or GiB; PERIOD: s, min, hour "
+				    "or day)";
+	struct policy_budget b = { .line = st->line };
+	size_t k = 0, u = 0;
+	const char *slash;
+	char *end;
+
+	if (live)
+		return fail(err, errsz, "budget lines belong in the policy file");
+	if (n != 3)
+		return fail(err, errsz, "%s", usage);
+	while (k < ARRAY_SIZE(budget_kinds) && strcmp(budget_kinds[k].word, w[1]))
+		k++;
+	slash = strchr(w[2], '/');
+	if (k == ARRAY_SIZE(budget_kinds) || !slash)
+		return fail(err, errsz, "%s", usage);
+	b.kind = budget_kinds[k].kind;
+	errno = 0;
+	b.amount = strtoull(w[2], &end, 10);
+	if (end == w[2] || *w[2] == '-' || errno)
+		return fail(err, errsz, "budget %s: '%s' is not an amount: %s", w[1], w[2], usage);
+	if (budget_kinds[k].bytes) {
+		while (u < ARRAY_SIZE(byte_units) &&
+		       ((size_t)(slash - end) != strlen(byte_units[u].word) ||
+			strncmp(end, byte_units[u].word, (size_t)(slash - end))))
+			u++;
+		if (u == ARRAY_SIZE(byte_units))
+			return fail(err, errsz,
+				    "budget %s: '%.*s' is not a unit (B, KiB, MiB, GiB)", w[1],
+				    (int)(slash - end), end);
+		if (b.amount > BUDGET_AMOUNT_MAX / byte_units[u].mult)
+			return fail(err, errsz, "budget %s: %s is more than 1 PiB", w[1], w[2]);
+		b.amount *= byte_units[u].mult;
+	} else if (end != slash) {
+		return fail(err, errsz, "budget %s: '%s' is not a number of queries: %s", w[1],
+			    w[2], usage);
+	}
+	if (b.amount == 0 || b.amount > BUDGET_AMOUNT_MAX)
+		return fail(err, errsz, "budget %s: the amount must be 1 or more (and not absurd)",
+			    w[1]);
+	for (size_t i = 0; i < ARRAY_SIZE(budget_periods); i++) {
+		if (!strcmp(slash + 1, budget_periods[i].word))
+			b.period_s = budget_periods[i].seconds;
+	}
+	if (!b.period_s)
+		return fail(err, errsz, "budget %s: '%s' is not a period (s, min, hour or day)",
+			    w[1], slash + 1);
+	if (budget_kinds[k].per_second_only && b.period_s != 1)
+		return fail(err, errsz, "budget %s counts queries a second: 'budget %s N/s'", w[1],
+			    w[1]);
+	b.sandbox = policy__intern(st->in_block ? st->sandbox : "");
+	if (!b.sandbox)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nbudgets; i++) {
+		if (p->budgets[i].kind == b.kind && p->budgets[i].sandbox == b.sandbox)
+			return fail(err, errsz, "budget %s is set twice here (line %u)", w[1],
+				    p->budgets[i].line);
+	}
+	if (ARRAY_RESERVE(p->budgets, p->budgets_cap, p->nbudgets + 1))
+		return -ENOMEM;
+	p->budgets[p->nbudgets++] = b;
+	return 0;
+}
+
+static const char *budget_word(uint8_t kind)
+{
+	for (size_t k = 0; k < ARRAY_SIZE(budget_kinds); k++) {
+		if (budget_kinds[k].kind == kind)
+			return budget_kinds[k].word;
+	}
+	return "?";
+}
+
+void budget__format(const struct policy_budget *b, char *buf, size_t size)
+{
+	const char *period = "?", *unit = "";
+	uint64_t amount = b->amount;
+
+	for (size_t i = 0; i < ARRAY_SIZE(budget_periods); i += 2) {
+		if (budget_periods[i].seconds == b->period_s)
+			period = budget_periods[i].word;
+	}
+	if (b->kind == BUDGET_DNS_NAMES) {
+		unit = "B";
+		for (size_t u = ARRAY_SIZE(byte_units); u-- > 1;) {
+			if (amount % byte_units[u].mult == 0) {
+				amount /= byte_units[u].mult;
+				unit = byte_units[u].word;
+				break;
+			}
+		}
+	}
+	snprintf(buf, size, "budget %s %llu%s/%s", budget_word(b->kind), (unsigned long long)amount,
+		 unit, period);
+}
+
+const struct policy_budget *policy__budget(const struct policy *p, enum budget_kind kind,
+					   const char *name, const struct sandbox_meta *meta)
+{
+	const struct policy_budget *best = NULL;
+
+	for (size_t i = 0; i < p->nbudgets; i++) {
+		const struct policy_budget *b = &p->budgets[i];
+
+		if (b->kind != kind || (b->sandbox[0] && !sandbox__selects(b->sandbox, name, meta)))
+			continue;
+		/* the least per second: amount / period, compared without dividing */
+		if (!best || (unsigned __int128)b->amount * best->period_s <
+				     (unsigned __int128)best->amount * b->period_s)
+			best = b;
+	}
+	return best;
+}
+
 static int parse_line(struct policy *p, struct parse_state *st, char **w, int n, bool live,
 		      char *err, size_t errsz)
 {
@@ -573,10 +729,12 @@ static int parse_line(struct policy *p, struct parse_state *st, char **w, int n,
 	}
 	if (!strcmp(w[0], "interface"))
 		return parse_interface(p, st, w, n, live, err, errsz);
+	if (!strcmp(w[0], "budget"))
+		return parse_budget(p, st, w, n, live, err, errsz);
 	if (strcmp(w[0], "allow") && strcmp(w[0], "deny"))
 		return fail(err, errsz,
 			    "unknown directive '%s' (expected mode, require, allow, deny, "
-			    "interface, sandbox or })",
+			    "interface, budget, sandbox or })",
 			    w[0]);
 	count = policy__parse_words(w, n, st->in_block ? st->sandbox : "", rules, MAX_WORDS, err,
 				    errsz);
@@ -681,6 +839,14 @@ void policy__hash(const struct policy *p, char out[65])
 	for (size_t i = 0; i < p->nifaces; i++) {
 		snprintf(text, sizeof(text), "|interface %s %s\n", p->ifaces[i].sandbox,
 			 p->ifaces[i].name);
+		sha256__update(&s, text, strlen(text));
+	}
+	/* in file order too: a kind is set once per block */
+	for (size_t i = 0; i < p->nbudgets; i++) {
+		char b[80];
+
+		budget__format(&p->budgets[i], b, sizeof(b));
+		snprintf(text, sizeof(text), "|%s %s\n", p->budgets[i].sandbox, b);
 		sha256__update(&s, text, strlen(text));
 	}
 	sha256__final(&s, digest);

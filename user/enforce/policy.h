@@ -8,6 +8,7 @@
  *       allow|deny ...                            (sandbox.h: sandbox__parse_selector)
  *       interface DEVICE                          NAME blocks only: the sandbox's own device
  *   }                                             (a VM's tap), judged at its host side
+ *   budget dns N/s | dns-names SIZE/PERIOD        global or in a block (struct policy_budget)
  *
  * A sandbox gets the global rules and those of every block that selects it; a deny anywhere
  * beats every allow.
@@ -63,6 +64,24 @@ struct policy_iface {
 	unsigned int line;
 };
 
+/* 'budget KIND AMOUNT/PERIOD', global or in a block: what each sandbox it applies to may spend
+ * per period (a sandbox under several: the tightest). Kinds:
+ *   dns N/s                  queries a second to egret's resolver (a burst of twice N)
+ *   dns-names SIZE/PERIOD    bytes of names the resolver sends upstream for the sandbox
+ */
+enum budget_kind {
+	BUDGET_DNS = 1,
+	BUDGET_DNS_NAMES = 2,
+};
+
+struct policy_budget {
+	const char *sandbox; /* the block's selector, "" global (policy__intern) */
+	uint8_t kind;	     /* enum budget_kind */
+	uint64_t amount;     /* queries or bytes */
+	uint32_t period_s;   /* 1, 60, 3600 or 86400 */
+	unsigned int line;
+};
+
 struct policy {
 	enum policy_mode mode;
 	bool require_unpriv; /* 'require unprivileged' */
@@ -70,6 +89,8 @@ struct policy {
 	size_t n, cap;
 	struct policy_iface *ifaces;
 	size_t nifaces, ifaces_cap;
+	struct policy_budget *budgets;
+	size_t nbudgets, budgets_cap;
 };
 
 void policy__init(struct policy *p);
@@ -103,6 +124,13 @@ const char *policy__intern(const char *selector);
  */
 const char *policy__intern_domain(const char *name);
 void policy__hash(const struct policy *p, char out[65]);
+/* The budget of this kind the sandbox (name, meta or NULL) spends from: the tightest of the
+ * global one and those of the blocks that select it (the least per second); NULL: none.
+ */
+const struct policy_budget *policy__budget(const struct policy *p, enum budget_kind kind,
+					   const char *name, const struct sandbox_meta *meta);
+/* "budget dns-names 64KiB/hour", as the policy has it */
+void budget__format(const struct policy_budget *b, char *buf, size_t size);
 int policy__write_live(const struct policy *p, FILE *f);
 
 void rule__format(const struct rule *r, char *buf, size_t size);
