@@ -168,7 +168,7 @@ static int join_limits(struct egret_instance *e, const char *sandbox)
 /* The v1 cgroups of an instance: <controller mount>/<name> and what is under it. */
 void cgroup_v1__remove_limits(const char *name)
 {
-	static const char *const controllers[] = { "memory", "pids" };
+	static const char *const controllers[] = { "memory", "pids", "cpu" };
 	char mnt[PATH_MAX], path[PATH_MAX * 2];
 
 	for (size_t i = 0; i < sizeof(controllers) / sizeof(controllers[0]); i++) {

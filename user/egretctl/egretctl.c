@@ -50,7 +50,7 @@ static int self_argc;
 
 /* run's paragraph of the help, also what `egretctl run --help` prints */
 static const char run_help[] =
-	"  run [--sandbox NAME] [--preserve-fds N] [-q] [CONFINEMENT] -- CMD [ARGS...]\n"
+	"  run [--sandbox NAME] [--preserve-fds N] [-q] [CONFINEMENT] [LIMITS] -- CMD [ARGS...]\n"
 	"              run CMD in sandbox NAME (created when missing, generated when not\n"
 	"              given); refuses unless egret's programs are attached. CMD gets a\n"
 	"              user namespace (root inside is an unprivileged host uid), pid,\n"
@@ -72,7 +72,15 @@ static const char run_help[] =
 	"                                  egret's profile (refusals are Tamper events)\n"
 	"                                  or none\n"
 	"                --privileged      host root, the host's namespaces, no seccomp\n"
-	"                                  profile: egret's kernel hooks only\n";
+	"                                  profile: egret's kernel hooks only\n"
+	"              LIMITS (cgroup v2, or the v1 hierarchies of a hybrid host; each hit\n"
+	"              is a ResourceLimit event):\n"
+	"                --memory SIZE     memory (64M, 1G; swap not counted on top): over\n"
+	"                                  it, the OOM killer\n"
+	"                --cpus N          CPU time, in CPUs (0.5, 2): throttled over it\n"
+	"                --pids N          processes and threads: forks over it fail\n"
+	"                --timeout TIME    wall clock (30, 90s, 5m, 1h): then the sandbox\n"
+	"                                  is frozen and killed, and egretctl exits 124\n";
 
 static void usage(FILE *f)
 {
@@ -139,7 +147,11 @@ enum {
 	OPT_SHARE,
 	OPT_NET,
 	OPT_SECCOMP,
-	OPT_PRIVILEGED
+	OPT_PRIVILEGED,
+	OPT_MEMORY,
+	OPT_CPUS,
+	OPT_PIDS,
+	OPT_TIMEOUT
 };
 
 #define GLOBAL_LONGOPTS                                              \
@@ -230,6 +242,33 @@ static int run_opt(int c, struct run_opts *o, char **argv)
 		s->ns = 0;
 		s->seccomp = s->no_new_privs = false;
 		return 0;
+	case OPT_MEMORY:
+		return limits__parse_memory(optarg, &o->limits.memory)
+			       ? log_usage("bad --memory '%s': expected bytes with K, M or G "
+					   "(64M, 1G), at least 4M",
+					   optarg)
+			       : 0;
+	case OPT_CPUS:
+		return limits__parse_cpus(optarg, &o->limits.cpu_milli)
+			       ? log_usage("bad --cpus '%s': expected CPUs, 0.01 to 1024 (0.5, 2)",
+					   optarg)
+			       : 0;
+	case OPT_PIDS: {
+		uint64_t n;
+
+		if (parse_u64(optarg, 4194304, &n) || n == 0)
+			return log_usage(
+				"bad --pids '%s': expected a count of processes, 1 or more",
+				optarg);
+		o->limits.pids = (uint32_t)n;
+		return 0;
+	}
+	case OPT_TIMEOUT:
+		return limits__parse_duration(optarg, &o->limits.timeout_ms)
+			       ? log_usage("bad --timeout '%s': expected seconds, or a number with "
+					   "ms, s, m or h (90s, 5m)",
+					   optarg)
+			       : 0;
 	}
 	return opt_error(c, argv);
 }
@@ -267,6 +306,10 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		{ "net", required_argument, NULL, OPT_NET },
 		{ "seccomp", required_argument, NULL, OPT_SECCOMP },
 		{ "privileged", no_argument, NULL, OPT_PRIVILEGED },
+		{ "memory", required_argument, NULL, OPT_MEMORY },
+		{ "cpus", required_argument, NULL, OPT_CPUS },
+		{ "pids", required_argument, NULL, OPT_PIDS },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "confine.h"
 #include "dns.h"
 #include "egretd.h"
@@ -195,6 +196,14 @@ static int do_seccomp(void *ctx, struct control_req *r)
 	return confine__cmd_seccomp(&d->collector.ctx, r);
 }
 
+/* egretctl run's sandbox hit a limit no tracepoint shows (timeout, CPU throttling). */
+static int do_limit(void *ctx, struct control_req *r)
+{
+	struct daemon *d = ctx;
+
+	return audit__cmd_limit(&d->collector.ctx, r);
+}
+
 /* egretctl uninstall: root outside every sandbox only. The keeper lets go, every link is
  * detached and unpinned, egretd's own handles are closed (tracepoint links end with the last),
  * and egretd exits with a status that keeps systemd from starting it again.
@@ -257,6 +266,7 @@ COMMAND(list)
 COMMAND(reload)
 COMMAND(prepare)
 COMMAND(seccomp)
+COMMAND(limit)
 COMMAND(uninstall)
 
 static int do_register(void *ctx, struct control_req *r)
@@ -273,16 +283,11 @@ COMMAND(register)
 COMMAND(unregister)
 
 const struct control_cmd daemon_cmds[] = {
-	{ "status", cmd_status },
-	{ "allow", cmd_allow },
-	{ "deny", cmd_deny },
-	{ "revoke", cmd_revoke },
-	{ "list", cmd_list },
-	{ "reload", cmd_reload },
-	{ "prepare", cmd_prepare },
-	{ "seccomp", cmd_seccomp },
-	{ "uninstall", cmd_uninstall },
-	{ "register", cmd_register },
-	{ "unregister", cmd_unregister },
+	{ "status", cmd_status },     { "allow", cmd_allow },
+	{ "deny", cmd_deny },	      { "revoke", cmd_revoke },
+	{ "list", cmd_list },	      { "reload", cmd_reload },
+	{ "prepare", cmd_prepare },   { "seccomp", cmd_seccomp },
+	{ "limit", cmd_limit },	      { "uninstall", cmd_uninstall },
+	{ "register", cmd_register }, { "unregister", cmd_unregister },
 };
 const size_t daemon_ncmds = ARRAY_SIZE(daemon_cmds);

@@ -57,6 +57,11 @@ struct run {
 	unsigned int in_window;
 	unsigned long suppressed;
 	bool report_failed;
+	/* limits: where they are, the command's start, the timeout's end, CPU throttling seen */
+	struct limit_cgroups lc;
+	uint64_t start_ns, deadline_ns;
+	bool timed_out, throttled;
+	uint64_t cpu0[3]; /* cpu.stat at the start: periods, throttled, throttled ns */
 };
 
 /* Signals egretctl passes on to the command; SIGCHLD is how it learns the command ended. */
@@ -413,8 +418,14 @@ __attribute__((noreturn)) static void run_child(struct run *r, const sigset_t *m
 static int enter_sandbox(struct run *r, pid_t child)
 {
 	char self[PATH_MAX];
-	int err = cgroup__join(r->dir, child);
+	int err = limits__join(&r->lc, child);
 
+	if (err) {
+		log_note("failed to move the command into the v1 cgroups of its limits: %s",
+			 strerror(-err));
+		return err;
+	}
+	err = cgroup__join(r->dir, child);
 	if (err) {
 		log_note("failed to move the command into sandbox cgroup %s: %s", r->dir,
 			 strerror(-err));
@@ -519,6 +530,84 @@ static void on_listener(struct run *r, int *listener, short revents)
 	*listener = -1;
 }
 
+/* Tell egretd a limit was hit (a ResourceLimit event): KIND is timeout, cpu-throttled (the
+ * first throttled period) or cpu-summary (at the end, when any was).
+ */
+static void report_limit(struct run *r, const char *kind, uint64_t limit, uint64_t usage,
+			 const uint64_t cpu[3])
+{
+	char w[6][24], *req[8] = { "limit", (char *)r->o->name, (char *)kind };
+	FILE *null = fopen("/dev/null", "we");
+	int rc;
+
+	snprintf(w[0], sizeof(w[0]), "%llu", (unsigned long long)limit);
+	snprintf(w[1], sizeof(w[1]), "%llu", (unsigned long long)usage);
+	for (int i = 0; i < 3; i++)
+		snprintf(w[2 + i], sizeof(w[2 + i]), "%llu",
+			 cpu ? (unsigned long long)(cpu[i] - r->cpu0[i]) : 0ull);
+	for (int i = 0; i < 5; i++)
+		req[3 + i] = w[i];
+	rc = null ? control__call(r->p->control, 8, req, null, null, 2) : -ENOMEM;
+	if (null)
+		fclose(null);
+	if (rc)
+		log_warn("egretd did not take the report of sandbox %s's %s (%s): it is not in "
+			 "the event stream",
+			 r->o->name, kind, rc < 0 ? strerror(-rc) : "refused");
+}
+
+/* The sandbox is frozen (its processes stop where they are, nothing more runs), reported, then
+ * killed whole: cgroup.kill (5.14), else each process cgroup.procs lists, until none is left.
+ */
+static void kill_at_timeout(struct run *r)
+{
+	char path[PATH_MAX + 32], pids[4096];
+	uint64_t ran = (now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1000000;
+
+	r->timed_out = true;
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", r->dir);
+	write_file(path, "1");
+	log_note("sandbox %s: killed at its --timeout of %llu ms (ran %llu ms)", r->o->name,
+		 (unsigned long long)r->o->limits.timeout_ms, (unsigned long long)ran);
+	report_limit(r, "timeout", r->o->limits.timeout_ms, ran, NULL);
+	snprintf(path, sizeof(path), "%s/cgroup.kill", r->dir);
+	if (write_file(path, "1") == 0)
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", r->dir);
+	for (int round = 0; round < 100 && read_file(path, pids, sizeof(pids)) > 0 && pids[0];
+	     round++) {
+		for (char *p = pids; *p; p += strcspn(p, "\n"), p += *p == '\n')
+			kill((pid_t)atoi(p), SIGKILL);
+		usleep(10000);
+	}
+}
+
+/* What the limits ask of the supervisor now: kill at the timeout, a look at the CPU limit's
+ * throttling (once a second). How long poll may wait, -1 for ever.
+ */
+static int limits_tick(struct run *r)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC), cpu[3];
+	int wait = -1;
+
+	if (r->deadline_ns && !r->timed_out) {
+		if (now >= r->deadline_ns)
+			kill_at_timeout(r);
+		else
+			wait = (int)((r->deadline_ns - now + 999999) / 1000000);
+	}
+	if (r->o->limits.cpu_milli && !r->throttled) {
+		if (limits__cpu_stat(&r->lc, &cpu[0], &cpu[1], &cpu[2]) == 0 &&
+		    cpu[1] > r->cpu0[1]) {
+			r->throttled = true;
+			report_limit(r, "cpu-throttled", r->o->limits.cpu_milli, 0, cpu);
+		}
+		if (!r->throttled)
+			wait = wait < 0 || wait > 1000 ? 1000 : wait;
+	}
+	return wait;
+}
+
 /* Pass signals on until the child ends, answering refusals meanwhile; its wait status into
  * *wstatus. A signal the kernel sent (the terminal's ^C, ^\, hangup, window size: it went to
  * the command's process group too) or that the child sent is not passed on again.
@@ -534,8 +623,9 @@ static int run_supervise(struct run *r, pid_t child, const sigset_t *set, int li
 		struct pollfd pfd[2] = { { .fd = sfd, .events = POLLIN },
 					 { .fd = listener, .events = POLLIN } };
 		struct signalfd_siginfo si;
+		int wait_ms = limits_tick(r);
 
-		if (poll(pfd, listener >= 0 ? 2 : 1, -1) < 0) {
+		if (poll(pfd, listener >= 0 ? 2 : 1, wait_ms) < 0) {
 			if (errno == EINTR)
 				continue;
 			err = -errno;
@@ -556,6 +646,13 @@ static int run_supervise(struct run *r, pid_t child, const sigset_t *set, int li
 		close(listener);
 	if (r->suppressed)
 		report_refusal(r, NULL);
+	if (r->throttled) {
+		uint64_t cpu[3];
+
+		if (limits__cpu_stat(&r->lc, &cpu[0], &cpu[1], &cpu[2]) == 0)
+			report_limit(r, "cpu-summary", r->o->limits.cpu_milli,
+				     (now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1000000, cpu);
+	}
 	close(sfd);
 	return err;
 }
@@ -606,6 +703,11 @@ static int run_command(struct run *r, int *wstatus)
 		waitpid(child, wstatus, 0);
 		*wstatus = EXIT_RUN_FAILED << 8;
 	} else {
+		r->start_ns = now_ns(CLOCK_MONOTONIC);
+		if (r->o->limits.timeout_ms)
+			r->deadline_ns = r->start_ns + r->o->limits.timeout_ms * 1000000ull;
+		if (r->o->limits.cpu_milli)
+			limits__cpu_stat(&r->lc, &r->cpu0[0], &r->cpu0[1], &r->cpu0[2]);
 		err = run_supervise(r, child, &set, listener, wstatus);
 		command_status(r, wstatus);
 	}
@@ -633,11 +735,30 @@ static int exit_like(int wstatus)
 	return 128 + sig;
 }
 
+/* The sandbox's limits where the host has them; egretctl refuses to run without one asked. */
+static int run_limits(struct run *r)
+{
+	char err[PATH_MAX + 256];
+	const struct limits *l = &r->o->limits;
+	int e;
+
+	if (!l->memory && !l->cpu_milli && !l->pids)
+		return 0;
+	e = limits__apply(l, r->p->cgroup_mount, r->p->cgroup_root, r->o->name, &r->lc, err,
+			  sizeof(err));
+	if (e)
+		log_note("refusing to run: %s", err);
+	return e;
+}
+
 /* The sandbox's cgroup goes when egretctl made it; one that was there already stays. */
 static void run_cleanup(struct run *r, bool created)
 {
-	int err;
+	int err = limits__remove(&r->lc);
 
+	if (err)
+		log_note("cannot remove the v1 cgroups of sandbox %s's limits: %s", r->o->name,
+			 strerror(-err));
 	if (!created)
 		return;
 	err = sandbox__remove(r->p->cgroup_root, r->o->name, RUN_REMOVE_WAIT_MS);
@@ -677,9 +798,10 @@ int run__sandboxed(struct egret_paths *p, struct run_opts *o)
 	/* last look before the child joins: once inside, bpf(2) is a tamper attempt (and links
 	 * are pinned, so only an explicit uninstall could detach them meanwhile)
 	 */
-	if (!run_ids(&r) && !prepare_sandbox(&r) && !require_enforcement(p))
+	if (!run_limits(&r) && !run_ids(&r) && !prepare_sandbox(&r) && !require_enforcement(p))
 		run_command(&r, &wstatus);
 	run_cleanup(&r, created);
 	ns_protect__free(&r.protect);
-	return exit_like(wstatus);
+	/* like timeout(1): 124 when the time ran out */
+	return r.timed_out ? EXIT_TIMEOUT : exit_like(wstatus);
 }

@@ -9,9 +9,11 @@
 #include <stdint.h>
 
 #include "paths.h"
+#include "reslimit.h"
 #include "sandbox.h"
 
 /* exit statuses of `run`, as env(1) and timeout(1) use them */
+#define EXIT_TIMEOUT	 124 /* --timeout ran out: the sandbox was killed */
 #define EXIT_RUN_FAILED	 125
 #define EXIT_CANNOT_EXEC 126
 #define EXIT_NOT_FOUND	 127
@@ -22,7 +24,8 @@ struct run_opts {
 	uint64_t keep;	  /* --preserve-fds */
 	bool quiet;
 	struct sandbox_spec spec;
-	char **argv; /* the command */
+	struct limits limits; /* --memory, --cpus, --pids, --timeout */
+	char **argv;	      /* the command */
 	/* egretctl's own argv, which the sandbox's init overwrites so the sandbox does not read
 	 * egret's paths in its /proc/1/cmdline
 	 */

@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "addr.h"
 #include "audit.h"
@@ -18,6 +20,8 @@
 #include "egret/confine.h"
 #include "egret/fnv.h"
 #include "redact.h"
+#include "control.h"
+#include "sandbox.h"
 #include "util.h"
 
 #define MAX_ARGS 1024
@@ -294,6 +298,63 @@ void audit__on_limit(struct decoder_ctx *d, const void *rec, size_t size)
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LIMIT;
 	e.ev.limit = &rl;
 	decoder__emit(d, &e.ev);
+}
+
+/* egretctl run's limits, which no tracepoint shows (user/enforce/run.c, report_limit):
+ *   limit NAME timeout LIMIT_MS RAN_MS 0 0 0
+ *   limit NAME cpu-throttled|cpu-summary MILLI_CPUS RAN_MS PERIODS THROTTLED THROTTLED_NS
+ * a ResourceLimit event of the sandbox.
+ */
+int audit__cmd_limit(struct decoder_ctx *d, struct control_req *r)
+{
+	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;
+	struct egret_event_hdr h = { .type = EGRET_EV_LIMIT };
+	char dir[8192];
+	uint64_t v[5];
+	struct envelope e;
+	struct stat st;
+	bool ok = r->argc == 8 && sandbox__valid_name(r->argv[1]);
+
+	for (int i = 0; ok && i < 5; i++)
+		ok = parse_u64(r->argv[3 + i], UINT64_MAX, &v[i]) == 0;
+	if (ok && !strcmp(r->argv[2], "timeout")) {
+		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT;
+		rl.phase = EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_HIT;
+	} else if (ok && !strcmp(r->argv[2], "cpu-throttled")) {
+		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_CPU_THROTTLE;
+		rl.phase = EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_STARTED;
+	} else if (ok && !strcmp(r->argv[2], "cpu-summary")) {
+		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_CPU_THROTTLE;
+		rl.phase = EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_SUMMARY;
+	} else {
+		control__err(r, "usage: limit NAME timeout|cpu-throttled|cpu-summary LIMIT USAGE "
+				"PERIODS THROTTLED THROTTLED_NS\n");
+		return -EINVAL;
+	}
+	snprintf(dir, sizeof(dir), "%s/%s", d->names->root, r->argv[1]);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		control__err(r, "no sandbox %s\n", r->argv[1]);
+		return -ENOENT;
+	}
+	/* what the kernel reported before goes into the stream first */
+	decoder__drain(d);
+	h.ts_ns = now_ns(CLOCK_BOOTTIME);
+	h.sandbox_id = st.st_ino;
+	decoder__envelope(d, &h, &e);
+	rl.limit = v[0];
+	rl.usage = v[1];
+	rl.periods = v[2];
+	rl.throttled_periods = v[3];
+	rl.throttled_ns = v[4];
+	rl.cgroup = dir;
+	e.ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	e.ev.activity_id = rl.kind == EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT
+				   ? OCSF_PROCESS_ACTIVITY_TERMINATE
+				   : OCSF_ACTIVITY_OTHER;
+	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LIMIT;
+	e.ev.limit = &rl;
+	decoder__emit(d, &e.ev);
+	return 0;
 }
 
 /* A path pattern for the kernel: an absolute prefix of at most EGRET_PATTERN_DEPTH

@@ -1,0 +1,191 @@
+/* egretctl run's limits (issue 18), through the kernel's cgroup controllers (v1 beside cgroup2
+ * on a hybrid host like CI's, cgroup2 alone under 6.1 in qemu): over --memory the OOM killer
+ * kills and it is reported, over --pids forks fail and it is reported, --cpus throttles and
+ * the throttling is reported when it starts and at the end, --timeout freezes and kills the
+ * whole sandbox (egretctl exits 124) and says so. The sandbox reads its limits and cannot
+ * raise them.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "harness.h"
+#include "util.h"
+
+static void setup(void)
+{
+	harness_setup(true);
+	harness_setup_start("mode enforce\n", NULL);
+}
+
+TestSuite(limits, .init = setup, .fini = harness_teardown, .timeout = 180);
+
+struct want {
+	int kind, phase;
+};
+
+static bool is_limit(const Egret__V1__Event *ev, const void *arg)
+{
+	const struct want *w = arg;
+
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
+	       (int)ev->limit->kind == w->kind &&
+	       (w->phase < 0 || (int)ev->limit->phase == w->phase) &&
+	       !strcmp(ev->sandbox->name, "box");
+}
+
+static const Egret__V1__Event *wait_limit(struct events *evs, int kind, int phase)
+{
+	struct want w = { kind, phase };
+
+	if (events_wait(T->sink_path, is_limit, &w, 10000, evs))
+		return NULL;
+	return events_find(evs, is_limit, &w, NULL);
+}
+
+/* a python that fills 256 MiB (touched: bytes of 'x', not zero pages) */
+#define HOG "b = b'x' * (256 << 20)"
+
+Test(limits, over_its_memory_the_sandbox_is_oom_killed_and_reported)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+	char out[8192];
+	int rc;
+
+	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--memory", "32M", "--",
+		      "python3", "-c", HOG, NULL);
+	cr_expect_eq(rc, 128 + 9, "not killed: %d %s", rc, out);
+	ev = wait_limit(&evs, EGRET__V1__RESOURCE_LIMIT__KIND__KIND_OOM_KILL, -1);
+	cr_assert_not_null(ev, "no OOM event");
+	cr_expect_eq(ev->limit->limit, 32u << 20);
+	cr_expect_gt(ev->limit->usage, 16u << 20);
+	cr_expect_str_eq(ev->process->comm, "python3");
+	events_free(&evs);
+	/* positive control: within the limit the same program runs */
+	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--memory", "512M", "--",
+		      "python3", "-c", HOG, NULL);
+	cr_expect_eq(rc, 0, "%d %s", rc, out);
+}
+
+Test(limits, over_its_pids_forks_fail_and_are_reported)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+	char out[8192];
+	int rc;
+
+	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--pids", "4", "--", "sh",
+		      "-c", "for i in 1 2 3 4 5 6 7 8; do sleep 2 & done 2>&1; wait; echo done",
+		      NULL);
+	cr_expect(strstr(out, "fork") || strstr(out, "Resource temporarily unavailable"),
+		  "no fork failed: %d %s", rc, out);
+	ev = wait_limit(&evs, EGRET__V1__RESOURCE_LIMIT__KIND__KIND_PIDS, -1);
+	cr_assert_not_null(ev, "no pids event");
+	cr_expect_eq(ev->limit->limit, 4);
+	events_free(&evs);
+}
+
+Test(limits, a_cpu_bound_sandbox_is_throttled_and_reported)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+	char out[8192];
+	int rc;
+
+	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--cpus", "0.1", "--",
+		      "timeout", "3", "sh", "-c", "while :; do :; done", NULL);
+	cr_expect_eq(rc, 124, "the busy loop: %d %s", rc, out);
+	ev = wait_limit(&evs, EGRET__V1__RESOURCE_LIMIT__KIND__KIND_CPU_THROTTLE,
+			EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_STARTED);
+	cr_assert_not_null(ev, "no throttling started");
+	cr_expect_eq(ev->limit->limit, 100, "0.1 CPU is 100 thousandths");
+	cr_expect_gt(ev->limit->throttled_periods, 0);
+	events_free(&evs);
+	ev = wait_limit(&evs, EGRET__V1__RESOURCE_LIMIT__KIND__KIND_CPU_THROTTLE,
+			EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_SUMMARY);
+	cr_assert_not_null(ev, "no throttling summary");
+	/* 3 s at a tenth of a CPU: throttled in most of its 100 ms periods, most of the time */
+	cr_expect_geq(ev->limit->throttled_periods, 10, "%llu of %llu periods",
+		      (unsigned long long)ev->limit->throttled_periods,
+		      (unsigned long long)ev->limit->periods);
+	cr_expect_geq(ev->limit->periods, ev->limit->throttled_periods);
+	cr_expect_gt(ev->limit->throttled_ns, 1000000000ull, "%llu ns throttled",
+		     (unsigned long long)ev->limit->throttled_ns);
+	cr_expect_geq(ev->limit->usage, 2500, "ran %llu ms", (unsigned long long)ev->limit->usage);
+	events_free(&evs);
+}
+
+Test(limits, at_its_timeout_the_whole_sandbox_is_killed_with_the_reason)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+	char out[8192], dir[PATH_MAX];
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), ms;
+	int rc;
+
+	/* the command and what it left running (a background sleep) */
+	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--timeout", "2", "--", "sh",
+		      "-c", "sleep 60 & sleep 60", NULL);
+	ms = (now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+	cr_expect_eq(rc, 124, "%d %s", rc, out);
+	cr_expect_geq(ms, 2000, "killed after %llu ms", (unsigned long long)ms);
+	cr_expect_lt(ms, 30000, "killed after %llu ms", (unsigned long long)ms);
+	cr_expect(strstr(out, "sandbox box: killed at its --timeout of 2000 ms"), "%s", out);
+	/* egretctl made the sandbox and removed it: nothing was left running in it */
+	snprintf(dir, sizeof(dir), "%s/box", T->cgroup_root);
+	cr_expect_eq(access(dir, F_OK), -1, "sandbox box is still there");
+	ev = wait_limit(&evs, EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT, -1);
+	cr_assert_not_null(ev, "no timeout event");
+	cr_expect_eq(ev->limit->limit, 2000);
+	cr_expect_geq(ev->limit->usage, 2000);
+	cr_expect_eq(ev->class_uid, 1007);
+	events_free(&evs);
+	/* positive control: a command that ends in time ends as itself */
+	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--timeout", "30", "--", "sh",
+		      "-c", "exit 7", NULL);
+	cr_expect_eq(rc, 7, "%d %s", rc, out);
+}
+
+/* Root in the sandbox (an unprivileged host uid) reads its memory limit and cannot raise it. */
+Test(limits, the_sandbox_reads_its_limit_and_cannot_raise_it)
+{
+	char out[8192], file[PATH_MAX * 2], mnt[PATH_MAX], cmd[PATH_MAX * 3];
+	int rc;
+
+	if (cgroup_v1__mount("memory", mnt, sizeof(mnt)) == 0)
+		snprintf(file, sizeof(file), "%s/%s/box/memory.limit_in_bytes", mnt, T->name);
+	else
+		snprintf(file, sizeof(file), "%s/box/memory.max", T->cgroup_root);
+	snprintf(cmd, sizeof(cmd), "cat %s; echo max > %s && echo RAISED; cat %s", file, file,
+		 file);
+	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--memory", "32M", "--", "sh",
+		      "-c", cmd, NULL);
+	cr_expect(strstr(out, "33554432"), "the limit is not readable: %d %s", rc, out);
+	cr_expect_null(strstr(out, "RAISED"), "the sandbox raised its memory limit: %s", out);
+	cr_expect(strstr(out, "Permission denied") || strstr(out, "Read-only"), "%s", out);
+}
+
+Test(limits, bad_limits_are_refused_with_the_reason)
+{
+	static const char *const bad[][2] = {
+		{ "--memory", "1K" },	{ "--memory", "lots" }, { "--cpus", "0" },
+		{ "--cpus", "0.0001" }, { "--pids", "0" },	{ "--timeout", "soon" },
+		{ "--timeout", "0" },
+	};
+	char out[8192];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", bad[i][0],
+				  bad[i][1], "--", "true", NULL);
+
+		cr_expect_eq(rc, 2, "%s %s: %d %s", bad[i][0], bad[i][1], rc, out);
+		cr_expect(strstr(out, bad[i][0] + 2), "%s %s: %s", bad[i][0], bad[i][1], out);
+	}
+}

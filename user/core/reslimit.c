@@ -1,0 +1,342 @@
+/* A sandbox's resource limits through the host's cgroup controllers: reslimit.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cgroup.h"
+#include "reslimit.h"
+#include "util.h"
+
+#define CPU_PERIOD_US 100000u
+
+int limits__parse_memory(const char *s, uint64_t *out)
+{
+	char num[32];
+	size_t n;
+
+	if (!s || (n = strlen(s)) == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	/* 64MiB and 64MB as 64M */
+	if (n > 3 && !strcmp(num + n - 2, "iB"))
+		num[n -= 2] = '\0';
+	else if (n > 2 && num[n - 1] == 'B' && num[n - 2] > '9')
+		num[--n] = '\0';
+	if (parse_size(num, out) || *out < (4ull << 20))
+		return -EINVAL;
+	return 0;
+}
+
+int limits__parse_cpus(const char *s, uint32_t *milli)
+{
+	uint64_t whole = 0, frac = 0;
+	unsigned int digits = 0;
+	const char *c = s;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *c >= '0' && *c <= '9' && whole < 100000; c++)
+		whole = whole * 10 + (uint64_t)(*c - '0');
+	if (c == s && *c != '.')
+		return -EINVAL;
+	if (*c == '.') {
+		for (c++; *c >= '0' && *c <= '9'; c++, digits++) {
+			if (digits >= 3)
+				return -EINVAL; /* a thousandth of a CPU is the finest */
+			frac = frac * 10 + (uint64_t)(*c - '0');
+		}
+		for (unsigned int i = digits; i < 3; i++)
+			frac *= 10;
+	}
+	if (*c || whole * 1000 + frac < 10 || whole * 1000 + frac > 1024000)
+		return -EINVAL;
+	*milli = (uint32_t)(whole * 1000 + frac);
+	return 0;
+}
+
+int limits__parse_duration(const char *s, uint64_t *ms)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ms;
+	} units[] = { { "", 1000 }, { "s", 1000 }, { "ms", 1 }, { "m", 60000 }, { "h", 3600000 } };
+	uint64_t v;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || v == 0)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (!strcmp(end, units[i].unit)) {
+			if (v > UINT64_MAX / units[i].ms / 1000)
+				return -EINVAL;
+			*ms = v * units[i].ms;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* Is word one of the space-separated words of the file at path? */
+static bool file_has_word(const char *path, const char *word)
+{
+	char buf[512];
+	size_t n = strlen(word);
+	int len = read_file(path, buf, sizeof(buf));
+
+	for (char *p = len > 0 ? buf : NULL; p && *p;
+	     p += strcspn(p, " \n"), p += strspn(p, " \n")) {
+		if (strncmp(p, word, n) == 0 && (p[n] == ' ' || p[n] == '\n' || p[n] == '\0'))
+			return true;
+	}
+	return false;
+}
+
+/* +ctl in cgroup.subtree_control from the v2 mount down to root, so root's children have it */
+static int v2_enable(const char *v2_mount, const char *root, const char *ctl, char *err,
+		     size_t errsz)
+{
+	char dir[PATH_MAX], file[PATH_MAX + 32], plus[32];
+	size_t mlen = strlen(v2_mount);
+	const char *rest = root + mlen;
+
+	if (strncmp(root, v2_mount, mlen) || (*rest && *rest != '/') || strlen(root) >= sizeof(dir))
+		return -EINVAL;
+	snprintf(plus, sizeof(plus), "+%s", ctl);
+	memcpy(dir, v2_mount, mlen + 1);
+	for (;;) {
+		int e;
+
+		snprintf(file, sizeof(file), "%s/cgroup.subtree_control", dir);
+		if (!file_has_word(file, ctl) && (e = write_file(file, plus))) {
+			snprintf(err, errsz,
+				 "cannot enable the %s controller in %s: %s (a cgroup holding "
+				 "processes cannot pass controllers on: keep egret's root free of "
+				 "them)",
+				 ctl, file, strerror(-e));
+			return e;
+		}
+		if (!*rest)
+			return 0;
+		rest += strcspn(rest + 1, "/") + 1;
+		memcpy(dir, root, (size_t)(rest - root));
+		dir[rest - root] = '\0';
+	}
+}
+
+/* <v1 mount of ctl>/<root's name>/<name>, made root's (0755) and recorded in lc */
+static int v1_dir(const char *mnt, const char *root, const char *name, struct limit_cgroups *lc,
+		  char *out, size_t size)
+{
+	const char *base = strrchr(root, '/') ? strrchr(root, '/') + 1 : root;
+
+	if ((size_t)snprintf(out, size, "%s/%s", mnt, base) >= size)
+		return -ENAMETOOLONG;
+	if (mkdir(out, 0755) && errno != EEXIST)
+		return -errno;
+	if ((size_t)snprintf(out, size, "%s/%s/%s", mnt, base, name) >= size)
+		return -ENAMETOOLONG;
+	if (mkdir(out, 0755) && errno != EEXIST)
+		return -errno;
+	for (unsigned int i = 0; i < lc->nv1; i++) {
+		if (!strcmp(lc->v1[i], out))
+			return 0;
+	}
+	if (lc->nv1 == LIMITS_V1_MAX)
+		return -E2BIG;
+	snprintf(lc->v1[lc->nv1++], sizeof(lc->v1[0]), "%s", out);
+	return 0;
+}
+
+static int write_in(const char *dir, const char *file, const char *value, char *err, size_t errsz)
+{
+	char path[PATH_MAX + 64];
+	int e;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	e = write_file(path, value);
+	if (e)
+		snprintf(err, errsz, "cannot write %s to %s: %s", value, path, strerror(-e));
+	return e;
+}
+
+/* One controller's limit: its files and their values, in v2 and in v1. */
+struct ctl_limit {
+	const char *ctl, *option;
+	const char *v2_files[2], *v1_files[2];
+	char v2_values[2][48], v1_values[2][48];
+};
+
+static int apply_one(struct ctl_limit *c, const char *v2_mount, const char *root, const char *name,
+		     struct limit_cgroups *lc, char *err, size_t errsz)
+{
+	char v2file[PATH_MAX + 32], mnt[PATH_MAX], dir[PATH_MAX];
+	int e;
+
+	snprintf(v2file, sizeof(v2file), "%s/cgroup.controllers", v2_mount);
+	if (file_has_word(v2file, c->ctl)) {
+		e = v2_enable(v2_mount, root, c->ctl, err, errsz);
+		if (e)
+			return e;
+		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, name) >= sizeof(dir))
+			return -ENAMETOOLONG;
+		for (int i = 0; i < 2 && c->v2_files[i]; i++) {
+			e = write_in(dir, c->v2_files[i], c->v2_values[i], err, errsz);
+			if (e)
+				return e;
+		}
+		if (!strcmp(c->ctl, "cpu")) {
+			snprintf(lc->cpu_stat, sizeof(lc->cpu_stat), "%s/cpu.stat", dir);
+			lc->cpu_v1 = false;
+		}
+		return 0;
+	}
+	if (cgroup__v1_mount(c->ctl, strlen(c->ctl), mnt, sizeof(mnt))) {
+		snprintf(err, errsz,
+			 "%s: the %s controller is neither offered by cgroup v2 (%s) nor mounted "
+			 "as a v1 hierarchy here; enable it, or run without %s",
+			 c->option, c->ctl, v2file, c->option);
+		return -ENOTSUP;
+	}
+	e = v1_dir(mnt, root, name, lc, dir, sizeof(dir));
+	if (e) {
+		snprintf(err, errsz, "%s: cannot make the v1 %s cgroup %s: %s", c->option, c->ctl,
+			 dir, strerror(-e));
+		return e;
+	}
+	for (int i = 0; i < 2 && c->v1_files[i]; i++) {
+		e = write_in(dir, c->v1_files[i], c->v1_values[i], err, errsz);
+		if (e)
+			return e;
+	}
+	if (!strcmp(c->ctl, "cpu")) {
+		snprintf(lc->cpu_stat, sizeof(lc->cpu_stat), "%s/cpu.stat", dir);
+		lc->cpu_v1 = true;
+	}
+	return 0;
+}
+
+int limits__apply(const struct limits *l, const char *v2_mount, const char *root, const char *name,
+		  struct limit_cgroups *lc, char *err, size_t errsz)
+{
+	struct ctl_limit mem = { .ctl = "memory",
+				 .option = "--memory",
+				 .v2_files = { "memory.max" },
+				 .v1_files = { "memory.limit_in_bytes" } };
+	struct ctl_limit cpu = { .ctl = "cpu",
+				 .option = "--cpus",
+				 .v2_files = { "cpu.max" },
+				 .v1_files = { "cpu.cfs_period_us", "cpu.cfs_quota_us" } };
+	struct ctl_limit pids = { .ctl = "pids",
+				  .option = "--pids",
+				  .v2_files = { "pids.max" },
+				  .v1_files = { "pids.max" } };
+	char swap[PATH_MAX + 32];
+	int e = 0;
+
+	memset(lc, 0, sizeof(*lc));
+	err[0] = '\0';
+	if (l->memory) {
+		snprintf(mem.v2_values[0], sizeof(mem.v2_values[0]), "%llu",
+			 (unsigned long long)l->memory);
+		memcpy(mem.v1_values[0], mem.v2_values[0], sizeof(mem.v1_values[0]));
+		e = apply_one(&mem, v2_mount, root, name, lc, err, errsz);
+		/* v2: the limit is of memory, not memory and swap */
+		snprintf(swap, sizeof(swap), "%s/%s/memory.swap.max", root, name);
+		if (!e && access(swap, F_OK) == 0)
+			write_file(swap, "0");
+	}
+	if (!e && l->cpu_milli) {
+		unsigned int quota = l->cpu_milli * (CPU_PERIOD_US / 1000);
+
+		/* v2 "QUOTA PERIOD"; v1 the period first, then the quota */
+		snprintf(cpu.v2_values[0], sizeof(cpu.v2_values[0]), "%u %u", quota, CPU_PERIOD_US);
+		snprintf(cpu.v1_values[0], sizeof(cpu.v1_values[0]), "%u", CPU_PERIOD_US);
+		snprintf(cpu.v1_values[1], sizeof(cpu.v1_values[1]), "%u", quota);
+		e = apply_one(&cpu, v2_mount, root, name, lc, err, errsz);
+	}
+	if (!e && l->pids) {
+		snprintf(pids.v2_values[0], sizeof(pids.v2_values[0]), "%u", l->pids);
+		memcpy(pids.v1_values[0], pids.v2_values[0], sizeof(pids.v1_values[0]));
+		e = apply_one(&pids, v2_mount, root, name, lc, err, errsz);
+	}
+	if (e)
+		limits__remove(lc);
+	return e;
+}
+
+int limits__join(const struct limit_cgroups *lc, pid_t pid)
+{
+	for (unsigned int i = 0; i < lc->nv1; i++) {
+		char path[PATH_MAX + 16], num[16];
+		int e;
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", lc->v1[i]);
+		snprintf(num, sizeof(num), "%d", (int)pid);
+		e = write_file(path, num);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+int limits__remove(const struct limit_cgroups *lc)
+{
+	int first = 0;
+
+	for (unsigned int i = 0; i < lc->nv1; i++) {
+		int e = 0;
+
+		/* a process leaving the cgroup is gone from it a moment after its exit */
+		for (int t = 0; t < 100 && rmdir(lc->v1[i]) && (e = -errno) == -EBUSY; t++)
+			usleep(10000);
+		if (access(lc->v1[i], F_OK) && errno == ENOENT)
+			e = 0;
+		if (e && !first)
+			first = e;
+	}
+	return first;
+}
+
+/* the value after "key " in a cpu.stat */
+static int stat_value(const char *text, const char *key, uint64_t *out)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, key, n) && p[n] == ' ') {
+			char *end;
+
+			errno = 0;
+			*out = strtoull(p + n + 1, &end, 10);
+			return errno || end == p + n + 1 ? -EBADMSG : 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int limits__cpu_stat(const struct limit_cgroups *lc, uint64_t *periods, uint64_t *throttled,
+		     uint64_t *throttled_ns)
+{
+	char buf[1024];
+	uint64_t t = 0;
+	int e;
+
+	if (!lc->cpu_stat[0])
+		return -ENOENT;
+	if (read_file(lc->cpu_stat, buf, sizeof(buf)) <= 0)
+		return -EIO;
+	e = stat_value(buf, "nr_periods", periods);
+	if (!e)
+		e = stat_value(buf, "nr_throttled", throttled);
+	if (!e)
+		e = stat_value(buf, lc->cpu_v1 ? "throttled_time" : "throttled_usec", &t);
+	*throttled_ns = lc->cpu_v1 ? t : t * 1000;
+	return e;
+}

@@ -1,0 +1,55 @@
+/* A sandbox's resource limits (egretctl run --memory, --cpus, --pids, --timeout), set through
+ * the cgroup controllers the host has: on cgroup v2 where the v2 root offers the controller
+ * (enabled from there down to egret's root, written in the sandbox's own cgroup), else in the
+ * v1 hierarchy that holds it (a hybrid host's), in a cgroup <v1 mount>/<root's name>/<sandbox>
+ * the sandbox's first process joins before it runs anything. Limit files are root's: the
+ * sandbox reads them, and cannot raise them.
+ */
+#ifndef EGRET_RESLIMIT_H
+#define EGRET_RESLIMIT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct limits {
+	uint64_t memory;     /* bytes; 0: none */
+	uint32_t cpu_milli;  /* thousandths of a CPU; 0: none */
+	uint32_t pids;	     /* 0: none */
+	uint64_t timeout_ms; /* wall clock; 0: none */
+};
+
+#define LIMITS_V1_MAX 3 /* memory, cpu, pids */
+
+/* Where a sandbox's limits are. */
+struct limit_cgroups {
+	unsigned int nv1;
+	char v1[LIMITS_V1_MAX][PATH_MAX]; /* v1 cgroups made for the sandbox: joined, removed */
+	char cpu_stat[PATH_MAX + 16];	  /* cpu.stat of the cgroup holding the CPU limit */
+	bool cpu_v1;			  /* its format: v1 (throttled_time ns) or v2 (_usec) */
+};
+
+/* "64M", "1G", "1048576" (bytes); at least 4 MiB: 0 or -EINVAL */
+int limits__parse_memory(const char *s, uint64_t *out);
+/* "0.5", "2", "1.25": thousandths of a CPU, 0.01 to 1024: 0 or -EINVAL */
+int limits__parse_cpus(const char *s, uint32_t *milli);
+/* "2", "2s", "500ms", "5m", "1h": milliseconds, at least 1: 0 or -EINVAL */
+int limits__parse_duration(const char *s, uint64_t *ms);
+
+/* Set l on sandbox name under egret's root cgroup root (a v2 directory under v2_mount), each
+ * controller where the host has it; what was made into lc. -errno with err saying which
+ * controller and what to do.
+ */
+int limits__apply(const struct limits *l, const char *v2_mount, const char *root, const char *name,
+		  struct limit_cgroups *lc, char *err, size_t errsz);
+/* pid into each v1 cgroup of lc: 0 or -errno */
+int limits__join(const struct limit_cgroups *lc, pid_t pid);
+/* remove the v1 cgroups of lc (empty by now): 0 or the first -errno */
+int limits__remove(const struct limit_cgroups *lc);
+/* the CPU limit's scheduler periods, of them throttled, and time throttled (ns): 0 or -errno */
+int limits__cpu_stat(const struct limit_cgroups *lc, uint64_t *periods, uint64_t *throttled,
+		     uint64_t *throttled_ns);
+
+#endif /* EGRET_RESLIMIT_H */
