@@ -38,7 +38,7 @@ static __always_inline void oom_report(struct task_struct *task, uid_t uid)
 	e->limit = memcg ? BPF_CORE_READ(memcg, memory.max) * 4096 : 0;
 	cgroup_name_of(memcg ? BPF_CORE_READ(memcg, css.cgroup) : NULL, e->cgroup);
 	e->kind = EGRET_LIMIT_OOM_KILL;
-	e->pad = 0;
+	e->period_s = 0;
 	event_submit(e);
 }
 
@@ -95,7 +95,7 @@ static __always_inline void fork_failed(long ret)
 	e->usage = usage;
 	e->limit = limit;
 	e->kind = EGRET_LIMIT_PIDS;
-	e->pad = 0;
+	e->period_s = 0;
 	cgroup_name_of(BPF_CORE_READ(css, cgroup), e->cgroup);
 	event_submit(e);
 }

@@ -102,6 +102,22 @@ struct {
 	__type(value, __u8);
 } sandbox_rules SEC(".maps");
 
+/* a sandbox's egress budget and its counts (include/egret/policy.h); whether any is set */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, EGRET_SANDBOXES_MAX);
+	__type(key, __u64);
+	__type(value, struct egret_budget);
+} egress_budgets SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} egress_budget_n SEC(".maps");
+
 /* egretd's record of registrations (include/egret/policy.h); no program reads it */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

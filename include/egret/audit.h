@@ -146,18 +146,21 @@ struct egret_flow {
 
 /* egret_limit_event.kind; mirrors ResourceLimit.Kind */
 enum egret_limit_kind {
-	EGRET_LIMIT_OOM_KILL = 1, /* the OOM killer chose a sandboxed process */
-	EGRET_LIMIT_PIDS = 2,	  /* a fork failed with EAGAIN in a pids cgroup at its limit */
+	EGRET_LIMIT_OOM_KILL = 1,      /* the OOM killer chose a sandboxed process */
+	EGRET_LIMIT_PIDS = 2,	       /* a fork failed with EAGAIN in a pids cgroup at its limit */
+	EGRET_LIMIT_EGRESS_BUDGET = 5, /* a sandbox's egress crossed its budget (egret_budget) */
 };
 
 /* EGRET_EV_LIMIT */
 struct egret_limit_event {
 	struct egret_event_hdr hdr; /* the victim / the forking task */
 	__u64 exec_id;
-	__u64 usage; /* OOM: the victim's resident bytes; PIDS: pids.current */
-	__u64 limit; /* OOM: memory.max in bytes (v1 or v2); PIDS: pids.max */
-	__u32 kind;  /* enum egret_limit_kind */
-	__u32 pad;
+	__u64 usage;	/* OOM: the victim's resident bytes; PIDS: pids.current; EGRESS_BUDGET: the
+		      * bytes counted with the crossing packet's */
+	__u64 limit;	/* OOM: memory.max in bytes (v1 or v2); PIDS: pids.max; EGRESS_BUDGET: the
+		      * budget's bytes */
+	__u32 kind;	/* enum egret_limit_kind */
+	__u32 period_s; /* EGRESS_BUDGET: the budget's period, 0 for the total */
 	__u8 cgroup[EGRET_CGROUP_NAME_LEN]; /* the limiting cgroup's directory name, NUL-padded */
 };
 

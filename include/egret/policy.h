@@ -82,4 +82,21 @@ struct egret_sandbox_meta {
 	__u8 words[EGRET_SANDBOX_META_LEN]; /* NUL-terminated words, one after the other */
 };
 
+/* `egress_budgets`, keyed by sandbox id: what a sandbox may send (the policy's 'budget egress
+ * SIZE/PERIOD' and 'budget egress-total SIZE'), set by egretd, counted by the kernel at
+ * cgroup_skb/egress after the verdict (loopback not counted). A packet that would take a count
+ * over its budget is dropped; the one packet whose bytes cross the line makes the one
+ * EGRET_EV_LIMIT record of that period (or of the total). `egress_budget_n` (one __u64): the
+ * policy has egress budgets; while 0 a packet costs one array load.
+ */
+struct egret_budget {
+	__u64 period_bytes; /* per period; 0: none */
+	__u64 period_ns;
+	__u64 total_bytes; /* since the budget was set; 0: none */
+	__u64 window;	   /* the period counted: boot time / period_ns */
+	__u64 used;	   /* bytes sent in that period, and those refused */
+	__u64 total_used;  /* bytes sent since the budget was set, and those refused */
+	__u64 dropped;	   /* packets dropped over a budget */
+};
+
 #endif /* EGRET_POLICY_H */

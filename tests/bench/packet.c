@@ -14,6 +14,11 @@
  *   dev-baseline  a process behind veth vh1, which no egret program judges
  *   device        a process behind veth vh0, sandbox vm1's device (`interface vh0`): tc judges
  *                 each packet by the policy
+ *   veth          a sandbox's unconnected socket out through vh1 (not loopback, which egress
+ *                 budgets do not count), the sandbox without a budget of its own while the
+ *                 policy has one: the budget's switch on, one lookup that finds nothing
+ *   veth+budget   the same from sandbox `budgeted` ('budget egress 1TiB/hour'): each packet
+ *                 counted against its budget (two atomic adds, the period's check)
  * Then, with kernel.bpf_stats_enabled for a separate pass (put back after), the exact kernel
  * time of egret_egress and egret_dev_out per packet. Run as root:
  *   egret_bench_packet [--rounds N] [--packets N]
@@ -41,9 +46,10 @@
 #include "tc.h"
 #include "util.h"
 
-#define CONFIGS	   6
+#define CONFIGS	   8
 #define LOOP_PORT  9100
 #define DEV_PORT   9101
+#define VETH_PORT  9102
 #define MAX_ROUNDS 64
 
 enum {
@@ -52,7 +58,9 @@ enum {
 	CONNECTED,
 	SENDTO,
 	DEV_BASE,
-	DEVICE
+	DEVICE,
+	VETH,
+	BUDGET
 };
 
 struct config {
@@ -84,6 +92,8 @@ static struct config configs[CONFIGS] = {
 		     .dst = "10.210.0.1",
 		     .port = DEV_PORT,
 		     .connected = true },
+	[VETH] = { .name = "veth", .dst = "10.211.0.2", .port = VETH_PORT },
+	[BUDGET] = { .name = "veth+budget", .dst = "10.211.0.2", .port = VETH_PORT },
 };
 static struct egret_instance inst;
 static char base_cgroup[PATH_MAX];
@@ -195,9 +205,13 @@ static void start_egret(void)
 	if (harness_init(&inst) < 0 || harness_nest_root(&inst) ||
 	    harness_policy(&inst, "mode enforce\n"
 				  "allow 127.0.0.1/32 udp/9100\n"
+				  "allow 10.211.0.2/32 udp/9102\n"
 				  "sandbox vm1 {\n"
 				  "  interface vh0\n"
 				  "  allow 10.210.0.1/32 udp/9101\n"
+				  "}\n"
+				  "sandbox budgeted {\n"
+				  "  budget egress 1TiB/hour\n"
 				  "}\n")) {
 		fprintf(stderr, "bench: cannot set up egret's instance\n");
 		exit(1);
@@ -212,6 +226,10 @@ static void start_egret(void)
 	snprintf(configs[CONNECTED].cgroup, sizeof(configs[0].cgroup), "%s/bench",
 		 inst.cgroup_root);
 	mkdir(configs[CONNECTED].cgroup, 0755);
+	snprintf(configs[VETH].cgroup, sizeof(configs[0].cgroup), "%s", configs[CONNECTED].cgroup);
+	snprintf(configs[BUDGET].cgroup, sizeof(configs[0].cgroup), "%s/budgeted",
+		 inst.cgroup_root);
+	mkdir(configs[BUDGET].cgroup, 0755);
 	snprintf(configs[SENDTO].cgroup, sizeof(configs[0].cgroup), "%s",
 		 configs[CONNECTED].cgroup);
 	/* beside the sandboxes, under egret's attach point: the programs run, "the host's" */
@@ -224,7 +242,7 @@ int main(int argc, char **argv)
 	int rounds = 7, fds[2];
 	long packets = 200000;
 	char prefix[64], mount_root[PATH_MAX];
-	struct bench_prog_stats e0[4], e1[4], d0, d1;
+	struct bench_prog_stats e0[CONFIGS], e1[CONFIGS], d0, d1;
 	uint32_t dev_prog;
 	double base, dev_base;
 
@@ -292,13 +310,15 @@ int main(int argc, char **argv)
 		double m = bench_median(configs[c].rates, rounds);
 
 		printf("%-14s %12.0f %12.3f\n", configs[c].name, m,
-		       m / (c >= DEV_BASE ? dev_base : base));
+		       m / (c == DEV_BASE || c == DEVICE ? dev_base : base));
 	}
 
 	/* kernel time per packet (a separate pass: stats cost time) */
 	bench_stats_on();
 	printf("\negret's programs, kernel time per packet (bpf_stats):\n");
-	for (int c = HOST; c <= SENDTO; c++) {
+	for (int c = HOST; c < CONFIGS; c++) {
+		if (c == DEV_BASE || c == DEVICE)
+			continue;
 		bench_link_stats(inst.state_dir, "egret_egress", &e0[c]);
 		measure(&configs[c], packets);
 		bench_link_stats(inst.state_dir, "egret_egress", &e1[c]);

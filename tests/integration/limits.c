@@ -5,8 +5,14 @@
  * whole sandbox (egretctl exits 124) and says so. The sandbox reads its limits and cannot
  * raise them.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -188,4 +194,175 @@ Test(limits, bad_limits_are_refused_with_the_reason)
 		cr_expect_eq(rc, 2, "%s %s: %d %s", bad[i][0], bad[i][1], rc, out);
 		cr_expect(strstr(out, bad[i][0] + 2), "%s %s: %s", bad[i][0], bad[i][1], out);
 	}
+}
+
+/* ---- egress budgets ---------------------------------------------------------------------- */
+
+#define PEER	  "10.77.0.2" /* in a network namespace of the test's, behind a veth */
+#define PEER_PORT 9000
+#define SEND_SIZE (1u << 20)
+
+/* The receiver: in a new network namespace, behind the veth the test moves in, it counts what
+ * one TCP connection brings in 6 s (or to its end) and writes the count to fd.
+ */
+static void receiver(int ready, int result)
+{
+	char buf[65536], c;
+	uint64_t got = 0, end;
+	int l, a;
+	ssize_t n;
+
+	if (unshare(CLONE_NEWNET) || write(ready, "n", 1) != 1 || read(ready, &c, 1) != 1)
+		_exit(1);
+	if (system("ip link set lo up && ip addr add " PEER "/24 dev vb0 && ip link set vb0 up"))
+		_exit(2);
+	l = tcp_listen(PEER, PEER_PORT);
+	if (l < 0 || write(ready, "l", 1) != 1)
+		_exit(3);
+	a = accept(l, NULL, NULL);
+	end = now_ns(CLOCK_MONOTONIC) + 6000000000ull;
+	while (a >= 0 && now_ns(CLOCK_MONOTONIC) < end) {
+		struct pollfd p = { .fd = a, .events = POLLIN };
+
+		if (poll(&p, 1, 200) != 1)
+			continue;
+		n = read(a, buf, sizeof(buf));
+		if (n <= 0)
+			break;
+		got += (uint64_t)n;
+	}
+	if (write(result, &got, sizeof(got)) != sizeof(got))
+		_exit(4);
+	_exit(0);
+}
+
+static pid_t rx_pid;
+
+/* A receiver behind a fresh veth; its result fd into *result. */
+static void start_receiver(int *result)
+{
+	int ready[2], res[2];
+	char c;
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, ready), 0);
+	cr_assert_eq(pipe(res), 0);
+	rx_pid = fork();
+	cr_assert_geq(rx_pid, 0);
+	if (rx_pid == 0) {
+		close(ready[0]);
+		close(res[0]);
+		receiver(ready[1], res[1]);
+	}
+	harness_kill_at_teardown(&rx_pid);
+	close(ready[1]);
+	close(res[1]);
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	netns_run("ip link del va0 2>/dev/null; true");
+	cr_assert_eq(netns_run("ip link add va0 type veth peer name vb0"), 0);
+	{
+		char cmd[128];
+
+		snprintf(cmd, sizeof(cmd), "ip link set vb0 netns %d", (int)rx_pid);
+		cr_assert_eq(netns_run(cmd), 0);
+	}
+	cr_assert_eq(netns_run("ip addr add 10.77.0.1/24 dev va0 && ip link set va0 up"), 0);
+	cr_assert_eq(write(ready[0], "g", 1), 1);
+	cr_assert_eq(read(ready[0], &c, 1), 1, "the receiver did not come up");
+	close(ready[0]);
+	*result = res[0];
+}
+
+static uint64_t received(int result)
+{
+	uint64_t got = 0;
+	int status;
+
+	cr_assert_eq(read(result, &got, sizeof(got)), sizeof(got), "the receiver said nothing");
+	close(result);
+	waitpid(rx_pid, &status, 0);
+	rx_pid = 0;
+	return got;
+}
+
+/* a MiB to the receiver, as fast as it goes, for at most 3 s */
+static int send_mib(void *arg)
+{
+	static char buf[16384];
+	struct timeval tv = { .tv_sec = 3 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PEER_PORT) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	size_t sent = 0;
+
+	inet_pton(AF_INET, PEER, &sa.sin_addr);
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return errno;
+	memset(buf, 'x', sizeof(buf));
+	while (sent < SEND_SIZE) {
+		ssize_t n = send(fd, buf, sizeof(buf), MSG_NOSIGNAL);
+
+		if (n <= 0)
+			break;
+		sent += (size_t)n;
+	}
+	close(fd);
+	return 0;
+}
+
+static bool is_budget(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
+	       ev->limit->kind == EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_BUDGET;
+}
+
+/* 'budget egress 64KiB/hour' in box's block: of a MiB to an allowed address, 64 KiB at most
+ * arrive, and the crossing is one event naming the budget. Sandbox other (no budget) sends the
+ * whole MiB: the positive control.
+ */
+Test(limits, over_its_egress_budget_a_sandbox_sends_nothing_more)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+	char out[8192];
+	uint64_t got;
+	int result;
+
+	cr_assert_eq(harness_policy(T, "mode enforce\n"
+				       "allow " PEER " tcp/9000\n"
+				       "sandbox box {\n"
+				       "    budget egress 64KiB/hour\n"
+				       "}\n"),
+		     0);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+	start_receiver(&result);
+	cr_expect_eq(in_sandbox(T, "box", send_mib, NULL), 0, "the connect was refused");
+	got = received(result);
+	cr_expect_leq(got, 65536, "%llu bytes arrived over a 64 KiB budget",
+		      (unsigned long long)got);
+	cr_expect_geq(got, 16384, "only %llu bytes arrived: the budget let too little through",
+		      (unsigned long long)got);
+	cr_assert_eq(events_wait(T->sink_path, is_budget, NULL, 5000, &evs), 0, "no budget event");
+	ev = events_find(&evs, is_budget, NULL, NULL);
+	cr_expect_str_eq(ev->sandbox->name, "box");
+	cr_expect_eq(ev->limit->limit, 65536);
+	cr_expect_eq(ev->limit->budget_period_s, 3600);
+	cr_expect_gt(ev->limit->usage, 65536);
+	cr_expect_eq(ev->class_uid, 4001);
+	events_free(&evs);
+	/* exactly one event for the period, however many packets were dropped */
+	usleep(500000);
+	{
+		size_t n = 0;
+
+		cr_assert_eq(events_read(T->sink_path, &evs), 0);
+		events_find(&evs, is_budget, NULL, &n);
+		cr_expect_eq(n, 1, "%zu budget events", n);
+		events_free(&evs);
+	}
+
+	start_receiver(&result);
+	cr_expect_eq(in_sandbox(T, "other", send_mib, NULL), 0);
+	got = received(result);
+	cr_expect_eq(got, SEND_SIZE, "a sandbox without a budget: %llu bytes",
+		     (unsigned long long)got);
 }

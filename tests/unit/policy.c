@@ -198,9 +198,11 @@ Test(policy, budgets_parse_print_and_the_tightest_applies)
 		{ "budget dns-names 10XB/hour\n", "not a unit" },
 		{ "budget dns-names 10KiB/week\n", "not a period" },
 		{ "budget dns-names 10KiB\n", "expected 'budget dns N/s'" },
-		{ "budget egress 10KiB/s\n", "expected 'budget dns N/s'" },
+		{ "budget upload 10KiB/s\n", "expected 'budget dns N/s'" },
 		{ "budget dns 5/s\nbudget dns 6/s\n", "set twice here (line 1)" },
 		{ "budget dns-names 2000000GiB/day\n", "more than 1 PiB" },
+		{ "budget egress 10MiB\n", "expected 'budget dns N/s'" },
+		{ "budget egress-total 1GiB/hour\n", "expected 'budget dns N/s'" },
 	};
 	struct sandbox_meta meta = { 0 };
 	const struct policy_budget *b;
@@ -239,6 +241,21 @@ Test(policy, budgets_parse_print_and_the_tightest_applies)
 	policy__free(&p);
 	cr_assert_eq(parse(&p, "allow 192.0.2.1\n", err, sizeof(err)), 0, "%s", err);
 	cr_expect_null(policy__budget(&p, BUDGET_DNS, "box", NULL), "no budget line, no budget");
+	policy__free(&p);
+	/* egress: per period, and in all (no period; the least amount is the tightest) */
+	cr_assert_eq(parse(&p,
+			   "budget egress 100MiB/hour\nbudget egress-total 2GiB\n"
+			   "sandbox box {\n  budget egress-total 1GiB\n}\n",
+			   err, sizeof(err)),
+		     0, "%s", err);
+	budget__format(&p.budgets[0], text_out, sizeof(text_out));
+	cr_expect_str_eq(text_out, "budget egress 100MiB/hour");
+	b = policy__budget(&p, BUDGET_EGRESS_TOTAL, "box", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 1ull << 30);
+	cr_expect_eq(b->period_s, 0);
+	budget__format(b, text_out, sizeof(text_out));
+	cr_expect_str_eq(text_out, "budget egress-total 1GiB");
 	policy__free(&p);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_expect_neq(parse(&p, bad[i].text, err, sizeof(err)), 0, "%s", bad[i].text);

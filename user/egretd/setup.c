@@ -274,7 +274,9 @@ int daemon__setup_enforcement(struct daemon *d)
 			   &(struct engine_maps){ .outer_fd = d->loader.maps.policy_v1,
 						  .sandboxes_fd = d->loader.maps.sandboxes,
 						  .rule_names_fd = d->loader.maps.sandbox_rules,
-						  .meta_fd = d->loader.maps.sandbox_meta });
+						  .meta_fd = d->loader.maps.sandbox_meta,
+						  .budgets_fd = d->loader.maps.egress_budgets,
+						  .budget_n_fd = d->loader.maps.egress_budget_n });
 	d->engine.spool_dir = d->opt.spool;
 	if (err)
 		goto out_engine;

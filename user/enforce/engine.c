@@ -36,6 +36,8 @@ int engine__init(struct engine *e, const char *policy_path, const char *live_pat
 	e->sandboxes_fd = maps->sandboxes_fd;
 	e->rule_names_fd = maps->rule_names_fd;
 	e->meta_fd = maps->meta_fd;
+	e->budgets_fd = maps->budgets_fd;
+	e->budget_n_fd = maps->budget_n_fd;
 	e->trie_fd = -1;
 	policy__init(&e->pol);
 	return sandbox_names__init(&e->reg, e->cgroup_root);
@@ -74,6 +76,7 @@ void engine__mark_installed(struct engine *e, uint64_t id, bool on)
 		e->installed++;
 	else
 		e->installed--;
+	engine__budget_one(e, s);
 }
 
 void engine__emit_change(struct engine *e, const char *action, const char *actor,
@@ -298,7 +301,87 @@ int engine__commit(struct engine *e, struct policy *p, bool save_live, char *err
 	policy__init(p);
 	policy__hash(&e->pol, e->hash);
 	e->changes++;
+	engine__sync_budgets(e);
 	return 0;
+}
+
+/* what the policy in force gives sandbox s; false: no egress budget */
+static bool egress_budget_of(const struct engine *e, const struct sandbox_entry *s,
+			     struct egret_budget *out)
+{
+	const struct policy_budget *per = policy__budget(&e->pol, BUDGET_EGRESS, s->name, s->meta);
+	const struct policy_budget *all =
+		policy__budget(&e->pol, BUDGET_EGRESS_TOTAL, s->name, s->meta);
+
+	memset(out, 0, sizeof(*out));
+	if (per) {
+		out->period_bytes = per->amount;
+		out->period_ns = (uint64_t)per->period_s * 1000000000ull;
+	}
+	if (all)
+		out->total_bytes = all->amount;
+	return per || all;
+}
+
+void engine__budget_one(struct engine *e, const struct sandbox_entry *s)
+{
+	struct egret_budget want, have;
+
+	if (e->budgets_fd < 0 || !s->id)
+		return;
+	if (!entry_installed(s) || !egress_budget_of(e, s, &want)) {
+		bpf_map_delete_elem(e->budgets_fd, &s->id);
+		return;
+	}
+	if (bpf_map_lookup_elem(e->budgets_fd, &s->id, &have) == 0) {
+		if (have.period_bytes == want.period_bytes && have.period_ns == want.period_ns &&
+		    have.total_bytes == want.total_bytes)
+			return;
+		/* a new budget counts on from what was sent (a new period length, afresh) */
+		if (have.period_ns == want.period_ns) {
+			want.window = have.window;
+			want.used = have.used;
+		}
+		want.total_used = have.total_used;
+		want.dropped = have.dropped;
+	}
+	if (bpf_map_update_elem(e->budgets_fd, &s->id, &want, BPF_ANY))
+		log_err("sandbox %s: cannot set its egress budget in the kernel: %s", s->name,
+			strerror(errno));
+}
+
+void engine__sync_budgets(struct engine *e)
+{
+	uint64_t key, next, on = 0;
+	__u32 zero = 0;
+	bool have = false;
+
+	if (e->budgets_fd < 0 || e->budget_n_fd < 0)
+		return;
+	for (size_t i = 0; i < e->pol.nbudgets; i++)
+		on |= e->pol.budgets[i].kind == BUDGET_EGRESS ||
+		      e->pol.budgets[i].kind == BUDGET_EGRESS_TOTAL;
+	/* budgets in the kernel before the switch that makes packets look at them; off first */
+	if (!on)
+		bpf_map_update_elem(e->budget_n_fd, &zero, &on, BPF_ANY);
+	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
+		const struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
+
+		if (s)
+			engine__budget_one(e, s);
+	}
+	while (bpf_map_get_next_key(e->budgets_fd, have ? &key : NULL, &next) == 0) {
+		const struct sandbox_entry *s = sandbox_names__entry(&e->reg, next);
+
+		if (on && s && entry_installed(s)) {
+			key = next;
+			have = true;
+		} else {
+			bpf_map_delete_elem(e->budgets_fd, &next);
+		}
+	}
+	if (on && bpf_map_update_elem(e->budget_n_fd, &zero, &on, BPF_ANY))
+		log_err("cannot switch the kernel's egress budgets on: %s", strerror(errno));
 }
 
 /* A policy or live-rules file, opened only when nobody but root could have written it (see

@@ -24,6 +24,8 @@ struct engine_maps {
 	int sandboxes_fd;  /* registered sandboxes */
 	int rule_names_fd; /* hashes of sandbox names with rules of their own */
 	int meta_fd;	   /* sandbox_meta: what each registration said, pinned */
+	int budgets_fd;	   /* egress_budgets: sandboxes' egress budgets and counts */
+	int budget_n_fd;   /* egress_budget_n: the policy has egress budgets */
 };
 
 struct engine {
@@ -36,6 +38,7 @@ struct engine {
 	int sandboxes_fd;		 /* registered sandboxes */
 	int rule_names_fd;		 /* hashes of sandbox names with rules of their own */
 	int meta_fd;			 /* sandbox_meta */
+	int budgets_fd, budget_n_fd;	 /* egress_budgets, egress_budget_n */
 	int trie_fd;			 /* the trie in force (our reference) */
 	struct policy pol;		 /* file rules, then live rules */
 	/* egretd's one sandbox registry (cgroup id -> name; the collector labels events with it);
@@ -62,6 +65,11 @@ int engine__start(struct engine *e);
 void engine__rescan(struct engine *e);
 void engine__announce(struct engine *e);
 void engine__sandbox_created(struct engine *e, uint64_t id, const char *name);
+/* The kernel's egress budgets (egress_budgets) as the policy in force sets them: of the one
+ * sandbox s, or of every registered sandbox (and no other); counts are kept across changes.
+ */
+void engine__budget_one(struct engine *e, const struct sandbox_entry *s);
+void engine__sync_budgets(struct engine *e);
 /* A child of egret's root seen (made_now: its mkdir's record; else a rescan): registered as
  * engine__sandbox_created does when engine__claims it (engine_reg.c)
  */

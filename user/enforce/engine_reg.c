@@ -288,6 +288,7 @@ static int install(struct engine *e, uint64_t id, const char *name, struct sandb
 		ret = pin_meta(e, id, m);
 	if (!ret) {
 		engine__mark_installed(e, id, true);
+		engine__budget_one(e, s); /* a registration again, maybe of new metadata */
 		if (old.meta) {
 			sandbox_meta__free(old.meta);
 			free(old.meta);

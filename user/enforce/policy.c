@@ -533,9 +533,12 @@ static const struct {
 	uint8_t kind;
 	bool bytes; /* an amount of bytes with a unit (B, KiB, MiB, GiB), else a count */
 	bool per_second_only;
+	bool total; /* no period: in all */
 } budget_kinds[] = {
-	{ "dns", BUDGET_DNS, false, true },
-	{ "dns-names", BUDGET_DNS_NAMES, true, false },
+	{ "dns", BUDGET_DNS, false, true, false },
+	{ "dns-names", BUDGET_DNS_NAMES, true, false, false },
+	{ "egress", BUDGET_EGRESS, true, false, false },
+	{ "egress-total", BUDGET_EGRESS_TOTAL, true, false, true },
 };
 
 static const struct {
@@ -549,9 +552,11 @@ static const struct {
 static const struct {
 	const char *word;
 	uint64_t mult;
-} byte_units[] = {
-	{ "B", 1 }, { "KiB", 1ull << 10 }, { "MiB", 1ull << 20 }, { "GiB", 1ull << 30 }
-};
+} byte_units[] = { { "B", 1 },
+		   { "KiB", 1ull << 10 },
+		   { "MiB", 1ull << 20 },
+		   { "GiB", 1ull << 30 },
+		   { "TiB", 1ull << 40 } };
 
 #define BUDGET_AMOUNT_MAX (1ull << 50)
 
@@ -559,9 +564,11 @@ static const struct {
 static int parse_budget(struct policy *p, const struct parse_state *st, char **w, int n, bool live,
 			char *err, size_t errsz)
 {
-	static const char usage[] = "expected 'budget dns N/s' or 'budget dns-names SIZE/PERIOD' "
-				    "(SIZE: a number and B, KiB, MiB or GiB; PERIOD: s, min, hour "
-				    "or day)";
+	static const char usage[] =
+		"expected 'budget dns N/s', 'budget dns-names SIZE/PERIOD', "
+		"'budget egress SIZE/PERIOD' or 'budget egress-total SIZE' "
+		"(SIZE: a number and B, KiB, MiB, GiB or TiB; PERIOD: s, min, hour "
+		"or day)";
 	struct policy_budget b = { .line = st->line };
 	size_t k = 0, u = 0;
 	const char *slash;
@@ -574,8 +581,10 @@ static int parse_budget(struct policy *p, const struct parse_state *st, char **w
 	while (k < ARRAY_SIZE(budget_kinds) && strcmp(budget_kinds[k].word, w[1]))
 		k++;
 	slash = strchr(w[2], '/');
-	if (k == ARRAY_SIZE(budget_kinds) || !slash)
+	if (k == ARRAY_SIZE(budget_kinds) || !slash != budget_kinds[k].total)
 		return fail(err, errsz, "%s", usage);
+	if (!slash)
+		slash = w[2] + strlen(w[2]); /* the size ends the word */
 	b.kind = budget_kinds[k].kind;
 	errno = 0;
 	b.amount = strtoull(w[2], &end, 10);
@@ -588,7 +597,7 @@ static int parse_budget(struct policy *p, const struct parse_state *st, char **w
 			u++;
 		if (u == ARRAY_SIZE(byte_units))
 			return fail(err, errsz,
-				    "budget %s: '%.*s' is not a unit (B, KiB, MiB, GiB)", w[1],
+				    "budget %s: '%.*s' is not a unit (B, KiB, MiB, GiB, TiB)", w[1],
 				    (int)(slash - end), end);
 		if (b.amount > BUDGET_AMOUNT_MAX / byte_units[u].mult)
 			return fail(err, errsz, "budget %s: %s is more than 1 PiB", w[1], w[2]);
@@ -600,11 +609,11 @@ static int parse_budget(struct policy *p, const struct parse_state *st, char **w
 	if (b.amount == 0 || b.amount > BUDGET_AMOUNT_MAX)
 		return fail(err, errsz, "budget %s: the amount must be 1 or more (and not absurd)",
 			    w[1]);
-	for (size_t i = 0; i < ARRAY_SIZE(budget_periods); i++) {
+	for (size_t i = 0; *slash && i < ARRAY_SIZE(budget_periods); i++) {
 		if (!strcmp(slash + 1, budget_periods[i].word))
 			b.period_s = budget_periods[i].seconds;
 	}
-	if (!b.period_s)
+	if (!b.period_s && !budget_kinds[k].total)
 		return fail(err, errsz, "budget %s: '%s' is not a period (s, min, hour or day)",
 			    w[1], slash + 1);
 	if (budget_kinds[k].per_second_only && b.period_s != 1)
@@ -642,7 +651,7 @@ void budget__format(const struct policy_budget *b, char *buf, size_t size)
 		if (budget_periods[i].seconds == b->period_s)
 			period = budget_periods[i].word;
 	}
-	if (b->kind == BUDGET_DNS_NAMES) {
+	if (b->kind != BUDGET_DNS) {
 		unit = "B";
 		for (size_t u = ARRAY_SIZE(byte_units); u-- > 1;) {
 			if (amount % byte_units[u].mult == 0) {
@@ -652,8 +661,12 @@ void budget__format(const struct policy_budget *b, char *buf, size_t size)
 			}
 		}
 	}
-	snprintf(buf, size, "budget %s %llu%s/%s", budget_word(b->kind), (unsigned long long)amount,
-		 unit, period);
+	if (!b->period_s)
+		snprintf(buf, size, "budget %s %llu%s", budget_word(b->kind),
+			 (unsigned long long)amount, unit);
+	else
+		snprintf(buf, size, "budget %s %llu%s/%s", budget_word(b->kind),
+			 (unsigned long long)amount, unit, period);
 }
 
 const struct policy_budget *policy__budget(const struct policy *p, enum budget_kind kind,
@@ -666,9 +679,12 @@ const struct policy_budget *policy__budget(const struct policy *p, enum budget_k
 
 		if (b->kind != kind || (b->sandbox[0] && !sandbox__selects(b->sandbox, name, meta)))
 			continue;
-		/* the least per second: amount / period, compared without dividing */
-		if (!best || (unsigned __int128)b->amount * best->period_s <
-				     (unsigned __int128)best->amount * b->period_s)
+		/* the least per second: amount / period, compared without dividing (a total has
+		 * no period: the least amount)
+		 */
+		if (!best || (b->period_s ? (unsigned __int128)b->amount * best->period_s <
+						    (unsigned __int128)best->amount * b->period_s
+					  : b->amount < best->amount))
 			best = b;
 	}
 	return best;

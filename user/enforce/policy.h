@@ -9,6 +9,7 @@
  *       interface DEVICE                          NAME blocks only: the sandbox's own device
  *   }                                             (a VM's tap), judged at its host side
  *   budget dns N/s | dns-names SIZE/PERIOD        global or in a block (struct policy_budget)
+ *   budget egress SIZE/PERIOD | egress-total SIZE
  *
  * A sandbox gets the global rules and those of every block that selects it; a deny anywhere
  * beats every allow.
@@ -64,21 +65,25 @@ struct policy_iface {
 	unsigned int line;
 };
 
-/* 'budget KIND AMOUNT/PERIOD', global or in a block: what each sandbox it applies to may spend
- * per period (a sandbox under several: the tightest). Kinds:
+/* 'budget KIND AMOUNT[/PERIOD]', global or in a block: what each sandbox it applies to may
+ * spend per period (a sandbox under several: the tightest). Kinds:
  *   dns N/s                  queries a second to egret's resolver (a burst of twice N)
  *   dns-names SIZE/PERIOD    bytes of names the resolver sends upstream for the sandbox
+ *   egress SIZE/PERIOD       bytes the sandbox sends (not to loopback), counted in the kernel
+ *   egress-total SIZE        the same, in all (from the moment the budget is set)
  */
 enum budget_kind {
 	BUDGET_DNS = 1,
 	BUDGET_DNS_NAMES = 2,
+	BUDGET_EGRESS = 3,
+	BUDGET_EGRESS_TOTAL = 4,
 };
 
 struct policy_budget {
 	const char *sandbox; /* the block's selector, "" global (policy__intern) */
 	uint8_t kind;	     /* enum budget_kind */
 	uint64_t amount;     /* queries or bytes */
-	uint32_t period_s;   /* 1, 60, 3600 or 86400 */
+	uint32_t period_s;   /* 1, 60, 3600 or 86400; 0: in all (egress-total) */
 	unsigned int line;
 };
 

@@ -286,6 +286,13 @@ void audit__on_limit(struct decoder_ctx *d, const void *rec, size_t size)
 		rl.limit = r->limit < (1ull << 62) ? r->limit : 0;
 		rl.usage = r->usage;
 		e.ev.activity_id = OCSF_PROCESS_ACTIVITY_TERMINATE;
+	} else if (r->kind == EGRET_LIMIT_EGRESS_BUDGET) {
+		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_BUDGET;
+		rl.limit = r->limit;
+		rl.usage = r->usage;
+		rl.budget_period_s = r->period_s;
+		e.ev.class_uid = OCSF_NETWORK_ACTIVITY;
+		e.ev.activity_id = OCSF_NET_ACTIVITY_REFUSE;
 	} else {
 		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_PIDS;
 		rl.limit = r->limit;
