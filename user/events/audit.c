@@ -319,7 +319,6 @@ int audit__cmd_limit(struct decoder_ctx *d, struct control_req *r)
 	char dir[8192];
 	uint64_t v[5];
 	struct envelope e;
-	struct stat st;
 	bool ok = r->argc == 8 && sandbox__valid_name(r->argv[1]);
 
 	for (int i = 0; ok && i < 5; i++)
@@ -338,15 +337,9 @@ int audit__cmd_limit(struct decoder_ctx *d, struct control_req *r)
 				"PERIODS THROTTLED THROTTLED_NS\n");
 		return -EINVAL;
 	}
-	snprintf(dir, sizeof(dir), "%s/%s", d->names->root, r->argv[1]);
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		control__err(r, "no sandbox %s\n", r->argv[1]);
+	if (decoder__named_sandbox(d, r, r->argv[1], &h))
 		return -ENOENT;
-	}
-	/* what the kernel reported before goes into the stream first */
-	decoder__drain(d);
-	h.ts_ns = now_ns(CLOCK_BOOTTIME);
-	h.sandbox_id = st.st_ino;
+	snprintf(dir, sizeof(dir), "%s/%s", d->names->root, r->argv[1]);
 	decoder__envelope(d, &h, &e);
 	rl.limit = v[0];
 	rl.usage = v[1];

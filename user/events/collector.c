@@ -4,12 +4,16 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
 #include "collector.h"
+#include "control.h"
 #include "egret/egress.h"
 #include "egret/policy.h"
 #include "loader.h"
@@ -154,6 +158,23 @@ void decoder__bad_record(struct decoder_ctx *d, __u32 type, size_t size)
 void decoder__drain(struct decoder_ctx *d)
 {
 	collector__poll(of_ctx(d));
+}
+
+int decoder__named_sandbox(struct decoder_ctx *d, struct control_req *r, const char *name,
+			   struct egret_event_hdr *h)
+{
+	char dir[8192];
+	struct stat st;
+
+	snprintf(dir, sizeof(dir), "%s/%s", d->names->root, name);
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		control__err(r, "no sandbox %s\n", name);
+		return -ENOENT;
+	}
+	decoder__drain(d);
+	h->ts_ns = now_ns(CLOCK_BOOTTIME);
+	h->sandbox_id = st.st_ino;
+	return 0;
 }
 
 /* The process's image from the cache; none, and not its parent's, when the kernel says the

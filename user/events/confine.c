@@ -255,24 +255,17 @@ int confine__cmd_seccomp(struct decoder_ctx *d, struct control_req *r)
 {
 	Egret__V1__Tamper t = EGRET__V1__TAMPER__INIT;
 	struct egret_event_hdr h = { .type = EGRET_EV_TAMPER };
-	char dir[8192], detail[256];
+	char detail[256];
 	uint64_t v[11], args[6];
 	struct envelope e;
-	struct stat st;
 
 	if (seccomp_words(r, v)) {
 		control__err(r, "usage: seccomp NAME TID ARCH NR ERRNO ARG0..ARG5 SUPPRESSED\n");
 		return -EINVAL;
 	}
-	snprintf(dir, sizeof(dir), "%s/%s", d->names->root, r->argv[1]);
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		control__err(r, "no sandbox %s\n", r->argv[1]);
-		return -ENOENT;
-	}
 	/* what the kernel reported before (the caller's exec) goes into the stream first */
-	decoder__drain(d);
-	h.ts_ns = now_ns(CLOCK_BOOTTIME);
-	h.sandbox_id = st.st_ino;
+	if (decoder__named_sandbox(d, r, r->argv[1], &h))
+		return -ENOENT;
 	h.pid = h.tid = (uint32_t)v[0];
 	thread_status(h.tid, &h);
 	decoder__envelope(d, &h, &e);

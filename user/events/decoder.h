@@ -56,5 +56,12 @@ void decoder__emit(struct decoder_ctx *d, Egret__V1__Event *ev);
 void decoder__bad_record(struct decoder_ctx *d, __u32 type, size_t size);
 /* What the kernel reported up to now into the stream first (no-op without a ring buffer). */
 void decoder__drain(struct decoder_ctx *d);
+struct control_req;
+/* A control request's report about sandbox NAME (egretctl run's): h gets the sandbox's id and
+ * the time, after what the kernel reported before is in the stream. -ENOENT (said to the
+ * caller) when egret's root has no such sandbox.
+ */
+int decoder__named_sandbox(struct decoder_ctx *d, struct control_req *r, const char *name,
+			   struct egret_event_hdr *h);
 
 #endif /* EGRET_DECODER_H */
