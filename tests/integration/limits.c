@@ -165,10 +165,11 @@ Test(limits, the_sandbox_reads_its_limit_and_cannot_raise_it)
 	char out[8192], file[PATH_MAX * 2], mnt[PATH_MAX], cmd[PATH_MAX * 3];
 	int rc;
 
+	/* v1: the host's path; v2: the sandbox sees its own cgroup over the cgroup2 mount */
 	if (cgroup_v1__mount("memory", mnt, sizeof(mnt)) == 0)
 		snprintf(file, sizeof(file), "%s/%s/box/memory.limit_in_bytes", mnt, T->name);
 	else
-		snprintf(file, sizeof(file), "%s/box/memory.max", T->cgroup_root);
+		snprintf(file, sizeof(file), "%s/memory.max", T->cgroup_mount);
 	snprintf(cmd, sizeof(cmd), "cat %s; echo max > %s && echo RAISED; cat %s", file, file,
 		 file);
 	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--memory", "32M", "--", "sh",
