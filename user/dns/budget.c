@@ -50,10 +50,11 @@ void budget__sweep(struct resolver *r, uint64_t now)
 static const struct policy_budget *budget_of(struct resolver *r, const struct dns_query *q,
 					     enum budget_kind kind)
 {
-	const struct sandbox_entry *s = engine__sandbox(r->engine, q->who.sandbox_id);
+	const struct sandbox_entry *s;
 
 	if (!q->who.sandbox_id || !r->engine)
 		return NULL;
+	s = engine__sandbox(r->engine, q->who.sandbox_id);
 	return policy__budget(&r->engine->pol, kind, s ? s->name : "", s ? s->meta : NULL);
 }
 
