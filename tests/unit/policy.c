@@ -202,6 +202,7 @@ Test(policy, budgets_parse_print_and_the_tightest_applies)
 		{ "budget dns 5/s\nbudget dns 6/s\n", "set twice here (line 1)" },
 		{ "budget dns-names 2000000GiB/day\n", "more than 1 PiB" },
 		{ "budget egress 10MiB\n", "expected 'budget dns N/s'" },
+		{ "budget dns 1000001/s\n", "at most 1000000" },
 		{ "budget egress-total 1GiB/hour\n", "expected 'budget dns N/s'" },
 	};
 	struct sandbox_meta meta = { 0 };

@@ -616,6 +616,8 @@ static int parse_budget(struct policy *p, const struct parse_state *st, char **w
 	if (!b.period_s && !budget_kinds[k].total)
 		return fail(err, errsz, "budget %s: '%s' is not a period (s, min, hour or day)",
 			    w[1], slash + 1);
+	if (b.kind == BUDGET_DNS && b.amount > 1000000)
+		return fail(err, errsz, "budget dns: at most 1000000 queries a second");
 	if (budget_kinds[k].per_second_only && b.period_s != 1)
 		return fail(err, errsz, "budget %s counts queries a second: 'budget %s N/s'", w[1],
 			    w[1]);
