@@ -163,19 +163,25 @@ Test(limits, at_its_timeout_the_whole_sandbox_is_killed_with_the_reason)
 Test(limits, the_sandbox_reads_its_limit_and_cannot_raise_it)
 {
 	char out[8192], file[PATH_MAX * 2], mnt[PATH_MAX], cmd[PATH_MAX * 3];
+	bool v1 = cgroup_v1__mount("memory", mnt, sizeof(mnt)) == 0;
 	int rc;
 
 	/* v1: the host's path; v2: the sandbox sees its own cgroup over the cgroup2 mount */
-	if (cgroup_v1__mount("memory", mnt, sizeof(mnt)) == 0)
+	if (v1)
 		snprintf(file, sizeof(file), "%s/%s/box/memory.limit_in_bytes", mnt, T->name);
 	else
 		snprintf(file, sizeof(file), "%s/memory.max", T->cgroup_mount);
-	snprintf(cmd, sizeof(cmd), "cat %s; echo max > %s && echo RAISED; cat %s", file, file,
-		 file);
+	/* and on v1, leave the limit's cgroup for the hierarchy's root (v2: leaving the sandbox's
+	 * cgroup is confine's, tested there)
+	 */
+	snprintf(cmd, sizeof(cmd), "cat %s; echo max > %s && echo RAISED; cat %s; %s%s%s", file,
+		 file, file, v1 ? "echo $$ > " : "", v1 ? mnt : "",
+		 v1 ? "/cgroup.procs && echo ESCAPED" : "");
 	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--memory", "32M", "--", "sh",
 		      "-c", cmd, NULL);
 	cr_expect(strstr(out, "33554432"), "the limit is not readable: %d %s", rc, out);
 	cr_expect_null(strstr(out, "RAISED"), "the sandbox raised its memory limit: %s", out);
+	cr_expect_null(strstr(out, "ESCAPED"), "the sandbox left its memory cgroup: %s", out);
 	cr_expect(strstr(out, "Permission denied") || strstr(out, "Read-only"), "%s", out);
 }
 
