@@ -364,6 +364,20 @@ struct {
 	__type(value, struct egret_exec_event);
 } exec_scratch SEC(".maps");
 
+/* the file names (the executed file's, a script's interpreter's) whose execs carry their
+ * environment (lib/proc.bpf.h): a package manager's registry may be in it; egretd fills it
+ */
+struct env_name {
+	char name[EGRET_ENV_NAME_LEN];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_ENV_PROGRAMS);
+	__type(key, struct env_name);
+	__type(value, __u8);
+} env_programs SEC(".maps");
+
 /* The file record being built at a syscall's exit (one program runs to its end on a CPU); the
  * call's arguments wait in the task's egret_task_info (lib/file.bpf.h)
  */

@@ -67,10 +67,40 @@ static __always_inline void exec_fill_task(struct egret_exec_event *e, struct eg
 	e->cap_eff = caps.eff;
 	e->cap_prm = caps.prm;
 	e->userns_level = caps.userns_level;
+	e->env_len = 0;
 	e->pad = 0;
 }
 
-/* The argv block, then the executable's path, then the cwd's, one after the other in e->data;
+/* The environment of the image that begins, into e->data at off (at most EGRET_ENV_MAX - 1
+ * bytes, the cut flagged), when its file's name is in env_programs; its length.
+ */
+static __always_inline __u32 exec_env(struct egret_exec_event *e, struct task_struct *task,
+				      struct linux_binprm *bprm, __u32 off)
+{
+	struct env_name key = {};
+	unsigned long start, end;
+	__u32 n;
+
+	bpf_probe_read_kernel_str(key.name, sizeof(key.name),
+				  BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name));
+	if (!bpf_map_lookup_elem(&env_programs, &key))
+		return 0;
+	start = BPF_CORE_READ(task, mm, env_start);
+	end = BPF_CORE_READ(task, mm, env_end);
+	n = end > start ? end - start : 0;
+	if (n > EGRET_ENV_MAX - 1) {
+		n = EGRET_ENV_MAX - 1;
+		e->flags |= EGRET_EXEC_ENV_CUT;
+	}
+	if (off > EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX)
+		return 0;
+	if (n && bpf_probe_read_user(&e->data[off], n & (EGRET_ENV_MAX - 1), (void *)start))
+		return 0;
+	return n & (EGRET_ENV_MAX - 1);
+}
+
+/* The argv block, then the executable's path, then the cwd's, then (for a package manager) the
+ * environment, one after the other in e->data;
  * then the record is sent with its exact length: whether it was.
  */
 static __always_inline bool exec_send(struct egret_exec_event *e, struct task_struct *task,
@@ -103,6 +133,10 @@ static __always_inline bool exec_send(struct egret_exec_event *e, struct task_st
 	if (cut)
 		e->flags |= EGRET_EXEC_CWD_CUT;
 	off += e->cwd_len & (2 * EGRET_PATH_MAX - 1);
+	if (off > EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX)
+		return false;
+	e->env_len = (__u16)exec_env(e, task, bprm, off);
+	off += e->env_len & (EGRET_ENV_MAX - 1);
 	if (off > sizeof(e->data))
 		return false;
 	return event_output(e, offsetof(struct egret_exec_event, data) + off);

@@ -12,6 +12,9 @@
 #define EGRET_PATTERNS_MAX  32	 /* configured path patterns */
 #define EGRET_PATTERN_LEN   128	 /* characters of a pattern's text */
 #define EGRET_PATTERN_DEPTH 8	 /* components a pattern may have */
+#define EGRET_ENV_MAX	    8192 /* bytes of a package manager's environment an exec carries */
+#define EGRET_ENV_NAME_LEN  16	 /* the key of env_programs: an executable's file name */
+#define EGRET_ENV_PROGRAMS  256	 /* names in env_programs */
 
 /* the record types (EGRET_EV_EXEC ... EGRET_EV_LIMIT) are in enum egret_event_type,
  * include/egret/events.h
@@ -21,6 +24,7 @@
 #define EGRET_EXEC_ARGS_CUT 0x1 /* argv was longer than EGRET_ARGS_MAX */
 #define EGRET_EXEC_EXE_CUT  0x2 /* the executable's path was cut */
 #define EGRET_EXEC_CWD_CUT  0x4
+#define EGRET_EXEC_ENV_CUT  0x8 /* the environment was longer than EGRET_ENV_MAX - 1 */
 
 /* Capabilities that give a sandbox power over the host, any of them effective or permitted in
  * the initial user namespace: SYS_ADMIN 21, NET_ADMIN 12, SYS_PTRACE 19, SYS_MODULE 16,
@@ -48,7 +52,11 @@ struct egret_task_info {
 	__u8 file_pad;
 };
 
-/* EGRET_EV_EXEC. exe and cwd follow args in data[]: args_len + exe_len + cwd_len bytes. */
+/* EGRET_EV_EXEC. exe and cwd follow args in data[], then the environment: args_len + exe_len +
+ * cwd_len + env_len bytes. The environment is read only when the executed file's name is in
+ * env_programs (package managers and the interpreters that run them, filled by egretd): egretd
+ * reads a run's registry from it without racing the process's exit, and never sends it on.
+ */
 struct egret_exec_event {
 	struct egret_event_hdr hdr;
 	__u64 exec_id;
@@ -64,8 +72,9 @@ struct egret_exec_event {
 	__u64 cap_eff;	    /* effective capabilities over the host (0 in a child user ns) */
 	__u64 cap_prm;	    /* permitted, likewise */
 	__u32 userns_level; /* of the new cred's user namespace; 0: the initial one */
-	__u32 pad;
-	__u8 data[EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX];
+	__u16 env_len;	    /* the environment's bytes (NUL-separated), 0 when not read */
+	__u16 pad;
+	__u8 data[EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX + EGRET_ENV_MAX];
 };
 
 /* EGRET_EV_FORK: a new process (not a thread) */

@@ -29,7 +29,7 @@ static const char *rule_text(void *ctx, uint32_t id, char *buf, size_t size)
 	return id & 1 ? buf : NULL;
 }
 
-static void observe(void *ctx, const Egret__V1__Event *ev)
+static void observe(void *ctx, const Egret__V1__Event *ev, const struct env_block *env)
 {
 	size_t n = egret__v1__event__get_packed_size(ev);
 	Egret__V1__Event *back;

@@ -329,6 +329,37 @@ Test(packages, a_denied_registry_is_reported)
 	events_free(&evs);
 }
 
+/* The registry a run takes from its environment is the one reported even when egretd handles
+ * the exec after the manager is gone (egretd stopped while pip runs: /proc/PID/environ is no
+ * more): the kernel read the environment of the manager's exec. Before, a busy egretd reported
+ * pip's default registry instead (or a config file's, under npm), a registry the run never used.
+ */
+Test(packages, a_registry_from_the_environment_outlives_the_manager)
+{
+	char script[PATH_MAX + 256];
+	const Egret__V1__PackageRun *run;
+	struct events evs;
+	int rc;
+
+	cr_assert_eq(in_box("sandbox first", "/bin/true", NULL), 0);
+	snprintf(script, sizeof(script),
+		 "PIP_INDEX_URL=http://" DENIED
+		 ":8000/simple/ exec /usr/bin/python3 -m pip install "
+		 "--no-cache-dir --no-deps --disable-pip-version-check --no-input "
+		 "--break-system-packages --trusted-host " DENIED " --target %s/site5 demo-pkg",
+		 T->tmpdir);
+	cr_assert_eq(kill(T->egretd, SIGSTOP), 0);
+	rc = in_box("pip from the environment", "/bin/sh", "-c", script, NULL);
+	kill(T->egretd, SIGCONT);
+	cr_expect_neq(rc, 0, "pip installed from a registry egret should have refused");
+	cr_assert_eq(events_wait(T->sink_path, is_run, "pip", 15000, &evs), 0, "no PackageRun");
+	run = events_find(&evs, is_run, "pip", NULL)->package_run;
+	cr_expect_str_eq(run->registry, "http://" DENIED ":8000/simple/");
+	cr_expect_str_eq(run->registry_from, "PIP_INDEX_URL");
+	cr_expect(run->registry_denied);
+	events_free(&evs);
+}
+
 /* ---- a sandbox's own mount namespace ------------------------------------------------------ */
 
 /* Writes files as a container would, with python3: "file PATH TEXT", "link PATH TARGET" (the

@@ -89,7 +89,7 @@ static void exec_pip(struct rig *r, const char *target)
 	x.cwd = "/";
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;
 	ev.exec = &x;
-	pkg__observe(&r->t, &ev);
+	pkg__observe(&r->t, &ev, NULL);
 }
 
 static void exit_pip(struct rig *r)
@@ -102,7 +102,7 @@ static void exit_pip(struct rig *r)
 	as_sandboxed(&ev, &sb, &p, 1001);
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXIT;
 	ev.exit = &x;
-	pkg__observe(&r->t, &ev);
+	pkg__observe(&r->t, &ev, NULL);
 }
 
 /* pip writes pkgN-1.0.dist-info/METADATA; the tracker sees the file event */
@@ -127,7 +127,7 @@ static void install(struct rig *r, const char *target, int n)
 	fa.path = path;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
 	ev.file = &fa;
-	pkg__observe(&r->t, &ev);
+	pkg__observe(&r->t, &ev, NULL);
 }
 
 static size_t count_installs(struct events *evs, bool *seen, size_t n)
@@ -238,7 +238,7 @@ static void file_written(struct rig *r, uint32_t pid, const char *path)
 	fa.path = (char *)path;
 	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
 	ev.file = &fa;
-	pkg__observe(&r->t, &ev);
+	pkg__observe(&r->t, &ev, NULL);
 }
 
 static size_t open_fds(void)

@@ -103,6 +103,23 @@ Test(pkgmeta, registries)
 		 0, "http://r/", "--registry");
 	registry("npm", (const char *[]){ "npm", "i", "x", NULL }, env, sizeof(env),
 		 "http://npm.mirror/", "npm_config_registry");
+	registry("pip", (const char *[]){ "pip", "install", "--isolated", "x", NULL }, env,
+		 sizeof(env), "https://pypi.org/simple", "default");
+	/* env's words set, unset or clear what the run's first exec (env's) began with */
+	registry("npm",
+		 (const char *[]){ "/usr/bin/env", "npm_config_registry=http://set/", "node",
+				   "/usr/bin/npm", "i", "x", NULL },
+		 env, sizeof(env), "http://set/", "npm_config_registry");
+	registry("pip",
+		 (const char *[]){ "env", "-u", "PIP_INDEX_URL", "pip", "install", "x", NULL }, env,
+		 sizeof(env), "https://pypi.org/simple", "default");
+	registry("pip",
+		 (const char *[]){ "env", "-i", "HOME=/nonexistent", "pip", "install", "x", NULL },
+		 env, sizeof(env), "https://pypi.org/simple", "default");
+	registry("pip",
+		 (const char *[]){ "env", "-i", "PIP_INDEX_URL=http://again/simple", "pip",
+				   "install", "x", NULL },
+		 env, sizeof(env), "http://again/simple", "PIP_INDEX_URL");
 	registry("gem", (const char *[]){ "gem", "install", "x", NULL }, NULL, 0,
 		 "https://rubygems.org", "default");
 	registry("dpkg", (const char *[]){ "dpkg", "-i", "/tmp/x_1.0_all.deb", NULL }, NULL, 0,

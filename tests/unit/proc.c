@@ -30,7 +30,7 @@ static struct {
 	uint64_t exec_id, parent_exec_id;
 } last;
 
-static void observe(void *ctx, const Egret__V1__Event *ev)
+static void observe(void *ctx, const Egret__V1__Event *ev, const struct env_block *env)
 {
 	const Egret__V1__Process *p = ev->process;
 

@@ -22,12 +22,22 @@ static struct stream stream;
 static struct sandbox_names names;
 static struct collector col;
 static char *page_end;
-static char last_args[256], last_path[2][256];
+static char last_args[256], last_path[2][256], last_env[256];
+static size_t last_env_len;
+static bool last_has_token; /* "TOKEN" in the event's protobuf */
 static int events;
 
-static void observe(void *ctx, const Egret__V1__Event *ev)
+static void observe(void *ctx, const Egret__V1__Event *ev, const struct env_block *env)
 {
+	static uint8_t packed[65536];
+	size_t len = egret__v1__event__get_packed_size(ev);
+
 	events++;
+	last_has_token = len <= sizeof(packed) && egret__v1__event__pack(ev, packed) == len &&
+			 memmem(packed, len, "TOKEN", 5);
+	last_env_len = env ? env->len : (size_t)-1;
+	if (env && env->len <= sizeof(last_env))
+		memcpy(last_env, env->vars, env->len);
 	if (ev->payload_case == EGRET__V1__EVENT__PAYLOAD_EXEC) {
 		size_t n = 0;
 
@@ -45,11 +55,11 @@ static void setup(void)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	char *map =
-		mmap(NULL, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		mmap(NULL, 8 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	cr_assert_neq(map, MAP_FAILED);
-	cr_assert_eq(mprotect(map + 3 * page, page, PROT_NONE), 0);
-	page_end = map + 3 * page;
+	cr_assert_eq(mprotect(map + 7 * page, page, PROT_NONE), 0);
+	page_end = map + 7 * page;
 	stream__init(&stream);
 	cr_assert_eq(sandbox_names__init(&names, "/nonexistent/egret-unit"), 0);
 	cr_assert_eq(collector__init_offline(&col, &stream, &names), 0);
@@ -114,6 +124,50 @@ Test(record, exec_lengths_past_the_record_are_a_bad_record)
 	cr_expect_eq(col.bad_records, bad + 3, "bad records: %llu",
 		     (unsigned long long)(col.bad_records - bad));
 	cr_expect_eq(events, 1, "an exec event from a record that does not hold its strings");
+}
+
+/* A manager's exec carries its environment after the cwd: to the observer only, never into
+ * the event; cut by the kernel, its last (partial) variable is left out.
+ */
+Test(record, an_exec_environment_goes_to_the_observer_only)
+{
+	static struct egret_exec_event e;
+	static const char args[] = "pip\0install";   /* 12 bytes */
+	static const char env[] = "A=1\0TOKEN=s3cr"; /* 15 bytes with its NUL */
+	size_t base = offsetof(struct egret_exec_event, data), n;
+	uint64_t bad;
+
+	hdr(&e.hdr, EGRET_EV_EXEC);
+	e.args_len = sizeof(args);
+	e.exe_len = 7;
+	e.cwd_len = 1;
+	memcpy(e.data, args, sizeof(args));
+	memcpy(e.data + sizeof(args), "/bin/sh/", 8);
+	memcpy(e.data + sizeof(args) + 8, env, sizeof(env) - 1);
+	n = base + sizeof(args) + 8 + sizeof(env) - 1; /* 14 bytes of environment */
+	e.env_len = sizeof(env) - 1;
+	events = 0;
+	feed(&e, n + (8 - n % 8) % 8);
+	cr_assert_eq(events, 1);
+	cr_expect_str_eq(last_args, "pip install");
+	cr_assert_eq(last_env_len, 14);
+	cr_expect_eq(memcmp(last_env, env, 14), 0);
+	cr_expect_not(last_has_token, "the environment in the event");
+	e.flags = EGRET_EXEC_ENV_CUT;
+	feed(&e, n + (8 - n % 8) % 8);
+	cr_expect_eq(last_env_len, 4, "the cut variable kept: %zu bytes", last_env_len);
+	/* no environment: NULL; one past the record or of EGRET_ENV_MAX: a bad record */
+	e.flags = 0;
+	e.env_len = 0;
+	feed(&e, n + (8 - n % 8) % 8);
+	cr_expect_eq(last_env_len, (size_t)-1);
+	bad = col.bad_records;
+	e.env_len = 100;
+	feed(&e, n + (8 - n % 8) % 8);
+	e.env_len = EGRET_ENV_MAX;
+	feed(&e, sizeof(e));
+	cr_expect_eq(col.bad_records, bad + 2);
+	cr_expect_eq(events, 3);
 }
 
 Test(record, file_paths_past_the_record_are_a_bad_record)

@@ -623,7 +623,7 @@ static void pkg_event(struct pkg_rig *g, Egret__V1__Event *ev)
 	p.comm = "mgr";
 	ev->sandbox = &sb;
 	ev->process = &p;
-	pkg__observe(&g->t, ev);
+	pkg__observe(&g->t, ev, NULL);
 }
 
 static void pkg_exec(struct pkg_rig *g, char **argv, size_t argc, const char *cwd)

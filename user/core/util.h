@@ -36,4 +36,14 @@ uint64_t now_ns(int clock);
 size_t utf8_seq(const unsigned char *p, size_t n);
 bool utf8_valid(const char *s, size_t len);
 
+/* A process's environment ("K=V\0K=V\0..."), as the kernel read it when its image began: an
+ * exec record's (egretd never sends it on). cut: longer than the kernel reads, the last
+ * variable already left out.
+ */
+struct env_block {
+	const char *vars;
+	size_t len;
+	bool cut;
+};
+
 #endif /* EGRET_UTIL_H */

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+
 #include "cgroup.h"
 #include "confine.h"
 #include "decoders.h"
@@ -206,7 +208,24 @@ static int prepare_enforcement(struct daemon *d)
 	return kfeatures__probe(&d->kf, &d->opt.kernel);
 }
 
-/* The programs loaded and the path matcher checked; loader__close undoes it, also part way. */
+static int env_program(void *ctx, const char *name)
+{
+	char key[EGRET_ENV_NAME_LEN] = { 0 };
+	__u8 one = 1;
+
+	str_copy(key, sizeof(key), name); /* the kernel's copy of a longer name is cut alike */
+	if (bpf_map_update_elem(*(int *)ctx, key, &one, BPF_ANY)) {
+		int err = -errno;
+
+		log_err("cannot add %s to env_programs: %s", name, strerror(-err));
+		return err;
+	}
+	return 0;
+}
+
+/* The programs loaded, the managers' execs told to carry their environment, and the path
+ * matcher checked; loader__close undoes it, also part way.
+ */
 static int load_programs(struct daemon *d)
 {
 	int err;
@@ -215,6 +234,9 @@ static int load_programs(struct daemon *d)
 	if (err)
 		return err;
 	err = loader__load(&d->loader);
+	if (err)
+		return err;
+	err = pkgmeta__exec_names(env_program, &d->loader.maps.env_programs);
 	if (err)
 		return err;
 	return selftest__path_matcher(loader__prog_fd(&d->loader, "egret_selftest"),
@@ -342,11 +364,11 @@ static void on_netns_seen(void *ctx, uint64_t cookie, uint32_t pid, uint64_t san
 	}
 }
 
-static void on_observe(void *ctx, const Egret__V1__Event *ev)
+static void on_observe(void *ctx, const Egret__V1__Event *ev, const struct env_block *env)
 {
 	struct daemon *d = ctx;
 
-	pkg__observe(&d->pkg, ev);
+	pkg__observe(&d->pkg, ev, env);
 	/* a sandbox pulled egretd into its cgroup: back home at once */
 	if (ev->payload_case == EGRET__V1__EVENT__PAYLOAD_TAMPER &&
 	    ev->tamper->kind == EGRET__V1__TAMPER__KIND__KIND_CGROUP_PULL &&

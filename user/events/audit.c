@@ -64,7 +64,9 @@ void audit__on_exec(struct decoder_ctx *d, const void *rec, size_t size)
 	static char argbuf[EGRET_ARGS_MAX + 1], redacted[2 * EGRET_ARGS_MAX];
 	char exe[EGRET_PATH_MAX * 2], cwd[EGRET_PATH_MAX * 2];
 	static char *args[MAX_ARGS];
-	size_t alen = r->args_len, elen = r->exe_len, clen = r->cwd_len, nargs = 0;
+	size_t alen = r->args_len, elen = r->exe_len, clen = r->cwd_len, vlen = r->env_len;
+	size_t nargs = 0;
+	struct env_block env;
 	Egret__V1__ProcessExec__Posture pos = EGRET__V1__PROCESS_EXEC__POSTURE__INIT;
 	const char *caps[CAPS_MAX];
 	char unnamed[CAPS_MAX][8];
@@ -72,9 +74,10 @@ void audit__on_exec(struct decoder_ctx *d, const void *rec, size_t size)
 	struct envelope e;
 	bool cut = (r->flags & EGRET_EXEC_ARGS_CUT) != 0;
 
-	/* the three strings are the record's data: lengths that say otherwise are not ours */
+	/* the four blocks are the record's data: lengths that say otherwise are not ours */
 	if (alen > EGRET_ARGS_MAX || elen > EGRET_PATH_MAX || clen > EGRET_PATH_MAX ||
-	    offsetof(struct egret_exec_event, data) + alen + elen + clen > size) {
+	    vlen >= EGRET_ENV_MAX ||
+	    offsetof(struct egret_exec_event, data) + alen + elen + clen + vlen > size) {
 		decoder__bad_record(d, r->hdr.type, size);
 		return;
 	}
@@ -116,7 +119,14 @@ void audit__on_exec(struct decoder_ctx *d, const void *rec, size_t size)
 	e.ev.activity_id = OCSF_PROCESS_ACTIVITY_LAUNCH;
 	e.ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;
 	e.ev.exec = &ex;
-	decoder__emit(d, &e.ev);
+	env = (struct env_block){ (const char *)r->data + alen + elen + clen, vlen,
+				  (r->flags & EGRET_EXEC_ENV_CUT) != 0 };
+	if (env.cut) { /* the last variable, cut by the kernel, is left out */
+		const char *last = memrchr(env.vars, '\0', env.len);
+
+		env.len = last ? (size_t)(last - env.vars) + 1 : 0;
+	}
+	decoder__emit_env(d, &e.ev, vlen ? &env : NULL);
 }
 
 void audit__on_fork(struct decoder_ctx *d, const void *rec, size_t size)

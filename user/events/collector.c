@@ -143,11 +143,16 @@ int collector__counter(int counters_fd, __u32 idx, uint64_t *sum)
 	return 0;
 }
 
-void decoder__emit(struct decoder_ctx *d, Egret__V1__Event *ev)
+void decoder__emit_env(struct decoder_ctx *d, Egret__V1__Event *ev, const struct env_block *env)
 {
 	stream__emit(of_ctx(d)->stream, ev);
 	if (d->hooks.observe)
-		d->hooks.observe(d->hooks.ctx, ev);
+		d->hooks.observe(d->hooks.ctx, ev, env);
+}
+
+void decoder__emit(struct decoder_ctx *d, Egret__V1__Event *ev)
+{
+	decoder__emit_env(d, ev, NULL);
 }
 
 void decoder__bad_record(struct decoder_ctx *d, __u32 type, size_t size)

@@ -16,6 +16,7 @@
 #include "proc.h"
 #include "redact.h"
 #include "sandbox.h"
+#include "util.h"
 
 /* What the rest of egretd wants to hear from the kernel side. */
 struct collector_hooks {
@@ -24,8 +25,10 @@ struct collector_hooks {
 	void (*sandbox_destroyed)(void *ctx, uint64_t id);
 	const char *(*rule_text)(void *ctx, uint32_t rule_id, char *buf, size_t size);
 	void (*netns_seen)(void *ctx, uint64_t cookie, uint32_t pid, uint64_t sandbox);
-	/* every event from a kernel record, after it went into the stream */
-	void (*observe)(void *ctx, const Egret__V1__Event *ev);
+	/* every event from a kernel record, after it went into the stream; env: an exec's
+	 * environment when the kernel read it (package managers'), else NULL
+	 */
+	void (*observe)(void *ctx, const Egret__V1__Event *ev, const struct env_block *env);
 };
 
 /* The context a decoder gets; the collector holds one (collector.ctx) and fills names. */
@@ -50,8 +53,9 @@ struct envelope {
 
 /* The envelope (time, sandbox, process) from a record header. */
 void decoder__envelope(struct decoder_ctx *d, const struct egret_event_hdr *h, struct envelope *e);
-/* Into the stream, then to the observe hook. */
+/* Into the stream, then to the observe hook (with env, which is never in the stream). */
 void decoder__emit(struct decoder_ctx *d, Egret__V1__Event *ev);
+void decoder__emit_env(struct decoder_ctx *d, Egret__V1__Event *ev, const struct env_block *env);
 /* A record whose header or fields make no sense: counted and reported as a decode Loss. */
 void decoder__bad_record(struct decoder_ctx *d, __u32 type, size_t size);
 /* What the kernel reported up to now into the stream first (no-op without a ring buffer). */

@@ -21,7 +21,7 @@ EGRET_ABI_SIZE(egret_connect_event, 112);
 EGRET_ABI_SIZE(egret_cgroup_event, 72 + EGRET_CGROUP_NAME_LEN);
 EGRET_ABI_SIZE(egret_tamper_event, 80);
 EGRET_ABI_SIZE(egret_netns_event, 56 + 8);
-EGRET_ABI_SIZE(egret_exec_event, 56 + 64 + EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX);
+EGRET_ABI_SIZE(egret_exec_event, 56 + 64 + EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX + EGRET_ENV_MAX);
 EGRET_ABI_SIZE(egret_fork_event, 56 + 16);
 EGRET_ABI_SIZE(egret_exit_event, 56 + 24);
 EGRET_ABI_SIZE(egret_file_event, 56 + 24 + 2 * EGRET_PATH_MAX);

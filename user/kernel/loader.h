@@ -75,7 +75,7 @@ int loader__specs(struct loader_specs *out);
 	X(socketcall_fam) X(signal_senders)
 #define LOADER_AUDIT_MAPS(X)                                                                 \
 	X(match_state) X(selftest) X(path_scratch) X(task_info) X(exec_seq) X(exec_scratch)  \
-	X(bulk_events) X(file_budgets)
+	X(bulk_events) X(file_budgets) X(env_programs)
 /* clang-format on */
 #define LOADER_MAPS(X) LOADER_EGRESS_MAPS(X) LOADER_CONFINE_MAPS(X) LOADER_AUDIT_MAPS(X)
 

@@ -14,8 +14,10 @@
 
 /* The command line a manager run started with. */
 struct pkg_cmd {
-	char *const *argv;
+	char *const *argv; /* from the manager's program word (past env, python -m, node...) */
 	size_t argc;
+	char *const *pre; /* an "env [-i] [-u NAME] [NAME=value]..." prefix's words, or NULL */
+	size_t npre;
 	const char *env; /* "K=V\0K=V\0...", may be NULL */
 	size_t envlen;
 	const char *cwd;  /* may be NULL */

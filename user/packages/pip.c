@@ -36,6 +36,12 @@ static bool pip_registry(const struct pkg_manager *m, const struct pkg_cmd *cmd,
 		    str_starts_with(cmd->argv[i], "https://"))
 			return pkg_registry__set(r, cmd->argv[i], "argument");
 	}
+	/* --isolated: pip reads neither its environment variables nor the user's config */
+	for (size_t i = 1; i < cmd->argc; i++) {
+		if (!strcmp(cmd->argv[i], "--isolated"))
+			return pkg_registry__config(r, cmd, (const char *[]){ "/etc/pip.conf" }, 1,
+						    "index-url");
+	}
 	v = pkg_cmd__env(cmd, "PIP_INDEX_URL");
 	if (v)
 		return pkg_registry__set(r, v, "PIP_INDEX_URL");

@@ -422,14 +422,45 @@ static void leave_run(struct pkg_tracker *t, int run)
 
 /* ---- runs ------------------------------------------------------------------------------------ */
 
-static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const char *manager)
+/* The environment run r starts with, in env[size] or at *vars: the kernel's copy from its exec
+ * (exact, and there even when the process is gone before egretd looks), else /proc's while it
+ * runs (also when the kernel's was cut: /proc's is read up to size); its length, 0: none.
+ */
+static size_t run_env(const Egret__V1__Event *ev, const struct env_block *kenv, char *env,
+		      size_t size, const char **vars)
+{
+	char path[64];
+	int len;
+
+	*vars = env;
+	if (kenv && !kenv->cut) {
+		*vars = kenv->vars;
+		return kenv->len;
+	}
+	snprintf(path, sizeof(path), "/proc/%u/environ", ev->process->pid);
+	len = read_file(path, env, size);
+	if (len == (int)size - 1) { /* larger: the last variable, cut, is left out */
+		const char *last = memrchr(env, '\0', (size_t)len);
+
+		len = last ? (int)(last - env) + 1 : 0;
+	}
+	if (len <= 0 && kenv) { /* gone: what the kernel read */
+		*vars = kenv->vars;
+		return kenv->len;
+	}
+	return len > 0 ? (size_t)len : 0;
+}
+
+static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const char *manager,
+		      const struct env_block *kenv)
 {
 	const Egret__V1__ProcessExec *x = ev->exec;
 	static char registry[SCRATCH_MAX], from[SCRATCH_MAX];
-	char path[64], env[65536];
+	char env[65536];
 	struct pkg_run *r = NULL;
-	const char *why;
-	int envlen, idx;
+	const char *why, *vars;
+	size_t envlen;
+	int idx;
 
 	for (idx = 0; idx < PKG_MAX_RUNS && t->runs[idx].used; idx++)
 		;
@@ -462,18 +493,11 @@ static void start_run(struct pkg_tracker *t, const Egret__V1__Event *ev, const c
 			r->debs[r->ndebs++] = strdup(abs);
 		}
 	}
-	/* the environment it runs with, while it runs */
-	snprintf(path, sizeof(path), "/proc/%u/environ", ev->process->pid);
-	envlen = read_file(path, env, sizeof(env));
-	if (envlen == (int)sizeof(env) - 1) { /* larger: the last variable, cut, is left out */
-		const char *last = memrchr(env, '\0', (size_t)envlen);
-
-		envlen = last ? (int)(last - env) + 1 : 0;
-	}
+	/* the environment it runs with */
+	envlen = run_env(ev, kenv, env, sizeof(env), &vars);
 	/* read whole (no reader cuts a secret egretd cannot see the end of), redacted, then cut */
-	pkgmeta__registry_in(root_fd(t, r->root), manager, r->args, r->nargs,
-			     envlen > 0 ? env : NULL, envlen > 0 ? (size_t)envlen : 0, x->cwd,
-			     registry, sizeof(registry), from, sizeof(from));
+	pkgmeta__registry_in(root_fd(t, r->root), manager, r->args, r->nargs, envlen ? vars : NULL,
+			     envlen, x->cwd, registry, sizeof(registry), from, sizeof(from));
 	clean(t, r->registry, sizeof(r->registry), registry, sizeof(registry));
 	clean(t, r->from, sizeof(r->from), from, sizeof(from));
 	join(t, ev->process->pid, idx);
@@ -680,7 +704,7 @@ static void on_denied(struct pkg_tracker *t, const Egret__V1__Event *ev)
 		r->denied[r->ndenied++] = strdup(item);
 }
 
-void pkg__observe(struct pkg_tracker *t, const Egret__V1__Event *ev)
+void pkg__observe(struct pkg_tracker *t, const Egret__V1__Event *ev, const struct env_block *env)
 {
 	int idx;
 
@@ -693,7 +717,7 @@ void pkg__observe(struct pkg_tracker *t, const Egret__V1__Event *ev)
 
 		/* a manager a run starts (apt's dpkg, npm's node-gyp) belongs to that run */
 		if (m && installs && run_of(t, ev->process->pid) < 0)
-			start_run(t, ev, m);
+			start_run(t, ev, m, env);
 		break;
 	}
 	case EGRET__V1__EVENT__PAYLOAD_FORK:

@@ -34,6 +34,7 @@
 
 #include "egret/v1/events.pb-c.h"
 #include "pkgmeta.h"
+#include "util.h"
 
 struct stream;
 
@@ -133,7 +134,10 @@ struct pkg_tracker {
 };
 
 int pkg__init(struct pkg_tracker *t, struct stream *s);
-void pkg__observe(struct pkg_tracker *t, const Egret__V1__Event *ev);
+/* An event of the stream; env: an exec's environment as the kernel read it, NULL when it did
+ * not (the tracker then reads /proc/PID/environ, which a process that is gone no longer has)
+ */
+void pkg__observe(struct pkg_tracker *t, const Egret__V1__Event *ev, const struct env_block *env);
 /* The root directory of a sandbox (its cgroup id), for its files when the process that wrote
  * them is gone: fd (a directory, O_PATH will do; anything else is closed and logged) is taken
  * over; -1 forgets the one held and closes it (unregistration, the sandbox's end). Packages

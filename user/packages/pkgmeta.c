@@ -63,15 +63,28 @@ static bool is_python(const char *program)
  * /usr/bin/npm install x" is npm, as the kernel hands a #! script its argv. Returns the index
  * of the word to classify.
  */
-static size_t unwrap(char *const *argv, size_t argc)
+static const char *const interpreters[] = { "node", "nodejs", "ruby", "perl", NULL };
+
+/* Past "env" and its own words (options, -u NAME, NAME=value) when argv[0] is env: the index
+ * of the command it runs (argc when none); 0 when argv[0] is not env.
+ */
+static size_t past_env(char *const *argv, size_t argc)
 {
-	static const char *const interpreters[] = { "node", "nodejs", "ruby", "perl", NULL };
 	size_t i = 0;
 
-	if (i < argc && !strcmp(pkg_base(argv[i]), "env")) {
-		for (i++; i < argc && (argv[i][0] == '-' || strchr(argv[i], '=')); i++)
-			;
+	if (!argc || strcmp(pkg_base(argv[0]), "env"))
+		return 0;
+	for (i = 1; i < argc && (argv[i][0] == '-' || strchr(argv[i], '=')); i++) {
+		if (!strcmp(argv[i], "-u") || !strcmp(argv[i], "--unset"))
+			i++;
 	}
+	return i < argc ? i : argc;
+}
+
+static size_t unwrap(char *const *argv, size_t argc)
+{
+	size_t i = past_env(argv, argc);
+
 	if (i < argc && (any_of(pkg_base(argv[i]), interpreters) || is_python(pkg_base(argv[i])))) {
 		for (i++; i < argc && argv[i][0] == '-'; i++)
 			;
@@ -137,6 +150,37 @@ const char *pkgmeta__manager(char *const *argv, size_t argc, bool *installs)
 	return NULL;
 }
 
+/* name, and when versioned name2, name3, name3.0 ... name3.19 */
+static int exec_names_of(const char *name, bool versioned, int (*fn)(void *, const char *),
+			 void *ctx)
+{
+	char v[64];
+	int err = fn(ctx, name);
+
+	for (int i = -2; versioned && !err && i < 20; i++) {
+		if (i < 0)
+			snprintf(v, sizeof(v), "%s%d", name, i + 4); /* 2, 3 */
+		else
+			snprintf(v, sizeof(v), "%s3.%d", name, i);
+		err = fn(ctx, v);
+	}
+	return err;
+}
+
+int pkgmeta__exec_names(int (*fn)(void *ctx, const char *name), void *ctx)
+{
+	int err = exec_names_of("env", false, fn, ctx);
+
+	err = err ?: exec_names_of(INTERPRETER_PYTHON, true, fn, ctx);
+	for (const char *const *p = interpreters; !err && *p; p++)
+		err = exec_names_of(*p, false, fn, ctx);
+	for (size_t k = 0; !err && k < ARRAY_SIZE(managers); k++) {
+		for (const char *const *p = managers[k]->programs; !err && *p; p++)
+			err = exec_names_of(*p, managers[k]->versioned, fn, ctx);
+	}
+	return err;
+}
+
 /* ---- the registry ---------------------------------------------------------------------------- */
 
 const char *pkg_cmd__option(const struct pkg_cmd *cmd, const char *const *names)
@@ -171,8 +215,33 @@ static const char *env_value(const char *env, size_t len, const char *name)
 	return NULL;
 }
 
+/* The variable's value as the manager sees it: an "env [-i] [-u NAME] [NAME=value]... CMD"
+ * prefix (the environment the run's first exec began with is env's) sets, unsets or clears it
+ * before the environment's value counts.
+ */
 const char *pkg_cmd__env(const struct pkg_cmd *cmd, const char *name)
 {
+	const char *set = NULL;
+	bool gone = false;
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < cmd->npre; i++) {
+		const char *w = cmd->pre[i];
+
+		if (!strcmp(w, "-i") || !strcmp(w, "-") || !strcmp(w, "--ignore-environment")) {
+			gone = true;
+			set = NULL;
+		} else if ((!strcmp(w, "-u") || !strcmp(w, "--unset")) && i + 1 < cmd->npre) {
+			if (!strcmp(cmd->pre[++i], name)) {
+				gone = true;
+				set = NULL;
+			}
+		} else if (!strncmp(w, name, n) && w[n] == '=') {
+			set = w + n + 1;
+		}
+	}
+	if (set || gone)
+		return set;
 	return env_value(cmd->env, cmd->envlen, name);
 }
 
@@ -230,9 +299,24 @@ void pkgmeta__registry_in(int root, const char *manager, char *const *argv, size
 			  char *from, size_t fromsz)
 {
 	const struct pkg_manager *m = manager_named(manager);
-	const char *home = env_value(env, envlen, "HOME");
-	struct pkg_cmd cmd = { argv, argc, env, envlen, cwd, home ? home : DEFAULT_HOME, root };
 	struct pkg_registry r = { out, size, from, fromsz };
+	struct pkg_cmd cmd = { .env = env, .envlen = envlen, .cwd = cwd, .root = root };
+	size_t i;
+	const char *home;
+
+	/* the manager's own words (its options are not env's or python's); env's before them */
+	if (argc && python_module(argv, argc, &i))
+		i--;
+	else
+		i = argc ? unwrap(argv, argc) : 0;
+	cmd.argv = argv + i;
+	cmd.argc = argc - i;
+	if (past_env(argv, argc)) {
+		cmd.pre = argv + 1;
+		cmd.npre = past_env(argv, argc) - 1;
+	}
+	home = pkg_cmd__env(&cmd, "HOME");
+	cmd.home = home ? home : DEFAULT_HOME;
 
 	out[0] = from[0] = '\0';
 	if (!m || m->registry(m, &cmd, &r))

@@ -31,6 +31,11 @@
 
 /* the package manager a command line runs, or NULL */
 const char *pkgmeta__manager(char *const *argv, size_t argc, bool *installs);
+/* fn(ctx, name) for every file name an exec that starts a manager run may have (the executed
+ * file's, a #! script's interpreter's): env, the interpreters (python3.11 too) and the
+ * managers' programs (pip3.11 too); stops at and returns fn's first non-zero
+ */
+int pkgmeta__exec_names(int (*fn)(void *ctx, const char *name), void *ctx);
 
 /* The registry a manager run will use: from its arguments, then its environment
  * ("K=V\0K=V\0...", may be NULL), then config files (read in root: the run's), then the
