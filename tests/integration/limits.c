@@ -34,6 +34,7 @@ TestSuite(limits, .init = setup, .fini = harness_teardown, .timeout = 180);
 
 struct want {
 	int kind, phase;
+	const char *sandbox; /* NULL: "box" */
 };
 
 static bool is_limit(const Egret__V1__Event *ev, const void *arg)
@@ -43,12 +44,12 @@ static bool is_limit(const Egret__V1__Event *ev, const void *arg)
 	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
 	       (int)ev->limit->kind == w->kind &&
 	       (w->phase < 0 || (int)ev->limit->phase == w->phase) &&
-	       !strcmp(ev->sandbox->name, "box");
+	       !strcmp(ev->sandbox->name, w->sandbox ? w->sandbox : "box");
 }
 
 static const Egret__V1__Event *wait_limit(struct events *evs, int kind, int phase)
 {
-	struct want w = { kind, phase };
+	struct want w = { kind, phase, NULL };
 
 	if (events_wait(T->sink_path, is_limit, &w, 10000, evs))
 		return NULL;
@@ -372,4 +373,161 @@ Test(limits, over_its_egress_budget_a_sandbox_sends_nothing_more)
 	got = received(result);
 	cr_expect_eq(got, SEND_SIZE, "a sandbox without a budget: %llu bytes",
 		     (unsigned long long)got);
+}
+
+/* ---- the policy's limit lines, on sandboxes a runtime placed ---------------------------- */
+
+/* A process put in the cgroup dir (as a runtime places a container's first process), running
+ * sh -c script; its pid.
+ */
+static pid_t placed(const char *dir, const char *script)
+{
+	char procs[PATH_MAX + 16];
+	pid_t pid;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		if (write_file(procs, "0"))
+			_exit(99);
+		execl("/bin/sh", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* pid's wait status, waiting at most ms; -1 when it is still running then */
+static int wait_status(pid_t pid, int ms)
+{
+	int st;
+
+	for (int i = 0; i < ms / 50; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid)
+			return st;
+		usleep(50000);
+	}
+	return -1;
+}
+
+/* A sandbox a runtime placed (a cgroup the host made under egret's root, a process put in it;
+ * no egretctl) under the policy's 'limit timeout 2s': egretd freezes it, reports it and kills
+ * it at about 2 s, and kills what is put in it afterwards. A sandbox the block does not select
+ * runs on.
+ */
+Test(limits, a_policy_timeout_kills_a_runtime_placed_sandbox)
+{
+	char out[8192], dir[PATH_MAX + 16], other[PATH_MAX + 16];
+	pid_t pid, free_pid, again;
+	const Egret__V1__Event *ev;
+	struct want w = { EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT, -1, "rbox" };
+	struct events evs;
+	uint64_t t0, ms;
+	int st;
+
+	cr_assert_eq(harness_policy(T, "mode enforce\n"
+				       "sandbox rbox {\n"
+				       "    limit timeout 2s\n"
+				       "}\n"),
+		     0);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+	snprintf(dir, sizeof(dir), "%s/rbox", T->cgroup_root);
+	snprintf(other, sizeof(other), "%s/rfree", T->cgroup_root);
+	t0 = now_ns(CLOCK_MONOTONIC);
+	cr_assert_eq(mkdir(dir, 0755), 0, "%s: %s", dir, strerror(errno));
+	cr_assert_eq(mkdir(other, 0755), 0, "%s: %s", other, strerror(errno));
+	pid = placed(dir, "sleep 60 & sleep 60");
+	harness_kill_at_teardown(&pid);
+	free_pid = placed(other, "exec sleep 60");
+	harness_kill_at_teardown(&free_pid);
+	st = wait_status(pid, 60000 * harness_timeout_scale() / 2);
+	ms = (now_ns(CLOCK_MONOTONIC) - t0) / 1000000;
+	cr_assert_neq(st, -1, "not killed after %llu ms", (unsigned long long)ms);
+	pid = 0;
+	cr_expect(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "ended with status %#x", st);
+	cr_expect_geq(ms, 1500, "killed after %llu ms", (unsigned long long)ms);
+	ev = events_wait(T->sink_path, is_limit, &w, 10000, &evs)
+		     ? NULL
+		     : events_find(&evs, is_limit, &w, NULL);
+	cr_assert_not_null(ev, "no timeout event");
+	cr_expect_eq(ev->limit->limit, 2000);
+	cr_expect_geq(ev->limit->usage, 2000);
+	cr_expect(strstr(ev->limit->cgroup, "/rbox"), "%s", ev->limit->cgroup);
+	cr_expect_eq(ev->class_uid, 1007);
+	events_free(&evs);
+	/* the control: rfree's process still runs */
+	cr_expect_eq(waitpid(free_pid, &st, WNOHANG), 0, "the sandbox no block selects was killed");
+	/* what is put in rbox after its timeout is killed too */
+	again = placed(dir, "exec sleep 60");
+	harness_kill_at_teardown(&again);
+	st = wait_status(again, 10000 * harness_timeout_scale());
+	cr_expect(st != -1 && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL,
+		  "a process put in the timed-out sandbox ran on: %#x", st);
+	if (st != -1)
+		again = 0;
+	kill(free_pid, SIGKILL);
+	waitpid(free_pid, &st, 0);
+	free_pid = 0;
+	rmdir(dir);
+	rmdir(other);
+}
+
+/* The policy's pids (and memory) limits: in the v2 cgroup of a sandbox a runtime placed, never
+ * raising a tighter one the cgroup has; where cgroup v2 does not offer the controller (a
+ * hybrid host's v1 holds it: CI's native run), the policy is refused with the reason and the
+ * one in force stays.
+ */
+Test(limits, policy_limits_are_set_in_v2_or_refused_with_the_reason)
+{
+	char out[8192], file[PATH_MAX + 32], dir[PATH_MAX + 16], tight[PATH_MAX + 16];
+	char text[256];
+	pid_t pid;
+
+	snprintf(file, sizeof(file), "%s/cgroup.controllers", T->cgroup_mount);
+	cr_assert_gt(read_file(file, text, sizeof(text)), 0, "%s", file);
+	cr_assert_eq(harness_policy(T, "mode enforce\n"
+				       "sandbox rbox {\n"
+				       "    limit pids 16\n"
+				       "}\n"
+				       "sandbox rtight {\n"
+				       "    limit pids 16\n"
+				       "}\n"),
+		     0);
+	if (!strstr(text, "pids")) {
+		cr_expect_neq(egretctl(T, out, sizeof(out), "reload", NULL), 0,
+			      "a limit cgroup v2 cannot set was accepted");
+		cr_expect(
+			strstr(out, "limit pids: the pids controller is not offered by cgroup v2"),
+			"%s", out);
+		cr_expect_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+		cr_expect(strstr(out, "mode enforce") || strstr(out, "enforce"), "%s", out);
+		return;
+	}
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+	snprintf(dir, sizeof(dir), "%s/rbox", T->cgroup_root);
+	snprintf(tight, sizeof(tight), "%s/rtight", T->cgroup_root);
+	cr_assert_eq(mkdir(dir, 0755), 0, "%s: %s", dir, strerror(errno));
+	cr_assert_eq(mkdir(tight, 0755), 0, "%s: %s", tight, strerror(errno));
+	snprintf(file, sizeof(file), "%s/pids.max", tight);
+	cr_assert_eq(write_file(file, "8"), 0, "%s", file);
+	/* 40 background sleeps: over 16, forks fail */
+	pid = placed(dir, "for i in $(seq 40); do sleep 3 & done 2>/dev/null; wait");
+	harness_kill_at_teardown(&pid);
+	snprintf(file, sizeof(file), "%s/pids.max", dir);
+	for (int i = 0; i < 100 && !(read_file(file, text, sizeof(text)) > 0 && atoi(text) == 16);
+	     i++)
+		usleep(100000);
+	cr_expect_eq(atoi(text), 16, "pids.max of rbox: %s", text);
+	cr_expect_neq(wait_status(pid, 60000), -1, "the forks did not end");
+	pid = 0;
+	snprintf(file, sizeof(file), "%s/pids.events", dir);
+	cr_assert_gt(read_file(file, text, sizeof(text)), 0, "%s", file);
+	cr_expect(strstr(text, "max ") && !strstr(text, "max 0"), "no fork was refused: %s", text);
+	/* the tighter 8 the cgroup had stays, also through a reload */
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+	snprintf(file, sizeof(file), "%s/pids.max", tight);
+	cr_assert_gt(read_file(file, text, sizeof(text)), 0, "%s", file);
+	cr_expect_eq(atoi(text), 8, "rtight's pids.max raised to %s", text);
+	rmdir(dir);
+	rmdir(tight);
 }

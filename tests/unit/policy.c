@@ -81,7 +81,7 @@ Test(policy, errors_name_the_line)
 		{ "allow 1.2.3.4 icmp/1\n", "test.policy:1: icmp has no ports: 'icmp/1'" },
 		{ "permit 1.2.3.4\n",
 		  "test.policy:1: unknown directive 'permit' (expected mode, require, allow, deny, "
-		  "interface, budget, sandbox or })" },
+		  "interface, budget, limit, sandbox or })" },
 		{ "interface tap0\n",
 		  "test.policy:1: interface belongs in a 'sandbox NAME {' block (one sandbox, by "
 		  "its name: a device's packets are one sandbox's)" },
@@ -258,6 +258,87 @@ Test(policy, budgets_parse_print_and_the_tightest_applies)
 	budget__format(b, text_out, sizeof(text_out));
 	cr_expect_str_eq(text_out, "budget egress-total 1GiB");
 	policy__free(&p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_expect_neq(parse(&p, bad[i].text, err, sizeof(err)), 0, "%s", bad[i].text);
+		cr_expect(strstr(err, bad[i].error), "%s: %s", bad[i].text, err);
+		policy__free(&p);
+	}
+}
+
+Test(policy, limits_parse_print_and_the_tightest_applies)
+{
+	static const char text[] = "limit memory 1G\n"
+				   "limit timeout 1h\n"
+				   "sandbox build-1 {\n"
+				   "  limit memory 512MiB\n"
+				   "  limit cpus 0.5\n"
+				   "  limit pids 64\n"
+				   "  limit timeout 90s\n"
+				   "}\n"
+				   "sandbox image=python:* {\n"
+				   "  limit memory 4G\n" /* looser than the global 1G */
+				   "}\n";
+	static const struct {
+		const char *text, *error;
+	} bad[] = {
+		{ "limit memory 1M\n", "not a value" }, /* under 4 MiB */
+		{ "limit memory lots\n", "not a value" },
+		{ "limit cpus 0\n", "not a value" },
+		{ "limit cpus 2000\n", "not a value" },
+		{ "limit pids 0\n", "not a value" },
+		{ "limit pids 99999999\n", "not a value" },
+		{ "limit timeout 0\n", "not a value" },
+		{ "limit timeout 5y\n", "not a value" },
+		{ "limit disk 1G\n", "expected 'limit memory SIZE'" },
+		{ "limit memory\n", "expected 'limit memory SIZE'" },
+		{ "limit pids 5\nlimit pids 6\n", "limit pids is set twice here (line 1)" },
+	};
+	struct sandbox_meta meta = { 0 };
+	const struct policy_budget *b;
+	char err[POLICY_ERR_LEN] = "", out[80];
+	const char *want[] = { "limit memory 1G",  "limit timeout 1h", "limit memory 512M",
+			       "limit cpus 0.500", "limit pids 64",    "limit timeout 90s",
+			       "limit memory 4G" };
+	struct policy p;
+
+	cr_assert_eq(parse(&p, text, err, sizeof(err)), 0, "%s", err);
+	cr_assert_eq(p.nbudgets, 7);
+	for (size_t i = 0; i < 7; i++) {
+		char again[80];
+		struct policy q;
+
+		budget__format(&p.budgets[i], out, sizeof(out));
+		cr_expect_str_eq(out, want[i]);
+		/* what is printed parses back to the same */
+		snprintf(again, sizeof(again), "%s\n", out);
+		cr_assert_eq(parse(&q, again, err, sizeof(err)), 0, "%s: %s", out, err);
+		cr_expect_eq(q.budgets[0].amount, p.budgets[i].amount, "%s", out);
+		policy__free(&q);
+	}
+	b = policy__budget(&p, LIMIT_MEMORY, "build-1", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 512ull << 20);
+	b = policy__budget(&p, LIMIT_TIMEOUT, "build-1", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 90000);
+	b = policy__budget(&p, LIMIT_CPUS, "build-1", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 500);
+	cr_expect_null(policy__budget(&p, LIMIT_CPUS, "other", NULL));
+	meta.image = "docker.io/library/python:3.12";
+	b = policy__budget(&p, LIMIT_MEMORY, "c1", &meta);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 1ull << 30, "the global 1G is tighter than the block's 4G");
+	policy__free(&p);
+	{
+		FILE *f = fmemopen((void *)"limit pids 5\n", 13, "r");
+
+		policy__init(&p);
+		cr_expect_neq(policy__parse(&p, "live", f, true, err, sizeof(err)), 0);
+		cr_expect(strstr(err, "belong in the policy file"), "%s", err);
+		fclose(f);
+		policy__free(&p);
+	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_expect_neq(parse(&p, bad[i].text, err, sizeof(err)), 0, "%s", bad[i].text);
 		cr_expect(strstr(err, bad[i].error), "%s: %s", bad[i].text, err);

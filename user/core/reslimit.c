@@ -1,5 +1,6 @@
 /* A sandbox's resource limits through the host's cgroup controllers: reslimit.h. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +167,48 @@ static int write_in(const char *dir, const char *file, const char *value, char *
 	return e;
 }
 
+/* "A" or "A B" (A may be "max"): A/B as a fraction, max as UINT64_MAX over 1 */
+static bool v2_value(const char *text, uint64_t *num, uint64_t *den)
+{
+	char *end;
+
+	*den = 1;
+	if (!strncmp(text, "max", 3)) {
+		*num = UINT64_MAX;
+		return true;
+	}
+	errno = 0;
+	*num = strtoull(text, &end, 10);
+	if (end == text || errno)
+		return false;
+	if (*end == ' ') {
+		*den = strtoull(end + 1, &end, 10);
+		if (!*den)
+			return false;
+	}
+	return true;
+}
+
+/* value into dir/file unless what the file has is as tight already: 1 written, 0 left, -errno */
+static int v2_lower(const char *dir, const char *file, const char *value, char *err, size_t errsz)
+{
+	char path[PATH_MAX + 64], have[64];
+	uint64_t hn, hd, wn, wd;
+	int e;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	e = read_file(path, have, sizeof(have));
+	if (e < 0) {
+		snprintf(err, errsz, "cannot read %s: %s", path, strerror(-e));
+		return e;
+	}
+	if (v2_value(have, &hn, &hd) && v2_value(value, &wn, &wd) &&
+	    (unsigned __int128)hn * wd <= (unsigned __int128)wn * hd)
+		return 0;
+	e = write_in(dir, file, value, err, errsz);
+	return e ? e : 1;
+}
+
 /* One controller's limit: its files and their values, in v2 and in v1. */
 struct ctl_limit {
 	const char *ctl, *option;
@@ -187,8 +230,9 @@ static int apply_one(struct ctl_limit *c, const char *v2_mount, const char *root
 		if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", root, name) >= sizeof(dir))
 			return -ENAMETOOLONG;
 		for (int i = 0; i < 2 && c->v2_files[i]; i++) {
-			e = write_in(dir, c->v2_files[i], c->v2_values[i], err, errsz);
-			if (e)
+			/* egretd may have set the policy's tighter limit already: kept */
+			e = v2_lower(dir, c->v2_files[i], c->v2_values[i], err, errsz);
+			if (e < 0)
 				return e;
 		}
 		if (!strcmp(c->ctl, "cpu")) {
@@ -269,6 +313,90 @@ int limits__apply(const struct limits *l, const char *v2_mount, const char *root
 	if (e)
 		limits__remove(lc);
 	return e;
+}
+
+int limits__v2_set(const struct limits *l, const char *dir, char *err, size_t errsz)
+{
+	char value[48];
+	struct {
+		const char *file;
+		uint64_t v;
+	} want[] = {
+		{ "memory.max", l->memory },
+		{ "cpu.max", l->cpu_milli },
+		{ "pids.max", l->pids },
+	};
+	int e, changed = 0;
+
+	err[0] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		if (!want[i].v)
+			continue;
+		if (want[i].file[0] == 'c')
+			snprintf(value, sizeof(value), "%llu %u",
+				 (unsigned long long)want[i].v * (CPU_PERIOD_US / 1000),
+				 CPU_PERIOD_US);
+		else
+			snprintf(value, sizeof(value), "%llu", (unsigned long long)want[i].v);
+		e = v2_lower(dir, want[i].file, value, err, errsz);
+		if (e < 0)
+			return e;
+		changed += e;
+	}
+	return changed;
+}
+
+int limits__v2_check(const struct limits *l, const char *v2_mount, const char *root, char *err,
+		     size_t errsz)
+{
+	const char *ctl[] = { l->memory ? "memory" : NULL, l->cpu_milli ? "cpu" : NULL,
+			      l->pids ? "pids" : NULL };
+	const char *opt[] = { "memory", "cpus", "pids" };
+	char file[PATH_MAX + 32];
+	int e;
+
+	for (size_t i = 0; i < ARRAY_SIZE(ctl); i++) {
+		if (!ctl[i])
+			continue;
+		snprintf(file, sizeof(file), "%s/cgroup.controllers", v2_mount);
+		if (!file_has_word(file, ctl[i])) {
+			snprintf(
+				err, errsz,
+				"limit %s: the %s controller is not offered by cgroup v2 here (%s); "
+				"egretd sets a policy's limits through v2 only (egretctl run --%s "
+				"sets it through a v1 hierarchy)",
+				opt[i], ctl[i], file, opt[i]);
+			return -ENOTSUP;
+		}
+		e = v2_enable(v2_mount, root, ctl[i], err, errsz);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+void limits__freeze(const char *dir)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", dir);
+	write_file(path, "1");
+}
+
+void limits__kill(const char *dir)
+{
+	char path[PATH_MAX + 32], pids[4096];
+
+	snprintf(path, sizeof(path), "%s/cgroup.kill", dir);
+	if (write_file(path, "1") == 0)
+		return;
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	for (int round = 0; round < 100 && read_file(path, pids, sizeof(pids)) > 0 && pids[0];
+	     round++) {
+		for (char *p = pids; *p; p += strcspn(p, "\n"), p += *p == '\n')
+			kill((pid_t)atoi(p), SIGKILL);
+		usleep(10000);
+	}
 }
 
 int limits__join(const struct limit_cgroups *lc, pid_t pid)

@@ -44,6 +44,22 @@ int limits__parse_duration(const char *s, uint64_t *ms);
  */
 int limits__apply(const struct limits *l, const char *v2_mount, const char *root, const char *name,
 		  struct limit_cgroups *lc, char *err, size_t errsz);
+/* egretd's, for a policy's limits (any sandbox's cgroup, a runtime's too): on cgroup v2 only.
+ * Is each controller l asks for offered by v2 (and enabled from v2_mount down to root, so
+ * root's children have it)? 0, or -errno with err saying which and what to do.
+ */
+int limits__v2_check(const struct limits *l, const char *v2_mount, const char *root, char *err,
+		     size_t errsz);
+/* l's memory, CPU and pids limits (not the timeout) in the v2 cgroup dir, each only where it
+ * is tighter than what the cgroup has (a limit is never raised): how many were written, or
+ * -errno with err
+ */
+int limits__v2_set(const struct limits *l, const char *dir, char *err, size_t errsz);
+/* the v2 cgroup dir frozen (cgroup.freeze); killed whole (cgroup.kill, 5.14; else each
+ * process cgroup.procs lists, until none is left)
+ */
+void limits__freeze(const char *dir);
+void limits__kill(const char *dir);
 /* pid into each v1 cgroup of lc: 0 or -errno */
 int limits__join(const struct limit_cgroups *lc, pid_t pid);
 /* remove the v1 cgroups of lc (empty by now): 0 or the first -errno */

@@ -68,6 +68,10 @@ struct sandbox_entry {
 	uint32_t flags; /* the owner's state of the sandbox (engine.c: rules installed) */
 	char name[SANDBOX_NAME_MAX + 1];
 	struct sandbox_meta *meta; /* a registered container's, or NULL (the owner frees it) */
+	/* the owner's: when its cgroup was made and when its timeout ends (CLOCK_BOOTTIME ns;
+	 * 0: unknown, none)
+	 */
+	uint64_t born_ns, deadline_ns;
 };
 
 /* A policy block's selector (policy.h: 'sandbox SELECTOR {'), from the words between

@@ -65,6 +65,7 @@ static void run(struct daemon *d)
 			selfcg__check(&d->selfcg);
 			keeper__tick(&d->keeper, d->loader.maps.signal_senders);
 			pkg__tick(&d->pkg);
+			engine__limits_tick(&d->engine);
 			if (watchdog)
 				notify__send("WATCHDOG=1");
 			if (d->opt.heartbeat_s && now >= d->next_heartbeat_ns) {

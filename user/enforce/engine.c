@@ -77,6 +77,7 @@ void engine__mark_installed(struct engine *e, uint64_t id, bool on)
 	else
 		e->installed--;
 	engine__budget_one(e, s);
+	engine__limits_one(e, s);
 }
 
 void engine__emit_change(struct engine *e, const char *action, const char *actor,
@@ -274,6 +275,8 @@ int engine__commit(struct engine *e, struct policy *p, bool save_live, char *err
 	}
 	policy__renumber(p);
 	ret = policy_map__check(p, err, errsz);
+	if (!ret)
+		ret = engine__limits_check(e, p, err, errsz);
 	if (ret)
 		return ret;
 	fd = build_trie(e, p, err, errsz);
@@ -302,6 +305,7 @@ int engine__commit(struct engine *e, struct policy *p, bool save_live, char *err
 	policy__hash(&e->pol, e->hash);
 	e->changes++;
 	engine__sync_budgets(e);
+	engine__sync_limits(e);
 	return 0;
 }
 

@@ -58,6 +58,7 @@ struct engine {
 #define ENGINE_SB_INSTALLED 1u /* sandbox_entry.flags: its rules are installed */
 #define ENGINE_SB_EXEMPT    2u /* sandbox_entry.flags: an exempt cgroup (the host's) */
 #define ENGINE_SB_UNCLAIMED 4u /* sandbox_entry.flags: a root child egretd does not register */
+#define ENGINE_SB_TIMED_OUT 8u /* sandbox_entry.flags: killed at its policy timeout */
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
 		 const struct egret_paths *paths, const struct engine_maps *maps);
@@ -69,6 +70,19 @@ void engine__sandbox_created(struct engine *e, uint64_t id, const char *name);
  * sandbox s, or of every registered sandbox (and no other); counts are kept across changes.
  */
 void engine__budget_one(struct engine *e, const struct sandbox_entry *s);
+/* The policy's limit lines on the installed sandbox s (engine_limits.c): memory, CPU and pids
+ * in its v2 cgroup (never raised), its timeout's deadline; on every sandbox. Errors are logged.
+ */
+void engine__limits_one(struct engine *e, struct sandbox_entry *s);
+void engine__sync_limits(struct engine *e);
+/* Can the limits p asks for be set here (cgroup v2 offers their controllers)? 0 or -errno
+ * with err.
+ */
+int engine__limits_check(const struct engine *e, const struct policy *p, char *err, size_t errsz);
+/* Sandboxes past their timeout: frozen, reported, killed (and killed again when something
+ * runs in them later). egretd calls it every second.
+ */
+void engine__limits_tick(struct engine *e);
 void engine__sync_budgets(struct engine *e);
 /* A child of egret's root seen (made_now: its mkdir's record; else a rescan): registered as
  * engine__sandbox_created does when engine__claims it (engine_reg.c)

@@ -289,6 +289,7 @@ static int install(struct engine *e, uint64_t id, const char *name, struct sandb
 	if (!ret) {
 		engine__mark_installed(e, id, true);
 		engine__budget_one(e, s); /* a registration again, maybe of new metadata */
+		engine__limits_one(e, s);
 		if (old.meta) {
 			sandbox_meta__free(old.meta);
 			free(old.meta);

@@ -18,6 +18,7 @@
 #include "addr.h"
 #include "htab.h"
 #include "policy.h"
+#include "reslimit.h"
 #include "sha256.h"
 #include "util.h"
 
@@ -560,6 +561,24 @@ static const struct {
 
 #define BUDGET_AMOUNT_MAX (1ull << 50)
 
+/* b, in the block being parsed (or global), unless this place sets its kind already */
+static int add_budget(struct policy *p, const struct parse_state *st, struct policy_budget *b,
+		      const char *what, const char *kind, char *err, size_t errsz)
+{
+	b->sandbox = policy__intern(st->in_block ? st->sandbox : "");
+	if (!b->sandbox)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->nbudgets; i++) {
+		if (p->budgets[i].kind == b->kind && p->budgets[i].sandbox == b->sandbox)
+			return fail(err, errsz, "%s %s is set twice here (line %u)", what, kind,
+				    p->budgets[i].line);
+	}
+	if (ARRAY_RESERVE(p->budgets, p->budgets_cap, p->nbudgets + 1))
+		return -ENOMEM;
+	p->budgets[p->nbudgets++] = *b;
+	return 0;
+}
+
 /* 'budget KIND AMOUNT/PERIOD' */
 static int parse_budget(struct policy *p, const struct parse_state *st, char **w, int n, bool live,
 			char *err, size_t errsz)
@@ -621,18 +640,60 @@ static int parse_budget(struct policy *p, const struct parse_state *st, char **w
 	if (budget_kinds[k].per_second_only && b.period_s != 1)
 		return fail(err, errsz, "budget %s counts queries a second: 'budget %s N/s'", w[1],
 			    w[1]);
-	b.sandbox = policy__intern(st->in_block ? st->sandbox : "");
-	if (!b.sandbox)
-		return -ENOMEM;
-	for (size_t i = 0; i < p->nbudgets; i++) {
-		if (p->budgets[i].kind == b.kind && p->budgets[i].sandbox == b.sandbox)
-			return fail(err, errsz, "budget %s is set twice here (line %u)", w[1],
-				    p->budgets[i].line);
+	return add_budget(p, st, &b, "budget", w[1], err, errsz);
+}
+
+static const struct {
+	const char *word;
+	uint8_t kind;
+} limit_kinds[] = {
+	{ "memory", LIMIT_MEMORY },
+	{ "cpus", LIMIT_CPUS },
+	{ "pids", LIMIT_PIDS },
+	{ "timeout", LIMIT_TIMEOUT },
+};
+
+#define LIMIT_PIDS_MAX 4194304 /* the kernel's pid_max limit */
+
+/* 'limit KIND VALUE' */
+static int parse_limit(struct policy *p, const struct parse_state *st, char **w, int n, bool live,
+		       char *err, size_t errsz)
+{
+	static const char usage[] = "expected 'limit memory SIZE' (64M, 1G), 'limit cpus N' "
+				    "(0.5, 2), 'limit pids N' or 'limit timeout TIME' (90s, 5m, "
+				    "1h)";
+	struct policy_budget b = { .line = st->line };
+	uint32_t milli;
+	size_t k = 0;
+	int bad;
+
+	if (live)
+		return fail(err, errsz, "limit lines belong in the policy file");
+	if (n != 3)
+		return fail(err, errsz, "%s", usage);
+	while (k < ARRAY_SIZE(limit_kinds) && strcmp(limit_kinds[k].word, w[1]))
+		k++;
+	if (k == ARRAY_SIZE(limit_kinds))
+		return fail(err, errsz, "%s", usage);
+	b.kind = limit_kinds[k].kind;
+	switch (b.kind) {
+	case LIMIT_MEMORY:
+		bad = limits__parse_memory(w[2], &b.amount);
+		break;
+	case LIMIT_CPUS:
+		bad = limits__parse_cpus(w[2], &milli);
+		b.amount = milli;
+		break;
+	case LIMIT_PIDS:
+		bad = parse_u64(w[2], LIMIT_PIDS_MAX, &b.amount) || !b.amount;
+		break;
+	default:
+		bad = limits__parse_duration(w[2], &b.amount);
+		break;
 	}
-	if (ARRAY_RESERVE(p->budgets, p->budgets_cap, p->nbudgets + 1))
-		return -ENOMEM;
-	p->budgets[p->nbudgets++] = b;
-	return 0;
+	if (bad)
+		return fail(err, errsz, "limit %s: '%s' is not a value: %s", w[1], w[2], usage);
+	return add_budget(p, st, &b, "limit", w[1], err, errsz);
 }
 
 static const char *budget_word(uint8_t kind)
@@ -644,11 +705,49 @@ static const char *budget_word(uint8_t kind)
 	return "?";
 }
 
+static void limit_format(const struct policy_budget *b, char *buf, size_t size)
+{
+	const char *word = "?";
+	uint64_t v = b->amount;
+
+	for (size_t k = 0; k < ARRAY_SIZE(limit_kinds); k++) {
+		if (limit_kinds[k].kind == b->kind)
+			word = limit_kinds[k].word;
+	}
+	if (b->kind == LIMIT_MEMORY) {
+		static const char units[] = "GMK";
+		int u = 0;
+
+		while (u < 3 && v % (1ull << (10 * (3 - u))))
+			u++;
+		snprintf(buf, size, "limit %s %llu%.*s", word,
+			 (unsigned long long)(v >> (10 * (3 - u))), u < 3, &units[u < 3 ? u : 0]);
+	} else if (b->kind == LIMIT_CPUS)
+		snprintf(buf, size, "limit %s %llu.%03llu", word, (unsigned long long)(v / 1000),
+			 (unsigned long long)(v % 1000));
+	else if (b->kind == LIMIT_TIMEOUT)
+		snprintf(buf, size, "limit %s %llu%s", word,
+			 (unsigned long long)(v % 1000	    ? v
+					      : v % 60000   ? v / 1000
+					      : v % 3600000 ? v / 60000
+							    : v / 3600000),
+			 v % 1000      ? "ms"
+			 : v % 60000   ? "s"
+			 : v % 3600000 ? "m"
+				       : "h");
+	else
+		snprintf(buf, size, "limit %s %llu", word, (unsigned long long)v);
+}
+
 void budget__format(const struct policy_budget *b, char *buf, size_t size)
 {
 	const char *period = "?", *unit = "";
 	uint64_t amount = b->amount;
 
+	if (b->kind >= LIMIT_MEMORY) {
+		limit_format(b, buf, size);
+		return;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(budget_periods); i += 2) {
 		if (budget_periods[i].seconds == b->period_s)
 			period = budget_periods[i].word;
@@ -749,10 +848,12 @@ static int parse_line(struct policy *p, struct parse_state *st, char **w, int n,
 		return parse_interface(p, st, w, n, live, err, errsz);
 	if (!strcmp(w[0], "budget"))
 		return parse_budget(p, st, w, n, live, err, errsz);
+	if (!strcmp(w[0], "limit"))
+		return parse_limit(p, st, w, n, live, err, errsz);
 	if (strcmp(w[0], "allow") && strcmp(w[0], "deny"))
 		return fail(err, errsz,
 			    "unknown directive '%s' (expected mode, require, allow, deny, "
-			    "interface, budget, sandbox or })",
+			    "interface, budget, limit, sandbox or })",
 			    w[0]);
 	count = policy__parse_words(w, n, st->in_block ? st->sandbox : "", rules, MAX_WORDS, err,
 				    errsz);

@@ -10,6 +10,7 @@
  *   }                                             (a VM's tap), judged at its host side
  *   budget dns N/s | dns-names SIZE/PERIOD        global or in a block (struct policy_budget)
  *   budget egress SIZE/PERIOD | egress-total SIZE
+ *   limit memory SIZE | cpus N | pids N | timeout TIME    global or in a block (likewise)
  *
  * A sandbox gets the global rules and those of every block that selects it; a deny anywhere
  * beats every allow.
@@ -71,18 +72,30 @@ struct policy_iface {
  *   dns-names SIZE/PERIOD    bytes of names the resolver sends upstream for the sandbox
  *   egress SIZE/PERIOD       bytes the sandbox sends (not to loopback), counted in the kernel
  *   egress-total SIZE        the same, in all (from the moment the budget is set)
+ * 'limit KIND VALUE' likewise, kept with the budgets (a period of 0; the tightest: the least):
+ *   memory SIZE              memory.max of each sandbox's cgroup (64M, 1G: reslimit.h)
+ *   cpus N                   cpu.max, in CPUs (0.5, 2): amount in thousandths
+ *   pids N                   pids.max
+ *   timeout TIME             wall clock from the sandbox's start (90s, 5m, 1h): amount in ms;
+ *                            then it is frozen, reported and killed
+ * egretd sets memory, cpus and pids through cgroup v2 only (a runtime's cgroups, or those
+ * under egret's root), never raising a limit the cgroup has.
  */
 enum budget_kind {
 	BUDGET_DNS = 1,
 	BUDGET_DNS_NAMES = 2,
 	BUDGET_EGRESS = 3,
 	BUDGET_EGRESS_TOTAL = 4,
+	LIMIT_MEMORY = 5,
+	LIMIT_CPUS = 6,
+	LIMIT_PIDS = 7,
+	LIMIT_TIMEOUT = 8,
 };
 
 struct policy_budget {
 	const char *sandbox; /* the block's selector, "" global (policy__intern) */
 	uint8_t kind;	     /* enum budget_kind */
-	uint64_t amount;     /* queries or bytes */
+	uint64_t amount;     /* queries, bytes, thousandths of a CPU, processes or ms */
 	uint32_t period_s;   /* 1, 60, 3600 or 86400; 0: in all (egress-total) */
 	unsigned int line;
 };
@@ -134,7 +147,7 @@ void policy__hash(const struct policy *p, char out[65]);
  */
 const struct policy_budget *policy__budget(const struct policy *p, enum budget_kind kind,
 					   const char *name, const struct sandbox_meta *meta);
-/* "budget dns-names 64KiB/hour", as the policy has it */
+/* "budget dns-names 64KiB/hour", "limit cpus 0.5", as the policy has it */
 void budget__format(const struct policy_budget *b, char *buf, size_t size);
 int policy__write_live(const struct policy *p, FILE *f);
 

@@ -557,29 +557,18 @@ static void report_limit(struct run *r, const char *kind, uint64_t limit, uint64
 }
 
 /* The sandbox is frozen (its processes stop where they are, nothing more runs), reported, then
- * killed whole: cgroup.kill (5.14), else each process cgroup.procs lists, until none is left.
+ * killed whole (limits__kill).
  */
 static void kill_at_timeout(struct run *r)
 {
-	char path[PATH_MAX + 32], pids[4096];
 	uint64_t ran = (now_ns(CLOCK_MONOTONIC) - r->start_ns) / 1000000;
 
 	r->timed_out = true;
-	snprintf(path, sizeof(path), "%s/cgroup.freeze", r->dir);
-	write_file(path, "1");
+	limits__freeze(r->dir);
 	log_note("sandbox %s: killed at its --timeout of %llu ms (ran %llu ms)", r->o->name,
 		 (unsigned long long)r->o->limits.timeout_ms, (unsigned long long)ran);
 	report_limit(r, "timeout", r->o->limits.timeout_ms, ran, NULL);
-	snprintf(path, sizeof(path), "%s/cgroup.kill", r->dir);
-	if (write_file(path, "1") == 0)
-		return;
-	snprintf(path, sizeof(path), "%s/cgroup.procs", r->dir);
-	for (int round = 0; round < 100 && read_file(path, pids, sizeof(pids)) > 0 && pids[0];
-	     round++) {
-		for (char *p = pids; *p; p += strcspn(p, "\n"), p += *p == '\n')
-			kill((pid_t)atoi(p), SIGKILL);
-		usleep(10000);
-	}
+	limits__kill(r->dir);
 }
 
 /* What the limits ask of the supervisor now: kill at the timeout, a look at the CPU limit's
