@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -158,6 +159,72 @@ Test(limits, at_its_timeout_the_whole_sandbox_is_killed_with_the_reason)
 	rc = egretctl(T, out, sizeof(out), "run", "--sandbox", "box", "--timeout", "30", "--", "sh",
 		      "-c", "exit 7", NULL);
 	cr_expect_eq(rc, 7, "%d %s", rc, out);
+}
+
+/* Is the cgroup dir holding a process (cgroup.events)? */
+static bool cg_populated(const char *dir)
+{
+	char file[PATH_MAX + 16], text[256];
+
+	snprintf(file, sizeof(file), "%s/cgroup.events", dir);
+	return read_file(file, text, sizeof(text)) > 0 && strstr(text, "populated 1");
+}
+
+/* egretctl run --timeout's time is egretd's too: egretctl SIGKILLed (nothing of it runs on: an
+ * operator's session gone), the sandbox it started still ends at its timeout, reported.
+ */
+Test(limits, the_timeout_holds_when_egretctl_is_killed)
+{
+	char *argv[] = { EGRETCTL_BIN, "--cgroup",  T->cgroup_root, "--state-dir",
+			 T->state_dir, "--control", T->control,	    "run",
+			 "--sandbox",  "tbox",	    "--timeout",    "3",
+			 "--",	       "sh",	    "-c",	    "sleep 60 & sleep 60",
+			 NULL };
+	struct want w = { EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT, -1, "tbox" };
+	char dir[PATH_MAX + 16], file[PATH_MAX + 32];
+	const Egret__V1__Event *ev;
+	struct events evs;
+	pid_t ctl;
+	int st, i;
+	bool ran_on;
+
+	snprintf(dir, sizeof(dir), "%s/tbox", T->cgroup_root);
+	ctl = fork();
+	cr_assert_geq(ctl, 0);
+	if (ctl == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	harness_kill_at_teardown(&ctl);
+	for (i = 0; i < 200 * (int)harness_timeout_scale() && !cg_populated(dir); i++)
+		usleep(50000);
+	cr_assert(cg_populated(dir), "the command never ran in sandbox tbox");
+	cr_assert_eq(kill(ctl, SIGKILL), 0);
+	cr_assert_eq(waitpid(ctl, &st, 0), ctl);
+	ctl = 0;
+	usleep(300000);
+	ran_on = cg_populated(dir); /* what egretctl started lives on without it */
+	for (i = 0; i < 600 * (int)harness_timeout_scale() && cg_populated(dir); i++)
+		usleep(50000);
+	cr_expect(ran_on, "the sandbox died with egretctl: the test shows nothing");
+	cr_expect_not(cg_populated(dir), "the sandbox outlived its timeout when egretctl died");
+	ev = events_wait(T->sink_path, is_limit, &w, 10000, &evs)
+		     ? NULL
+		     : events_find(&evs, is_limit, &w, NULL);
+	cr_expect_not_null(ev, "no timeout event");
+	if (ev) {
+		cr_expect_eq(ev->limit->limit, 3000);
+		cr_expect_geq(ev->limit->usage, 3000);
+	}
+	events_free(&evs);
+	snprintf(file, sizeof(file), "%s/cgroup.kill", dir);
+	write_file(file, "1");
+	for (i = 0; i < 100 && rmdir(dir); i++)
+		usleep(50000);
 }
 
 /* Root in the sandbox (an unprivileged host uid) reads its memory limit and cannot raise it. */

@@ -68,10 +68,11 @@ struct sandbox_entry {
 	uint32_t flags; /* the owner's state of the sandbox (engine.c: rules installed) */
 	char name[SANDBOX_NAME_MAX + 1];
 	struct sandbox_meta *meta; /* a registered container's, or NULL (the owner frees it) */
-	/* the owner's: when its cgroup was made and when its timeout ends (CLOCK_BOOTTIME ns;
-	 * 0: unknown, none)
+	/* the owner's, CLOCK_BOOTTIME ns (0: unknown, none): when its cgroup was made; when its
+	 * timeout ends and from when it counts (the policy's or a run's, whichever ends first);
+	 * the end and start of a run's own timeout
 	 */
-	uint64_t born_ns, deadline_ns;
+	uint64_t born_ns, deadline_ns, deadline_from_ns, run_deadline_ns, run_from_ns;
 };
 
 /* A policy block's selector (policy.h: 'sandbox SELECTOR {'), from the words between

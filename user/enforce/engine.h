@@ -79,6 +79,11 @@ void engine__sync_limits(struct engine *e);
  * with err.
  */
 int engine__limits_check(const struct engine *e, const struct policy *p, char *err, size_t errsz);
+/* egretctl run --timeout MS (prepare's timeout=MS; 0: none) for sandbox id from now: enforced
+ * like the policy's timeout, the earlier of the two ending it; a sandbox killed at an earlier
+ * timeout runs again under the new one.
+ */
+void engine__run_timeout(struct engine *e, uint64_t id, uint64_t ms);
 /* Sandboxes past their timeout: frozen, reported, killed (and killed again when something
  * runs in them later). egretd calls it every second.
  */

@@ -349,11 +349,18 @@ static void emit_started(struct engine *e, uint64_t id, const char *name,
 }
 
 /* The confinement words of a prepare request into s; -1 after replying when one is bad. */
-static int prepare_spec(struct control_req *r, struct sandbox_spec *s)
+/* The confinement words, and timeout=MS (egretctl run --timeout: egretd enforces it) */
+static int prepare_spec(struct control_req *r, struct sandbox_spec *s, uint64_t *timeout_ms)
 {
 	sandbox_spec__default(s);
+	*timeout_ms = 0;
 	for (int i = 2; i < r->argc; i++) {
-		if (sandbox_spec__parse_word(s, r->argv[i])) {
+		if (!strncmp(r->argv[i], "timeout=", 8)) {
+			if (parse_u64(r->argv[i] + 8, UINT32_MAX, timeout_ms) || !*timeout_ms) {
+				control__err(r, "bad timeout '%s' in prepare\n", r->argv[i]);
+				return -1;
+			}
+		} else if (sandbox_spec__parse_word(s, r->argv[i])) {
 			control__err(r, "bad confinement '%s' in prepare\n", r->argv[i]);
 			return -1;
 		}
@@ -362,19 +369,20 @@ static int prepare_spec(struct control_req *r, struct sandbox_spec *s)
 }
 
 /* egretctl run, before it starts a command in NAME: install the sandbox's rules now; with the
- * words saying what the command is given (egretctl's confinement), report its start.
+ * words saying what the command is given (egretctl's confinement), report its start; with
+ * timeout=MS, end it then (engine__run_timeout), whatever becomes of egretctl.
  */
 int engine__cmd_prepare(void *ctx, struct control_req *r)
 {
 	struct engine *e = ctx;
 	struct sandbox_spec spec;
-	uint64_t id;
+	uint64_t id, timeout_ms;
 
 	if (r->argc < 2 || !sandbox__valid_name(r->argv[1])) {
-		control__err(r, "usage: prepare NAME [KEY=VALUE...]\n");
+		control__err(r, "usage: prepare NAME [KEY=VALUE...] [timeout=MS]\n");
 		return -EINVAL;
 	}
-	if (prepare_spec(r, &spec))
+	if (prepare_spec(r, &spec, &timeout_ms))
 		return -EINVAL;
 	if (!engine__sandbox_dir_id(e, r->argv[1], &id)) {
 		control__err(r, "no sandbox cgroup %s/%s\n", e->cgroup_root, r->argv[1]);
@@ -386,6 +394,7 @@ int engine__cmd_prepare(void *ctx, struct control_req *r)
 			     r->argv[1]);
 		return -ECANCELED;
 	}
+	engine__run_timeout(e, id, timeout_ms);
 	if (r->argc > 2)
 		emit_started(e, id, r->argv[1], &spec, &r->peer);
 	return 0;

@@ -1,8 +1,9 @@
 /* A policy's limit lines (policy.h) on the sandboxes they select: memory, CPU and pids limits in
  * each sandbox's cgroup v2 directory (under egret's root, or a registered container's cgroup:
  * a runtime's), never raising one the cgroup has; and the timeout, wall clock from the cgroup's
- * creation, after which the sandbox is frozen, reported (ResourceLimit KIND_TIMEOUT) and killed,
- * and killed again whenever something runs in it.
+ * creation (or egretctl run --timeout's, from the command's start: egretd enforces it whatever
+ * becomes of egretctl), after which the sandbox is frozen, reported (ResourceLimit
+ * KIND_TIMEOUT) and killed, and killed again whenever something runs in it.
  */
 #include <errno.h>
 #include <limits.h>
@@ -83,21 +84,41 @@ void engine__limits_one(struct engine *e, struct sandbox_entry *s)
 	if (!s->id || !(s->flags & ENGINE_SB_INSTALLED) || (s->flags & ENGINE_SB_EXEMPT))
 		return;
 	limits_of(&e->pol, s, &l);
-	if (!l.memory && !l.cpu_milli && !l.pids && !l.timeout_ms) {
-		s->deadline_ns = 0;
+	s->deadline_ns = s->run_deadline_ns;
+	s->deadline_from_ns = s->run_from_ns;
+	if (!l.memory && !l.cpu_milli && !l.pids && !l.timeout_ms)
 		return;
-	}
 	if (engine__sandbox_path(e, s->id, path, sizeof(path)))
 		return;
 	if (!s->born_ns)
 		s->born_ns = born_of(path);
-	s->deadline_ns = l.timeout_ms && s->born_ns ? s->born_ns + l.timeout_ms * NS_PER_MS : 0;
+	if (l.timeout_ms && s->born_ns &&
+	    (!s->deadline_ns || s->born_ns + l.timeout_ms * NS_PER_MS < s->deadline_ns)) {
+		s->deadline_ns = s->born_ns + l.timeout_ms * NS_PER_MS;
+		s->deadline_from_ns = s->born_ns;
+	}
+	if (!l.memory && !l.cpu_milli && !l.pids)
+		return;
 	n = limits__v2_set(&l, path, err, sizeof(err));
 	if (n < 0)
 		log_err("sandbox %s: its policy limits are not set: %s", s->name, err);
 	else if (n > 0)
 		log_info("sandbox %s: %d policy limit%s set in %s", s->name, n, n == 1 ? "" : "s",
 			 path);
+}
+
+void engine__run_timeout(struct engine *e, uint64_t id, uint64_t ms)
+{
+	struct sandbox_entry *s = sandbox_names__entry(&e->reg, id);
+	uint64_t now = now_ns(CLOCK_BOOTTIME);
+
+	if (!s)
+		return;
+	s->run_from_ns = ms ? now : 0;
+	s->run_deadline_ns = ms ? now + ms * NS_PER_MS : 0;
+	engine__limits_one(e, s);
+	if (!s->deadline_ns || s->deadline_ns > now)
+		s->flags &= ~ENGINE_SB_TIMED_OUT; /* a new command, within its time */
 }
 
 void engine__sync_limits(struct engine *e)
@@ -161,10 +182,12 @@ void engine__limits_tick(struct engine *e)
 		}
 		s->flags |= ENGINE_SB_TIMED_OUT;
 		limits__freeze(path);
-		log_note("sandbox %s: killed at its policy timeout of %llu ms", s->name,
-			 (unsigned long long)((s->deadline_ns - s->born_ns) / NS_PER_MS));
-		emit_timeout(e, s, path, (s->deadline_ns - s->born_ns) / NS_PER_MS,
-			     (now - s->born_ns) / NS_PER_MS);
+		log_note("sandbox %s: killed at its %s of %llu ms", s->name,
+			 s->deadline_ns == s->run_deadline_ns ? "egretctl run --timeout"
+							      : "policy timeout",
+			 (unsigned long long)((s->deadline_ns - s->deadline_from_ns) / NS_PER_MS));
+		emit_timeout(e, s, path, (s->deadline_ns - s->deadline_from_ns) / NS_PER_MS,
+			     (now - s->deadline_from_ns) / NS_PER_MS);
 		limits__kill(path);
 		/* a frozen cgroup stays frozen: what enters it later is killed, not stopped */
 		snprintf(path + strlen(path), sizeof(path) - strlen(path), "/cgroup.freeze");

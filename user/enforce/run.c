@@ -42,6 +42,10 @@
 
 /* how long `run` waits for what the command left running to leave the sandbox it removes */
 #define RUN_REMOVE_WAIT_MS 3000
+/* how long after the timeout egretctl kills the sandbox itself when egretd took the timeout
+ * (egretd looks once a second): only if egretd did not
+ */
+#define RUN_TIMEOUT_GRACE_MS 5000
 /* refusals reported one by one per second; more are counted into the next report */
 #define REPORTS_PER_S 64
 
@@ -61,7 +65,9 @@ struct run {
 	struct limit_cgroups lc;
 	uint64_t start_ns, deadline_ns;
 	bool timed_out, throttled;
-	uint64_t cpu0[3]; /* cpu.stat at the start: periods, throttled, throttled ns */
+	bool egretd_timeout; /* egretd took the timeout: it kills; egretctl's own is a fallback */
+	uint64_t asked_ns;   /* when egretd was asked: its time counts from about then */
+	uint64_t cpu0[3];    /* cpu.stat at the start: periods, throttled, throttled ns */
 };
 
 /* Signals egretctl passes on to the command; SIGCHLD is how it learns the command ended. */
@@ -178,20 +184,28 @@ static int protect_paths(struct run *r, char *reply)
  */
 static int prepare_sandbox(struct run *r)
 {
-	char words[SANDBOX_SPEC_WORDS][SANDBOX_SPEC_WORD], *req[2 + SANDBOX_SPEC_WORDS];
+	char words[SANDBOX_SPEC_WORDS][SANDBOX_SPEC_WORD], *req[3 + SANDBOX_SPEC_WORDS];
+	char timeout[32];
 	char *reply = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&reply, &len);
 	bool need = r->o->spec.ns & SANDBOX_NS_MOUNT;
-	int rc, err = 0;
+	int rc, err = 0, n = 2 + SANDBOX_SPEC_WORDS;
 
 	req[0] = "prepare";
 	req[1] = (char *)r->o->name;
 	sandbox_spec__words(&r->o->spec, words);
 	for (int i = 0; i < SANDBOX_SPEC_WORDS; i++)
 		req[2 + i] = words[i];
-	rc = out ? control__call(r->p->control, 2 + SANDBOX_SPEC_WORDS, req, out, stderr, 30)
-		 : -ENOMEM;
+	/* egretd keeps the time too: the sandbox ends then even if egretctl does not live on */
+	if (r->o->limits.timeout_ms) {
+		snprintf(timeout, sizeof(timeout), "timeout=%llu",
+			 (unsigned long long)r->o->limits.timeout_ms);
+		req[n++] = timeout;
+	}
+	r->asked_ns = now_ns(CLOCK_MONOTONIC);
+	rc = out ? control__call(r->p->control, n, req, out, stderr, 30) : -ENOMEM;
+	r->egretd_timeout = rc == 0 && r->o->limits.timeout_ms;
 	if (out)
 		fclose(out);
 	if (rc < 0 && need) {
@@ -571,6 +585,21 @@ static void kill_at_timeout(struct run *r)
 	limits__kill(r->dir);
 }
 
+/* A command that died of SIGKILL at or after its timeout, egretd holding the timeout: egretd
+ * ended it (and reported it): said so, and egretctl exits 124.
+ */
+static void killed_by_egretd(struct run *r, int wstatus)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC), ran = (now - r->start_ns) / 1000000;
+
+	if (!r->egretd_timeout || r->timed_out || !WIFSIGNALED(wstatus) ||
+	    WTERMSIG(wstatus) != SIGKILL || (now - r->asked_ns) / 1000000 < r->o->limits.timeout_ms)
+		return;
+	r->timed_out = true;
+	log_note("sandbox %s: killed at its --timeout of %llu ms (ran %llu ms)", r->o->name,
+		 (unsigned long long)r->o->limits.timeout_ms, (unsigned long long)ran);
+}
+
 /* What the limits ask of the supervisor now: kill at the timeout, a look at the CPU limit's
  * throttling (once a second). How long poll may wait, -1 for ever.
  */
@@ -694,10 +723,13 @@ static int run_command(struct run *r, int *wstatus)
 	} else {
 		r->start_ns = now_ns(CLOCK_MONOTONIC);
 		if (r->o->limits.timeout_ms)
-			r->deadline_ns = r->start_ns + r->o->limits.timeout_ms * 1000000ull;
+			r->deadline_ns =
+				r->start_ns + r->o->limits.timeout_ms * 1000000ull +
+				(r->egretd_timeout ? RUN_TIMEOUT_GRACE_MS * 1000000ull : 0);
 		if (r->o->limits.cpu_milli)
 			limits__cpu_stat(&r->lc, &r->cpu0[0], &r->cpu0[1], &r->cpu0[2]);
 		err = run_supervise(r, child, &set, listener, wstatus);
+		killed_by_egretd(r, *wstatus);
 		command_status(r, wstatus);
 	}
 	close(sv[0]);
