@@ -292,6 +292,7 @@ Test(policy, limits_parse_print_and_the_tightest_applies)
 		{ "limit disk 1G\n", "expected 'limit memory SIZE'" },
 		{ "limit memory\n", "expected 'limit memory SIZE'" },
 		{ "limit pids 5\nlimit pids 6\n", "limit pids is set twice here (line 1)" },
+		{ "limit memory-high 3M\n", "not a value" },
 	};
 	struct sandbox_meta meta = { 0 };
 	const struct policy_budget *b;
@@ -325,10 +326,19 @@ Test(policy, limits_parse_print_and_the_tightest_applies)
 	cr_assert_not_null(b);
 	cr_expect_eq(b->amount, 500);
 	cr_expect_null(policy__budget(&p, LIMIT_CPUS, "other", NULL));
+	cr_expect_null(policy__budget(&p, LIMIT_MEMORY_HIGH, "build-1", NULL));
 	meta.image = "docker.io/library/python:3.12";
 	b = policy__budget(&p, LIMIT_MEMORY, "c1", &meta);
 	cr_assert_not_null(b);
 	cr_expect_eq(b->amount, 1ull << 30, "the global 1G is tighter than the block's 4G");
+	policy__free(&p);
+	cr_assert_eq(parse(&p, "sandbox b {\n  limit memory-high 256M\n}\n", err, sizeof(err)), 0,
+		     "%s", err);
+	b = policy__budget(&p, LIMIT_MEMORY_HIGH, "b", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 256ull << 20);
+	budget__format(b, out, sizeof(out));
+	cr_expect_str_eq(out, "limit memory-high 256M");
 	policy__free(&p);
 	{
 		FILE *f = fmemopen((void *)"limit pids 5\n", 13, "r");

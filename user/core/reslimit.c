@@ -241,6 +241,13 @@ static int apply_one(struct ctl_limit *c, const char *v2_mount, const char *root
 		}
 		return 0;
 	}
+	if (!c->v1_files[0]) {
+		snprintf(err, errsz,
+			 "%s: %s is cgroup v2's, and cgroup v2 does not offer the %s controller "
+			 "here (%s: a hybrid host keeps it in v1); run without %s",
+			 c->option, c->v2_files[0], c->ctl, v2file, c->option);
+		return -ENOTSUP;
+	}
 	if (cgroup__v1_mount(c->ctl, strlen(c->ctl), mnt, sizeof(mnt))) {
 		snprintf(err, errsz,
 			 "%s: the %s controller is neither offered by cgroup v2 (%s) nor mounted "
@@ -277,6 +284,9 @@ int limits__apply(const struct limits *l, const char *v2_mount, const char *root
 				 .option = "--cpus",
 				 .v2_files = { "cpu.max" },
 				 .v1_files = { "cpu.cfs_period_us", "cpu.cfs_quota_us" } };
+	struct ctl_limit high = { .ctl = "memory",
+				  .option = "--memory-high",
+				  .v2_files = { "memory.high" } };
 	struct ctl_limit pids = { .ctl = "pids",
 				  .option = "--pids",
 				  .v2_files = { "pids.max" },
@@ -295,6 +305,11 @@ int limits__apply(const struct limits *l, const char *v2_mount, const char *root
 		snprintf(swap, sizeof(swap), "%s/%s/memory.swap.max", root, name);
 		if (!e && access(swap, F_OK) == 0)
 			write_file(swap, "0");
+	}
+	if (!e && l->memory_high) {
+		snprintf(high.v2_values[0], sizeof(high.v2_values[0]), "%llu",
+			 (unsigned long long)l->memory_high);
+		e = apply_one(&high, v2_mount, root, name, lc, err, errsz);
 	}
 	if (!e && l->cpu_milli) {
 		unsigned int quota = l->cpu_milli * (CPU_PERIOD_US / 1000);
@@ -323,6 +338,7 @@ int limits__v2_set(const struct limits *l, const char *dir, char *err, size_t er
 		uint64_t v;
 	} want[] = {
 		{ "memory.max", l->memory },
+		{ "memory.high", l->memory_high },
 		{ "cpu.max", l->cpu_milli },
 		{ "pids.max", l->pids },
 	};
@@ -349,9 +365,9 @@ int limits__v2_set(const struct limits *l, const char *dir, char *err, size_t er
 int limits__v2_check(const struct limits *l, const char *v2_mount, const char *root, char *err,
 		     size_t errsz)
 {
-	const char *ctl[] = { l->memory ? "memory" : NULL, l->cpu_milli ? "cpu" : NULL,
-			      l->pids ? "pids" : NULL };
-	const char *opt[] = { "memory", "cpus", "pids" };
+	const char *ctl[] = { l->memory ? "memory" : NULL, l->memory_high ? "memory" : NULL,
+			      l->cpu_milli ? "cpu" : NULL, l->pids ? "pids" : NULL };
+	const char *opt[] = { "memory", "memory-high", "cpus", "pids" };
 	char file[PATH_MAX + 32];
 	int e;
 
@@ -363,9 +379,9 @@ int limits__v2_check(const struct limits *l, const char *v2_mount, const char *r
 			snprintf(
 				err, errsz,
 				"limit %s: the %s controller is not offered by cgroup v2 here (%s); "
-				"egretd sets a policy's limits through v2 only (egretctl run --%s "
-				"sets it through a v1 hierarchy)",
-				opt[i], ctl[i], file, opt[i]);
+				"egretd sets a policy's limits through v2 only (egretctl run's "
+				"--memory, --cpus and --pids use a v1 hierarchy where v2 lacks one)",
+				opt[i], ctl[i], file);
 			return -ENOTSUP;
 		}
 		e = v2_enable(v2_mount, root, ctl[i], err, errsz);

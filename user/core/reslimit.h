@@ -15,10 +15,11 @@
 #include <sys/types.h>
 
 struct limits {
-	uint64_t memory;     /* bytes; 0: none */
-	uint32_t cpu_milli;  /* thousandths of a CPU; 0: none */
-	uint32_t pids;	     /* 0: none */
-	uint64_t timeout_ms; /* wall clock; 0: none */
+	uint64_t memory;      /* bytes; 0: none */
+	uint64_t memory_high; /* bytes over which the kernel reclaims and throttles (v2 only) */
+	uint32_t cpu_milli;   /* thousandths of a CPU; 0: none */
+	uint32_t pids;	      /* 0: none */
+	uint64_t timeout_ms;  /* wall clock; 0: none */
 };
 
 #define LIMITS_V1_MAX 3 /* memory, cpu, pids */

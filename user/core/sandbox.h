@@ -73,6 +73,7 @@ struct sandbox_entry {
 	 * the end and start of a run's own timeout
 	 */
 	uint64_t born_ns, deadline_ns, deadline_from_ns, run_deadline_ns, run_from_ns;
+	uint64_t high_count; /* the owner's: memory.events "high" when it last looked */
 };
 
 /* A policy block's selector (policy.h: 'sandbox SELECTOR {'), from the words between

@@ -77,6 +77,9 @@ static const char run_help[] =
 	"              is a ResourceLimit event):\n"
 	"                --memory SIZE     memory (64M, 1G; swap not counted on top): over\n"
 	"                                  it, the OOM killer\n"
+	"                --memory-high SIZE\n"
+	"                                  over it the kernel reclaims and throttles\n"
+	"                                  (cgroup v2 only; reported when it starts)\n"
 	"                --cpus N          CPU time, in CPUs (0.5, 2): throttled over it\n"
 	"                --pids N          processes and threads: forks over it fail\n"
 	"                --timeout TIME    wall clock (30, 90s, 5m, 1h): then the sandbox\n"
@@ -149,6 +152,7 @@ enum {
 	OPT_SECCOMP,
 	OPT_PRIVILEGED,
 	OPT_MEMORY,
+	OPT_MEMORY_HIGH,
 	OPT_CPUS,
 	OPT_PIDS,
 	OPT_TIMEOUT
@@ -248,6 +252,12 @@ static int run_opt(int c, struct run_opts *o, char **argv)
 					   "(64M, 1G), at least 4M",
 					   optarg)
 			       : 0;
+	case OPT_MEMORY_HIGH:
+		return limits__parse_memory(optarg, &o->limits.memory_high)
+			       ? log_usage("bad --memory-high '%s': expected bytes with K, M or G "
+					   "(64M, 1G), at least 4M",
+					   optarg)
+			       : 0;
 	case OPT_CPUS:
 		return limits__parse_cpus(optarg, &o->limits.cpu_milli)
 			       ? log_usage("bad --cpus '%s': expected CPUs, 0.01 to 1024 (0.5, 2)",
@@ -307,6 +317,7 @@ static int run_parse(int argc, char **argv, struct run_opts *o)
 		{ "seccomp", required_argument, NULL, OPT_SECCOMP },
 		{ "privileged", no_argument, NULL, OPT_PRIVILEGED },
 		{ "memory", required_argument, NULL, OPT_MEMORY },
+		{ "memory-high", required_argument, NULL, OPT_MEMORY_HIGH },
 		{ "cpus", required_argument, NULL, OPT_CPUS },
 		{ "pids", required_argument, NULL, OPT_PIDS },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },

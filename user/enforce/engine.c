@@ -589,6 +589,7 @@ void engine__sandbox_destroyed(struct engine *e, uint64_t id)
 
 	if (!s)
 		return;
+	engine__limits_gone(e, id);
 	bpf_map_delete_elem(e->sandboxes_fd, &id);
 	bpf_map_delete_elem(e->meta_fd, &id);
 	policy_map__remove(e->trie_fd, &e->pol, s->name, s->meta, id);

@@ -55,10 +55,11 @@ struct engine {
 	const char *no_enforce; /* a kernel gap nobody accepted (kfeatures): no enforce mode */
 };
 
-#define ENGINE_SB_INSTALLED 1u /* sandbox_entry.flags: its rules are installed */
-#define ENGINE_SB_EXEMPT    2u /* sandbox_entry.flags: an exempt cgroup (the host's) */
-#define ENGINE_SB_UNCLAIMED 4u /* sandbox_entry.flags: a root child egretd does not register */
-#define ENGINE_SB_TIMED_OUT 8u /* sandbox_entry.flags: killed at its policy timeout */
+#define ENGINE_SB_INSTALLED 1u	/* sandbox_entry.flags: its rules are installed */
+#define ENGINE_SB_EXEMPT    2u	/* sandbox_entry.flags: an exempt cgroup (the host's) */
+#define ENGINE_SB_UNCLAIMED 4u	/* sandbox_entry.flags: a root child egretd does not register */
+#define ENGINE_SB_TIMED_OUT 8u	/* sandbox_entry.flags: killed at its policy timeout */
+#define ENGINE_SB_OVER_HIGH 16u /* sandbox_entry.flags: went over memory.high, reported */
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
 		 const struct egret_paths *paths, const struct engine_maps *maps);
@@ -85,9 +86,12 @@ int engine__limits_check(const struct engine *e, const struct policy *p, char *e
  */
 void engine__run_timeout(struct engine *e, uint64_t id, uint64_t ms);
 /* Sandboxes past their timeout: frozen, reported, killed (and killed again when something
- * runs in them later). egretd calls it every second.
+ * runs in them later); sandboxes over their memory.high for the first time (cgroup v2's
+ * memory.events), reported. egretd calls it every second.
  */
 void engine__limits_tick(struct engine *e);
+/* The sandbox s is gone: what it spent over memory.high, reported. */
+void engine__limits_gone(struct engine *e, uint64_t id);
 void engine__sync_budgets(struct engine *e);
 /* A child of egret's root seen (made_now: its mkdir's record; else a rescan): registered as
  * engine__sandbox_created does when engine__claims it (engine_reg.c)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -29,6 +30,8 @@ static void limits_of(const struct policy *p, const struct sandbox_entry *s, str
 	memset(l, 0, sizeof(*l));
 	if ((b = policy__budget(p, LIMIT_MEMORY, s->name, s->meta)))
 		l->memory = b->amount;
+	if ((b = policy__budget(p, LIMIT_MEMORY_HIGH, s->name, s->meta)))
+		l->memory_high = b->amount;
 	if ((b = policy__budget(p, LIMIT_CPUS, s->name, s->meta)))
 		l->cpu_milli = (uint32_t)b->amount;
 	if ((b = policy__budget(p, LIMIT_PIDS, s->name, s->meta)))
@@ -45,10 +48,11 @@ int engine__limits_check(const struct engine *e, const struct policy *p, char *e
 		const struct policy_budget *b = &p->budgets[i];
 
 		all.memory |= b->kind == LIMIT_MEMORY;
+		all.memory_high |= b->kind == LIMIT_MEMORY_HIGH;
 		all.cpu_milli |= b->kind == LIMIT_CPUS;
 		all.pids |= b->kind == LIMIT_PIDS;
 	}
-	if (!all.memory && !all.cpu_milli && !all.pids)
+	if (!all.memory && !all.memory_high && !all.cpu_milli && !all.pids)
 		return 0;
 	if (!e->paths)
 		return 0; /* no cgroups to set (unit tests) */
@@ -86,7 +90,7 @@ void engine__limits_one(struct engine *e, struct sandbox_entry *s)
 	limits_of(&e->pol, s, &l);
 	s->deadline_ns = s->run_deadline_ns;
 	s->deadline_from_ns = s->run_from_ns;
-	if (!l.memory && !l.cpu_milli && !l.pids && !l.timeout_ms)
+	if (!l.memory && !l.memory_high && !l.cpu_milli && !l.pids && !l.timeout_ms)
 		return;
 	if (engine__sandbox_path(e, s->id, path, sizeof(path)))
 		return;
@@ -97,7 +101,7 @@ void engine__limits_one(struct engine *e, struct sandbox_entry *s)
 		s->deadline_ns = s->born_ns + l.timeout_ms * NS_PER_MS;
 		s->deadline_from_ns = s->born_ns;
 	}
-	if (!l.memory && !l.cpu_milli && !l.pids)
+	if (!l.memory && !l.memory_high && !l.cpu_milli && !l.pids)
 		return;
 	n = limits__v2_set(&l, path, err, sizeof(err));
 	if (n < 0)
@@ -131,27 +135,127 @@ void engine__sync_limits(struct engine *e)
 	}
 }
 
-static void emit_timeout(struct engine *e, const struct sandbox_entry *s, const char *path,
-			 uint64_t limit_ms, uint64_t ran_ms)
+/* A ResourceLimit event of sandbox s (rl's cgroup is path) */
+static void emit_limit(struct engine *e, const struct sandbox_entry *s, const char *path,
+		       Egret__V1__ResourceLimit *rl)
 {
 	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
-	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;
 	struct sandbox_pb pb;
 
 	if (!e->stream)
 		return;
 	sandbox_pb__fill(&pb, s->id, s->name, s->meta);
+	rl->cgroup = (char *)path;
+	ev.sandbox = &pb.sb;
+	ev.class_uid = OCSF_PROCESS_ACTIVITY;
+	ev.activity_id = rl->kind == EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT
+				 ? OCSF_PROCESS_ACTIVITY_TERMINATE
+				 : OCSF_ACTIVITY_OTHER;
+	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LIMIT;
+	ev.limit = rl;
+	stream__emit(e->stream, &ev);
+}
+
+static void emit_timeout(struct engine *e, const struct sandbox_entry *s, const char *path,
+			 uint64_t limit_ms, uint64_t ran_ms)
+{
+	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;
+
 	rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT;
 	rl.phase = EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_HIT;
 	rl.limit = limit_ms;
 	rl.usage = ran_ms;
-	rl.cgroup = (char *)path;
-	ev.sandbox = &pb.sb;
-	ev.class_uid = OCSF_PROCESS_ACTIVITY;
-	ev.activity_id = OCSF_PROCESS_ACTIVITY_TERMINATE;
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_LIMIT;
-	ev.limit = &rl;
-	stream__emit(e->stream, &ev);
+	emit_limit(e, s, path, &rl);
+}
+
+/* The number after "key " in a flat-keyed cgroup file's text; 0 when none. */
+static uint64_t keyed(const char *text, const char *key)
+{
+	size_t n = strlen(key);
+
+	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, key, n) && p[n] == ' ')
+			return strtoull(p + n + 1, NULL, 10);
+	}
+	return 0;
+}
+
+/* A cgroup file's one number ("max": UINT64_MAX); 0 when unreadable. */
+static uint64_t cg_number(const char *path, const char *file)
+{
+	char name[PATH_MAX + 32], text[64];
+
+	snprintf(name, sizeof(name), "%s/%s", path, file);
+	if (read_file(name, text, sizeof(text)) <= 0)
+		return 0;
+	return strncmp(text, "max", 3) ? strtoull(text, NULL, 10) : UINT64_MAX;
+}
+
+static void emit_high(struct engine *e, const struct sandbox_entry *s, const char *path, int phase)
+{
+	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;
+
+	rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_MEMORY_HIGH;
+	rl.phase = phase;
+	rl.high_count = s->high_count;
+	if (phase == EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_STARTED) {
+		rl.limit = cg_number(path, "memory.high");
+		rl.usage = cg_number(path, "memory.current");
+	}
+	emit_limit(e, s, path, &rl);
+}
+
+/* Sandbox s over its memory.high since egretd last looked (path its cgroup)? The first time,
+ * reported.
+ */
+static void look_at_high(struct engine *e, struct sandbox_entry *s, const char *path)
+{
+	char file[PATH_MAX + 16], text[512];
+	uint64_t high;
+
+	snprintf(file, sizeof(file), "%s/memory.events", path);
+	if (read_file(file, text, sizeof(text)) <= 0)
+		return;
+	high = keyed(text, "high");
+	if (high <= s->high_count)
+		return;
+	s->high_count = high;
+	if (s->flags & ENGINE_SB_OVER_HIGH)
+		return;
+	s->flags |= ENGINE_SB_OVER_HIGH;
+	log_info("sandbox %s: over its memory.high", s->name);
+	emit_high(e, s, path, EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_STARTED);
+}
+
+void engine__limits_gone(struct engine *e, uint64_t id)
+{
+	struct sandbox_entry *s = sandbox_names__entry(&e->reg, id);
+	char path[PATH_MAX];
+
+	if (!s || !(s->flags & ENGINE_SB_OVER_HIGH))
+		return;
+	s->flags &= ~ENGINE_SB_OVER_HIGH;
+	if (engine__sandbox_path(e, s->id, path, sizeof(path)))
+		path[0] = '\0';
+	emit_high(e, s, path, EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_SUMMARY);
+}
+
+/* Does cgroup v2 offer the memory controller here (else no sandbox has memory.events)? */
+static bool v2_memory(const struct engine *e)
+{
+	char file[PATH_MAX + 32], text[256];
+	char *p;
+
+	if (!e->paths)
+		return false;
+	snprintf(file, sizeof(file), "%s/cgroup.controllers", e->paths->cgroup_mount);
+	if (read_file(file, text, sizeof(text)) <= 0)
+		return false;
+	for (p = strtok(text, " \n"); p; p = strtok(NULL, " \n")) {
+		if (!strcmp(p, "memory"))
+			return true;
+	}
+	return false;
 }
 
 /* Does the cgroup at path hold a process (cgroup.events: "populated 1")? */
@@ -166,14 +270,19 @@ static bool populated(const char *path)
 void engine__limits_tick(struct engine *e)
 {
 	uint64_t now = now_ns(CLOCK_BOOTTIME);
+	bool memory = v2_memory(e);
 	char path[PATH_MAX];
 
 	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
 		struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
-		if (!s || !s->deadline_ns || now < s->deadline_ns ||
-		    !(s->flags & ENGINE_SB_INSTALLED) ||
+		if (!s || !(s->flags & ENGINE_SB_INSTALLED) || (s->flags & ENGINE_SB_EXEMPT) ||
+		    (!memory && !s->deadline_ns) ||
 		    engine__sandbox_path(e, s->id, path, sizeof(path)))
+			continue;
+		if (memory)
+			look_at_high(e, s, path);
+		if (!s->deadline_ns || now < s->deadline_ns)
 			continue;
 		if (s->flags & ENGINE_SB_TIMED_OUT) {
 			if (populated(path)) /* something runs in it again: killed again */

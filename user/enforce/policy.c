@@ -647,10 +647,8 @@ static const struct {
 	const char *word;
 	uint8_t kind;
 } limit_kinds[] = {
-	{ "memory", LIMIT_MEMORY },
-	{ "cpus", LIMIT_CPUS },
-	{ "pids", LIMIT_PIDS },
-	{ "timeout", LIMIT_TIMEOUT },
+	{ "memory", LIMIT_MEMORY }, { "memory-high", LIMIT_MEMORY_HIGH }, { "cpus", LIMIT_CPUS },
+	{ "pids", LIMIT_PIDS },	    { "timeout", LIMIT_TIMEOUT },
 };
 
 #define LIMIT_PIDS_MAX 4194304 /* the kernel's pid_max limit */
@@ -659,7 +657,8 @@ static const struct {
 static int parse_limit(struct policy *p, const struct parse_state *st, char **w, int n, bool live,
 		       char *err, size_t errsz)
 {
-	static const char usage[] = "expected 'limit memory SIZE' (64M, 1G), 'limit cpus N' "
+	static const char usage[] = "expected 'limit memory SIZE' (64M, 1G), 'limit memory-high "
+				    "SIZE', 'limit cpus N' "
 				    "(0.5, 2), 'limit pids N' or 'limit timeout TIME' (90s, 5m, "
 				    "1h)";
 	struct policy_budget b = { .line = st->line };
@@ -678,6 +677,7 @@ static int parse_limit(struct policy *p, const struct parse_state *st, char **w,
 	b.kind = limit_kinds[k].kind;
 	switch (b.kind) {
 	case LIMIT_MEMORY:
+	case LIMIT_MEMORY_HIGH:
 		bad = limits__parse_memory(w[2], &b.amount);
 		break;
 	case LIMIT_CPUS:
@@ -714,7 +714,7 @@ static void limit_format(const struct policy_budget *b, char *buf, size_t size)
 		if (limit_kinds[k].kind == b->kind)
 			word = limit_kinds[k].word;
 	}
-	if (b->kind == LIMIT_MEMORY) {
+	if (b->kind == LIMIT_MEMORY || b->kind == LIMIT_MEMORY_HIGH) {
 		static const char units[] = "GMK";
 		int u = 0;
 

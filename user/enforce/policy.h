@@ -10,7 +10,7 @@
  *   }                                             (a VM's tap), judged at its host side
  *   budget dns N/s | dns-names SIZE/PERIOD        global or in a block (struct policy_budget)
  *   budget egress SIZE/PERIOD | egress-total SIZE
- *   limit memory SIZE | cpus N | pids N | timeout TIME    global or in a block (likewise)
+ *   limit memory[-high] SIZE | cpus N | pids N | timeout TIME   global or in a block
  *
  * A sandbox gets the global rules and those of every block that selects it; a deny anywhere
  * beats every allow.
@@ -74,6 +74,7 @@ struct policy_iface {
  *   egress-total SIZE        the same, in all (from the moment the budget is set)
  * 'limit KIND VALUE' likewise, kept with the budgets (a period of 0; the tightest: the least):
  *   memory SIZE              memory.max of each sandbox's cgroup (64M, 1G: reslimit.h)
+ *   memory-high SIZE         memory.high (the kernel reclaims and throttles over it)
  *   cpus N                   cpu.max, in CPUs (0.5, 2): amount in thousandths
  *   pids N                   pids.max
  *   timeout TIME             wall clock from the sandbox's start (90s, 5m, 1h): amount in ms;
@@ -90,6 +91,7 @@ enum budget_kind {
 	LIMIT_CPUS = 6,
 	LIMIT_PIDS = 7,
 	LIMIT_TIMEOUT = 8,
+	LIMIT_MEMORY_HIGH = 9,
 };
 
 struct policy_budget {

@@ -763,7 +763,7 @@ static int run_limits(struct run *r)
 	const struct limits *l = &r->o->limits;
 	int e;
 
-	if (!l->memory && !l->cpu_milli && !l->pids)
+	if (!l->memory && !l->memory_high && !l->cpu_milli && !l->pids)
 		return 0;
 	e = limits__apply(l, r->p->cgroup_mount, r->p->cgroup_root, r->o->name, &r->lc, err,
 			  sizeof(err));
