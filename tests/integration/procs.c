@@ -236,7 +236,7 @@ static bool log_says(const char *text, int ms)
  */
 static bool continued(pid_t pid)
 {
-	for (int i = 0; i < 150; i++) {
+	for (int i = 0; i < 150 * (int)harness_timeout_scale(); i++) {
 		char st = proc_state(pid);
 
 		if (st != 'T' && st != 't')

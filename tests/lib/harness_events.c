@@ -9,6 +9,7 @@
 
 #include "array.h"
 #include "harness_events.h"
+#include "harness_instance.h"
 #include "wire.h"
 
 int events_read(const char *path, struct events *out)
@@ -76,6 +77,7 @@ const Egret__V1__Event *events_find(const struct events *ev,
 int events_wait_count(const char *path, bool (*match)(const Egret__V1__Event *, const void *),
 		      const void *arg, size_t count, int timeout_ms, struct events *out)
 {
+	timeout_ms *= (int)harness_timeout_scale(); /* an emulated guest is slower */
 	for (int waited = 0;; waited += 50) {
 		int err = events_read(path, out);
 		size_t n = 0;
@@ -95,6 +97,7 @@ int events_wait_count(const char *path, bool (*match)(const Egret__V1__Event *, 
 int events_wait(const char *path, bool (*match)(const Egret__V1__Event *, const void *),
 		const void *arg, int timeout_ms, struct events *out)
 {
+	timeout_ms *= (int)harness_timeout_scale(); /* an emulated guest is slower */
 	for (int waited = 0;; waited += 50) {
 		int err = events_read(path, out);
 
