@@ -7,6 +7,7 @@
 #ifndef EGRET_DEVICE_BPF_H
 #define EGRET_DEVICE_BPF_H
 
+#include "lib/budget.bpf.h"
 #include "lib/packet.bpf.h"
 #include "lib/report.bpf.h"
 
@@ -238,7 +239,10 @@ static __always_inline int device_out(struct __sk_buff *skb)
 	    (p.f.protocol == IPPROTO_UDP || p.f.protocol == IPPROTO_TCP))
 		return dev_dns(skb, dev, &p);
 	if (p.later_frag && dev_frag_passed(skb, &p))
-		return TC_ACT_UNSPEC;
+		return budget_on() && !budget_charge(dev->sandbox_id[0],
+						     skb->len - (dev->l2 ? ETH_HLEN : 0))
+			       ? TC_ACT_SHOT
+			       : TC_ACT_UNSPEC;
 	if (p.later_frag) {
 		decide(&d, EGRET_VERDICT_DENY, EGRET_REASON_DEFAULT_DENY, 0);
 		sandbox_id = dev->sandbox_id[0];
@@ -248,6 +252,9 @@ static __always_inline int device_out(struct __sk_buff *skb)
 	counter_verdict(EGRET_HOOK_DEVICE, d.verdict);
 	dev_report(skb, &p, sandbox_id, &d);
 	if (d.verdict == EGRET_VERDICT_DENY)
+		return TC_ACT_SHOT;
+	/* what passed counts against the sandbox's egress budget (IP bytes, as its sockets') */
+	if (budget_on() && !budget_charge(sandbox_id, skb->len - (dev->l2 ? ETH_HLEN : 0)))
 		return TC_ACT_SHOT;
 	if (p.fragment)
 		dev_frag_pass(skb, &p);

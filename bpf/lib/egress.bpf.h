@@ -9,6 +9,7 @@
 #include "lib/dns.bpf.h"
 #include "lib/packet.bpf.h"
 #include "lib/report.bpf.h"
+#include "lib/budget.bpf.h"
 #include "lib/sandbox.bpf.h"
 
 #define SOCK_RAW 3
@@ -220,73 +221,17 @@ static __always_inline bool skb_known_flow(const struct egret_sock_meta *m, cons
  * whatever a future kernel adds) passes only when the policy allows its destination, and is
  * dropped and reported otherwise. The host's sockets pass untouched.
  */
-/* The crossing of a sandbox's egress budget, once per period (or once for the total). */
-static __always_inline void budget_report(__u64 sandbox_id, __u64 limit, __u64 usage,
-					  __u32 period_s)
-{
-	struct egret_limit_event *e = event_reserve_for(sizeof(*e), EGRET_EV_LIMIT, sandbox_id);
-
-	if (!e)
-		return;
-	event_fill_hdr_skb(&e->hdr, EGRET_EV_LIMIT, sandbox_id);
-	e->exec_id = 0;
-	e->usage = usage;
-	e->limit = limit;
-	e->kind = EGRET_LIMIT_EGRESS_BUDGET;
-	e->period_s = period_s;
-	__builtin_memset(e->cgroup, 0, sizeof(e->cgroup));
-	event_submit(e);
-}
-
-/* len more bytes against count, a budget of limit: within it, or over it (the packet that
- * crosses the line, exactly one for each time the count starts afresh, is reported)
- */
-static __always_inline bool budget_over(__u64 *count, __u64 len, __u64 limit, bool *crossed)
-{
-	__u64 now = __sync_fetch_and_add(count, len) + len;
-
-	*crossed = now > limit && now - len <= limit;
-	return now > limit;
-}
-
-/* Charge a packet a sandbox sends to its egress budget, after the verdict passed it: SK_DROP
- * when it would go over (egret_budget, include/egret/policy.h). sandbox_id 0: not known yet.
- * Loopback (ifindex 1 in every namespace) is not egress: it is not counted.
+/* A packet a sandbox's socket sends, after the verdict passed it: SK_DROP over its budget.
+ * sandbox_id 0: not known yet. Loopback (ifindex 1 in every namespace) is not egress: it is
+ * not counted.
  */
 static __always_inline int budget_pass(struct __sk_buff *skb, __u64 sandbox_id)
 {
-	__u32 zero = 0;
-	__u64 *on = bpf_map_lookup_elem(&egress_budget_n, &zero), len = skb->len, w, old;
-	struct egret_budget *b;
-	bool crossed = false;
-
-	if (!on || !*on || skb->ifindex == 1)
+	if (!budget_on() || skb->ifindex == 1)
 		return SK_PASS;
 	if (!sandbox_id)
 		sandbox_id = sandbox_of_skb(skb);
-	b = sandbox_id != NOT_A_SANDBOX ? bpf_map_lookup_elem(&egress_budgets, &sandbox_id) : NULL;
-	if (!b)
-		return SK_PASS;
-	if (b->total_bytes && budget_over(&b->total_used, len, b->total_bytes, &crossed)) {
-		if (crossed)
-			budget_report(sandbox_id, b->total_bytes, b->total_used, 0);
-		__sync_fetch_and_add(&b->dropped, 1);
-		return SK_DROP;
-	}
-	if (!b->period_bytes || !b->period_ns)
-		return SK_PASS;
-	w = bpf_ktime_get_boot_ns() / b->period_ns;
-	old = b->window;
-	/* a new period: whoever moves the window on starts the count afresh */
-	if (old != w && __sync_val_compare_and_swap(&b->window, old, w) == old)
-		__sync_lock_test_and_set(&b->used, 0);
-	if (!budget_over(&b->used, len, b->period_bytes, &crossed))
-		return SK_PASS;
-	if (crossed)
-		budget_report(sandbox_id, b->period_bytes, b->used,
-			      (__u32)(b->period_ns / 1000000000ull));
-	__sync_fetch_and_add(&b->dropped, 1);
-	return SK_DROP;
+	return budget_charge(sandbox_id, skb->len) ? SK_PASS : SK_DROP;
 }
 
 static __always_inline int egress_skb(struct __sk_buff *skb)

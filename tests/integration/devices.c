@@ -628,6 +628,51 @@ Test(devices, a_vms_tap_named_by_the_policy_is_judged)
 	cr_expect(got(r_dns, 2000), "the address an allowed answer gave the VM stays shut");
 }
 
+static bool vm1_budget(const Egret__V1__Event *ev, const void *arg)
+{
+	(void)arg;
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
+	       ev->limit->kind == EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_BUDGET &&
+	       ev->sandbox && !strcmp(ev->sandbox->name, "vm1");
+}
+
+/* What a VM sends through its tap counts against its sandbox's egress budget, as a socket's
+ * packets do: under 'budget egress-total 300B' ten of the VM's 30-byte datagrams (IP bytes) to
+ * an allowed destination arrive, the rest are dropped, and the crossing is one event.
+ */
+Test(devices, a_vms_tap_counts_against_its_egress_budget)
+{
+	static const char policy[] = "mode enforce\n"
+				     "sandbox vm1 {\n"
+				     "  interface tap0\n"
+				     "  allow " REMOTE "/32 udp/7000\n"
+				     "  budget egress-total 300B\n"
+				     "}\n";
+	int r_ok = udp_bind_in(ns_r, REMOTE, ALLOWED_PORT), tap, arrived = 0;
+	struct events evs;
+	const Egret__V1__Event *ev;
+
+	harness_close_at_teardown(&r_ok);
+	cr_assert(r_ok >= 0, "listener in R");
+	tap = tap_setup();
+	harness_close_at_teardown(&tap);
+	start(policy);
+	cr_assert(device_in_force("tap0"), "tap0 is not in force");
+	for (int i = 0; i < 20; i++) {
+		vm_udp(tap, REMOTE, ALLOWED_PORT);
+		arrived += got(r_ok, i < 10 ? 2000 : 300);
+	}
+	cr_expect_eq(arrived, 10, "%d of the VM's 20 datagrams arrived under its budget", arrived);
+	cr_expect_eq(events_wait(T->sink_path, vm1_budget, NULL, 5000, &evs), 0,
+		     "no budget event of vm1");
+	ev = events_find(&evs, vm1_budget, NULL, NULL);
+	if (ev) {
+		cr_expect_eq(ev->limit->limit, 300);
+		cr_expect_eq(ev->limit->usage, 330);
+	}
+	events_free(&evs);
+}
+
 static bool protocol_deny(const Egret__V1__Event *ev, const void *arg)
 {
 	(void)arg;
