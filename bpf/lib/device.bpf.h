@@ -211,6 +211,18 @@ static __always_inline void dev_frag_pass(struct __sk_buff *skb, const struct pk
 	bpf_map_update_elem(&dev_frags, &k, &now, BPF_ANY);
 }
 
+/* A packet the device's verdict passed, against the sandbox's egress budget (IP bytes, as its
+ * sockets'): false over it. Only a device the policy names (a VM's tap) counts: what crosses a
+ * veth to a sandbox's own network namespace was counted at its sockets (cgroup_skb) already.
+ */
+static __always_inline bool dev_budget_pass(struct __sk_buff *skb, const struct egret_device *dev,
+					    __u64 sandbox_id)
+{
+	if (dev->source != EGRET_DEV_POLICY || !budget_on())
+		return true;
+	return budget_charge(sandbox_id, skb->len - (dev->l2 ? ETH_HLEN : 0));
+}
+
 /* What the sandbox sends: the ingress of the device's host side. */
 static __always_inline int device_out(struct __sk_buff *skb)
 {
@@ -239,10 +251,7 @@ static __always_inline int device_out(struct __sk_buff *skb)
 	    (p.f.protocol == IPPROTO_UDP || p.f.protocol == IPPROTO_TCP))
 		return dev_dns(skb, dev, &p);
 	if (p.later_frag && dev_frag_passed(skb, &p))
-		return budget_on() && !budget_charge(dev->sandbox_id[0],
-						     skb->len - (dev->l2 ? ETH_HLEN : 0))
-			       ? TC_ACT_SHOT
-			       : TC_ACT_UNSPEC;
+		return dev_budget_pass(skb, dev, dev->sandbox_id[0]) ? TC_ACT_UNSPEC : TC_ACT_SHOT;
 	if (p.later_frag) {
 		decide(&d, EGRET_VERDICT_DENY, EGRET_REASON_DEFAULT_DENY, 0);
 		sandbox_id = dev->sandbox_id[0];
@@ -253,8 +262,7 @@ static __always_inline int device_out(struct __sk_buff *skb)
 	dev_report(skb, &p, sandbox_id, &d);
 	if (d.verdict == EGRET_VERDICT_DENY)
 		return TC_ACT_SHOT;
-	/* what passed counts against the sandbox's egress budget (IP bytes, as its sockets') */
-	if (budget_on() && !budget_charge(sandbox_id, skb->len - (dev->l2 ? ETH_HLEN : 0)))
+	if (!dev_budget_pass(skb, dev, sandbox_id))
 		return TC_ACT_SHOT;
 	if (p.fragment)
 		dev_frag_pass(skb, &p);

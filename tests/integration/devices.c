@@ -295,6 +295,46 @@ Test(devices, a_veth_sandbox_is_judged_at_its_host_side)
 	events_free(&evs);
 }
 
+static int send_udp_times(void *arg)
+{
+	const struct dst *d = arg;
+
+	int sent = 0;
+
+	/* over the budget the cgroup hook drops: sendto fails (EPERM) */
+	for (int i = 0; i < 12; i++) {
+		sent += udp_sendto(d->addr, d->port, AF_INET) == 0;
+		usleep(20000);
+	}
+	return sent ? 0 : 1;
+}
+
+/* A container's socket traffic is counted once against its egress budget: at its sockets
+ * (cgroup_skb), not again at the veth to its namespace. Under 'budget egress-total 290B', ten
+ * of twelve 29-byte datagrams arrive (counted twice, five would).
+ */
+Test(devices, a_containers_veth_does_not_count_its_sockets_twice)
+{
+	static const char policy[] = "mode enforce\n"
+				     "sandbox ctr1 {\n"
+				     "  allow " REMOTE "/32 udp/7000\n"
+				     "  budget egress-total 290B\n"
+				     "}\n";
+	struct dst allowed = { REMOTE, ALLOWED_PORT };
+	int r_ok = udp_bind_in(ns_r, REMOTE, ALLOWED_PORT), arrived = 0;
+
+	harness_close_at_teardown(&r_ok);
+	cr_assert(r_ok >= 0, "listener in R");
+	start(policy);
+	register_ctr();
+	cr_assert(device_in_force("vh0"), "vh0 is not in force after the registration");
+	cr_assert_eq(run_in(ns_s, ctr, send_udp_times, &allowed), 0);
+	while (got(r_ok, 1000))
+		arrived++;
+	cr_expect_eq(arrived, 10, "%d of the container's 12 datagrams arrived under its budget",
+		     arrived);
+}
+
 /* ---- packets no socket of the sandbox sent ------------------------------------------------ */
 
 static uint16_t ip_csum(const void *data, size_t len)
