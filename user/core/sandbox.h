@@ -73,7 +73,8 @@ struct sandbox_entry {
 	 * the end and start of a run's own timeout
 	 */
 	uint64_t born_ns, deadline_ns, deadline_from_ns, run_deadline_ns, run_from_ns;
-	uint64_t high_count; /* the owner's: memory.events "high" when it last looked */
+	uint64_t high_count;  /* the owner's: memory.events "high" when it last looked */
+	uint64_t cpu_stat[3]; /* the owner's: cpu.stat's periods, throttled and throttled ns */
 };
 
 /* A policy block's selector (policy.h: 'sandbox SELECTOR {'), from the words between

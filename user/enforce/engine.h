@@ -55,11 +55,13 @@ struct engine {
 	const char *no_enforce; /* a kernel gap nobody accepted (kfeatures): no enforce mode */
 };
 
-#define ENGINE_SB_INSTALLED 1u	/* sandbox_entry.flags: its rules are installed */
-#define ENGINE_SB_EXEMPT    2u	/* sandbox_entry.flags: an exempt cgroup (the host's) */
-#define ENGINE_SB_UNCLAIMED 4u	/* sandbox_entry.flags: a root child egretd does not register */
-#define ENGINE_SB_TIMED_OUT 8u	/* sandbox_entry.flags: killed at its policy timeout */
-#define ENGINE_SB_OVER_HIGH 16u /* sandbox_entry.flags: went over memory.high, reported */
+#define ENGINE_SB_INSTALLED  1u	 /* sandbox_entry.flags: its rules are installed */
+#define ENGINE_SB_EXEMPT     2u	 /* sandbox_entry.flags: an exempt cgroup (the host's) */
+#define ENGINE_SB_UNCLAIMED  4u	 /* sandbox_entry.flags: a root child egretd does not register */
+#define ENGINE_SB_TIMED_OUT  8u	 /* sandbox_entry.flags: killed at its policy timeout */
+#define ENGINE_SB_OVER_HIGH  16u /* sandbox_entry.flags: went over memory.high, reported */
+#define ENGINE_SB_THROTTLED  32u /* sandbox_entry.flags: throttled at cpu.max, reported */
+#define ENGINE_SB_CPU_BY_RUN 64u /* sandbox_entry.flags: egretctl run reports its throttling */
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
 		 const struct egret_paths *paths, const struct engine_maps *maps);
@@ -80,17 +82,18 @@ void engine__sync_limits(struct engine *e);
  * with err.
  */
 int engine__limits_check(const struct engine *e, const struct policy *p, char *err, size_t errsz);
-/* egretctl run --timeout MS (prepare's timeout=MS; 0: none) for sandbox id from now: enforced
- * like the policy's timeout, the earlier of the two ending it; a sandbox killed at an earlier
- * timeout runs again under the new one.
+/* egretctl run's limits for sandbox id (prepare's words): --timeout MS (0: none) from now,
+ * enforced like the policy's timeout, the earlier of the two ending it (a sandbox killed at an
+ * earlier timeout runs again under the new one); cpu_watched: egretctl reports its CPU
+ * throttling itself (egretd does not, for this command).
  */
-void engine__run_timeout(struct engine *e, uint64_t id, uint64_t ms);
+void engine__run_limits(struct engine *e, uint64_t id, uint64_t ms, bool cpu_watched);
 /* Sandboxes past their timeout: frozen, reported, killed (and killed again when something
- * runs in them later); sandboxes over their memory.high for the first time (cgroup v2's
- * memory.events), reported. egretd calls it every second.
+ * runs in them later); sandboxes over their memory.high (cgroup v2's memory.events) or
+ * throttled at their cpu.max (cpu.stat) for the first time, reported. Every second.
  */
 void engine__limits_tick(struct engine *e);
-/* The sandbox s is gone: what it spent over memory.high, reported. */
+/* The sandbox s is gone: its memory.high and CPU throttling summaries, when it had any. */
 void engine__limits_gone(struct engine *e, uint64_t id);
 void engine__sync_budgets(struct engine *e);
 /* A child of egret's root seen (made_now: its mkdir's record; else a rescan): registered as

@@ -349,13 +349,19 @@ static void emit_started(struct engine *e, uint64_t id, const char *name,
 }
 
 /* The confinement words of a prepare request into s; -1 after replying when one is bad. */
-/* The confinement words, and timeout=MS (egretctl run --timeout: egretd enforces it) */
-static int prepare_spec(struct control_req *r, struct sandbox_spec *s, uint64_t *timeout_ms)
+/* The confinement words; timeout=MS (egretctl run --timeout: egretd enforces it) and
+ * watch=cpu (egretctl reports its CPU limit's throttling itself)
+ */
+static int prepare_spec(struct control_req *r, struct sandbox_spec *s, uint64_t *timeout_ms,
+			bool *cpu_watched)
 {
 	sandbox_spec__default(s);
 	*timeout_ms = 0;
+	*cpu_watched = false;
 	for (int i = 2; i < r->argc; i++) {
-		if (!strncmp(r->argv[i], "timeout=", 8)) {
+		if (!strcmp(r->argv[i], "watch=cpu")) {
+			*cpu_watched = true;
+		} else if (!strncmp(r->argv[i], "timeout=", 8)) {
 			if (parse_u64(r->argv[i] + 8, UINT32_MAX, timeout_ms) || !*timeout_ms) {
 				control__err(r, "bad timeout '%s' in prepare\n", r->argv[i]);
 				return -1;
@@ -377,12 +383,13 @@ int engine__cmd_prepare(void *ctx, struct control_req *r)
 	struct engine *e = ctx;
 	struct sandbox_spec spec;
 	uint64_t id, timeout_ms;
+	bool cpu_watched;
 
 	if (r->argc < 2 || !sandbox__valid_name(r->argv[1])) {
-		control__err(r, "usage: prepare NAME [KEY=VALUE...] [timeout=MS]\n");
+		control__err(r, "usage: prepare NAME [KEY=VALUE...] [timeout=MS] [watch=cpu]\n");
 		return -EINVAL;
 	}
-	if (prepare_spec(r, &spec, &timeout_ms))
+	if (prepare_spec(r, &spec, &timeout_ms, &cpu_watched))
 		return -EINVAL;
 	if (!engine__sandbox_dir_id(e, r->argv[1], &id)) {
 		control__err(r, "no sandbox cgroup %s/%s\n", e->cgroup_root, r->argv[1]);
@@ -394,7 +401,7 @@ int engine__cmd_prepare(void *ctx, struct control_req *r)
 			     r->argv[1]);
 		return -ECANCELED;
 	}
-	engine__run_timeout(e, id, timeout_ms);
+	engine__run_limits(e, id, timeout_ms, cpu_watched);
 	if (r->argc > 2)
 		emit_started(e, id, r->argv[1], &spec, &r->peer);
 	return 0;

@@ -6,6 +6,7 @@
  * KIND_TIMEOUT) and killed, and killed again whenever something runs in it.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,13 +112,16 @@ void engine__limits_one(struct engine *e, struct sandbox_entry *s)
 			 path);
 }
 
-void engine__run_timeout(struct engine *e, uint64_t id, uint64_t ms)
+void engine__run_limits(struct engine *e, uint64_t id, uint64_t ms, bool cpu_watched)
 {
 	struct sandbox_entry *s = sandbox_names__entry(&e->reg, id);
 	uint64_t now = now_ns(CLOCK_BOOTTIME);
 
 	if (!s)
 		return;
+	s->flags &= ~ENGINE_SB_CPU_BY_RUN;
+	if (cpu_watched)
+		s->flags |= ENGINE_SB_CPU_BY_RUN;
 	s->run_from_ns = ms ? now : 0;
 	s->run_deadline_ns = ms ? now + ms * NS_PER_MS : 0;
 	engine__limits_one(e, s);
@@ -227,32 +231,90 @@ static void look_at_high(struct engine *e, struct sandbox_entry *s, const char *
 	emit_high(e, s, path, EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_STARTED);
 }
 
+/* cpu.max as thousandths of a CPU; 0 when none ("max") or unreadable */
+static uint64_t cpu_limit(const char *path)
+{
+	char file[PATH_MAX + 16], text[64];
+	uint64_t quota, period;
+
+	snprintf(file, sizeof(file), "%s/cpu.max", path);
+	if (read_file(file, text, sizeof(text)) <= 0 ||
+	    sscanf(text, "%" SCNu64 " %" SCNu64, &quota, &period) != 2 || !period)
+		return 0;
+	return quota * 1000 / period;
+}
+
+static void emit_throttle(struct engine *e, const struct sandbox_entry *s, const char *path,
+			  int phase)
+{
+	Egret__V1__ResourceLimit rl = EGRET__V1__RESOURCE_LIMIT__INIT;
+	uint64_t now = now_ns(CLOCK_BOOTTIME);
+
+	rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_CPU_THROTTLE;
+	rl.phase = phase;
+	rl.limit = path[0] ? cpu_limit(path) : 0;
+	if (phase == EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_SUMMARY && s->born_ns &&
+	    now > s->born_ns)
+		rl.usage = (now - s->born_ns) / NS_PER_MS;
+	rl.periods = s->cpu_stat[0];
+	rl.throttled_periods = s->cpu_stat[1];
+	rl.throttled_ns = s->cpu_stat[2];
+	emit_limit(e, s, path, &rl);
+}
+
+/* Sandbox s throttled at its cpu.max (path its cgroup)? The first time, reported (egretctl
+ * run reports its own command's).
+ */
+static void look_at_cpu(struct engine *e, struct sandbox_entry *s, const char *path)
+{
+	char file[PATH_MAX + 16], text[512];
+
+	if (s->flags & ENGINE_SB_CPU_BY_RUN)
+		return;
+	snprintf(file, sizeof(file), "%s/cpu.stat", path);
+	if (read_file(file, text, sizeof(text)) <= 0)
+		return;
+	s->cpu_stat[0] = keyed(text, "nr_periods");
+	s->cpu_stat[1] = keyed(text, "nr_throttled");
+	s->cpu_stat[2] = keyed(text, "throttled_usec") * 1000;
+	if (!s->cpu_stat[1] || (s->flags & ENGINE_SB_THROTTLED))
+		return;
+	s->flags |= ENGINE_SB_THROTTLED;
+	if (!s->born_ns)
+		s->born_ns = born_of(path);
+	log_info("sandbox %s: throttled at its cpu.max", s->name);
+	emit_throttle(e, s, path, EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_STARTED);
+}
+
 void engine__limits_gone(struct engine *e, uint64_t id)
 {
 	struct sandbox_entry *s = sandbox_names__entry(&e->reg, id);
 	char path[PATH_MAX];
 
-	if (!s || !(s->flags & ENGINE_SB_OVER_HIGH))
+	if (!s || !(s->flags & (ENGINE_SB_OVER_HIGH | ENGINE_SB_THROTTLED)))
 		return;
-	s->flags &= ~ENGINE_SB_OVER_HIGH;
 	if (engine__sandbox_path(e, s->id, path, sizeof(path)))
 		path[0] = '\0';
-	emit_high(e, s, path, EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_SUMMARY);
+	if (s->flags & ENGINE_SB_OVER_HIGH)
+		emit_high(e, s, path, EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_SUMMARY);
+	if (s->flags & ENGINE_SB_THROTTLED)
+		emit_throttle(e, s, path, EGRET__V1__RESOURCE_LIMIT__PHASE__PHASE_SUMMARY);
+	s->flags &= ~(ENGINE_SB_OVER_HIGH | ENGINE_SB_THROTTLED);
 }
 
-/* Does cgroup v2 offer the memory controller here (else no sandbox has memory.events)? */
-static bool v2_memory(const struct engine *e)
+/* Does cgroup v2 offer controller ctl here (else no sandbox has its files)? */
+static bool v2_offers(const struct engine *e, const char *ctl)
 {
 	char file[PATH_MAX + 32], text[256];
-	char *p;
+	char *p, *save = NULL;
 
 	if (!e->paths)
 		return false;
 	snprintf(file, sizeof(file), "%s/cgroup.controllers", e->paths->cgroup_mount);
 	if (read_file(file, text, sizeof(text)) <= 0)
 		return false;
-	for (p = strtok(text, " \n"); p; p = strtok(NULL, " \n")) {
-		if (!strcmp(p, "memory"))
+	for (p = strtok_r(text, " \n", &save); p; p = strtok_r(NULL, " \n", &save)) {
+		if (!strcmp(p, ctl))
 			return true;
 	}
 	return false;
@@ -270,18 +332,20 @@ static bool populated(const char *path)
 void engine__limits_tick(struct engine *e)
 {
 	uint64_t now = now_ns(CLOCK_BOOTTIME);
-	bool memory = v2_memory(e);
+	bool memory = v2_offers(e, "memory"), cpu = v2_offers(e, "cpu");
 	char path[PATH_MAX];
 
 	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
 		struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
 		if (!s || !(s->flags & ENGINE_SB_INSTALLED) || (s->flags & ENGINE_SB_EXEMPT) ||
-		    (!memory && !s->deadline_ns) ||
+		    (!memory && !cpu && !s->deadline_ns) ||
 		    engine__sandbox_path(e, s->id, path, sizeof(path)))
 			continue;
 		if (memory)
 			look_at_high(e, s, path);
+		if (cpu)
+			look_at_cpu(e, s, path);
 		if (!s->deadline_ns || now < s->deadline_ns)
 			continue;
 		if (s->flags & ENGINE_SB_TIMED_OUT) {

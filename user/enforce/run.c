@@ -184,8 +184,8 @@ static int protect_paths(struct run *r, char *reply)
  */
 static int prepare_sandbox(struct run *r)
 {
-	char words[SANDBOX_SPEC_WORDS][SANDBOX_SPEC_WORD], *req[3 + SANDBOX_SPEC_WORDS];
-	char timeout[32];
+	char words[SANDBOX_SPEC_WORDS][SANDBOX_SPEC_WORD], *req[4 + SANDBOX_SPEC_WORDS];
+	char timeout[32], watch[] = "watch=cpu";
 	char *reply = NULL;
 	size_t len = 0;
 	FILE *out = open_memstream(&reply, &len);
@@ -203,6 +203,9 @@ static int prepare_sandbox(struct run *r)
 			 (unsigned long long)r->o->limits.timeout_ms);
 		req[n++] = timeout;
 	}
+	/* a v1 CPU limit is egretctl's to watch (egretd watches v2 cgroups' cpu.stat) */
+	if (r->o->limits.cpu_milli && r->lc.cpu_v1)
+		req[n++] = watch;
 	r->asked_ns = now_ns(CLOCK_MONOTONIC);
 	rc = out ? control__call(r->p->control, n, req, out, stderr, 30) : -ENOMEM;
 	r->egretd_timeout = rc == 0 && r->o->limits.timeout_ms;
@@ -614,7 +617,7 @@ static int limits_tick(struct run *r)
 		else
 			wait = (int)((r->deadline_ns - now + 999999) / 1000000);
 	}
-	if (r->o->limits.cpu_milli && !r->throttled) {
+	if (r->o->limits.cpu_milli && r->lc.cpu_v1 && !r->throttled) {
 		if (limits__cpu_stat(&r->lc, &cpu[0], &cpu[1], &cpu[2]) == 0 &&
 		    cpu[1] > r->cpu0[1]) {
 			r->throttled = true;
