@@ -362,6 +362,152 @@ int limits__v2_set(const struct limits *l, const char *dir, char *err, size_t er
 	return changed;
 }
 
+/* The v1 cgroup (relative to its hierarchy's root) of pid in the hierarchy holding ctl, from
+ * /proc/PID/cgroup ("N:cpu,cpuacct:/path"): 0, or -ENOENT
+ */
+static int v1_path_of(pid_t pid, const char *ctl, char *out, size_t size)
+{
+	char file[64], text[4096];
+	size_t n = strlen(ctl);
+
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	if (read_file(file, text, sizeof(text)) <= 0)
+		return -ENOENT;
+	for (char *line = text; line && *line;) {
+		char *next = strchr(line, '\n'), *c1 = strchr(line, ':'), *c2;
+
+		if (next)
+			*next++ = '\0';
+		c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+		for (char *p = c1 ? c1 + 1 : NULL; p && c2 && p < c2; p += strcspn(p, ",:") + 1) {
+			if (!strncmp(p, ctl, n) && (p[n] == ',' || p[n] == ':')) {
+				str_copy(out, size, c2 + 1);
+				return 0;
+			}
+		}
+		line = next;
+	}
+	return -ENOENT;
+}
+
+/* v1 cpu: period then quota, unless the cgroup's quota/period is as tight already */
+static int v1_cpu_lower(const char *dir, uint32_t milli, char *err, size_t errsz)
+{
+	char file[PATH_MAX + 32], text[32], value[32];
+	uint64_t quota = (uint64_t)milli * (CPU_PERIOD_US / 1000);
+	long long hq;
+	unsigned long long hp;
+	int e;
+
+	snprintf(file, sizeof(file), "%s/cpu.cfs_quota_us", dir);
+	if (read_file(file, text, sizeof(text)) > 0 && sscanf(text, "%lld", &hq) == 1 && hq > 0) {
+		snprintf(file, sizeof(file), "%s/cpu.cfs_period_us", dir);
+		if (read_file(file, text, sizeof(text)) > 0 && sscanf(text, "%llu", &hp) == 1 &&
+		    hp && (unsigned __int128)hq * CPU_PERIOD_US <= (unsigned __int128)quota * hp)
+			return 0;
+	}
+	snprintf(value, sizeof(value), "%u", CPU_PERIOD_US);
+	e = write_in(dir, "cpu.cfs_period_us", value, err, errsz);
+	if (e)
+		return e;
+	snprintf(value, sizeof(value), "%llu", (unsigned long long)quota);
+	e = write_in(dir, "cpu.cfs_quota_us", value, err, errsz);
+	return e ? e : 1;
+}
+
+#define V1_DIRS_MAX 8 /* distinct v1 cgroups of one sandbox's processes */
+
+int limits__v1_set(const struct limits *l, const char *v2_mount, const char *dir, char *err,
+		   size_t errsz)
+{
+	struct {
+		const char *ctl, *file;
+		uint64_t v;
+	} want[] = {
+		{ "memory", "memory.limit_in_bytes", l->memory },
+		{ "cpu", "cpu.cfs_quota_us", l->cpu_milli },
+		{ "pids", "pids.max", l->pids },
+	};
+	char file[PATH_MAX + 32], procs[16384], mnt[PATH_MAX], rel[PATH_MAX], v1[PATH_MAX];
+	int changed = 0, e, in_root = 0;
+
+	err[0] = '\0';
+	snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
+	if (read_file(file, procs, sizeof(procs)) < 0)
+		return 0; /* gone */
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		char done[V1_DIRS_MAX][PATH_MAX];
+		size_t ndone = 0;
+
+		snprintf(file, sizeof(file), "%s/cgroup.controllers", v2_mount);
+		if (!want[i].v || file_has_word(file, want[i].ctl) ||
+		    cgroup__v1_mount(want[i].ctl, strlen(want[i].ctl), mnt, sizeof(mnt)))
+			continue;
+		for (char *p = procs; *p; p += strcspn(p, "\n"), p += *p == '\n') {
+			pid_t pid = (pid_t)atoi(p);
+			bool seen = false;
+
+			if (pid <= 0 || v1_path_of(pid, want[i].ctl, rel, sizeof(rel)))
+				continue;
+			if (!strcmp(rel, "/")) {
+				in_root++;
+				continue;
+			}
+			for (size_t k = 0; k < ndone && !seen; k++)
+				seen = !strcmp(done[k], rel);
+			if (seen || ndone == V1_DIRS_MAX)
+				continue;
+			str_copy(done[ndone++], sizeof(done[0]), rel);
+			if ((size_t)snprintf(v1, sizeof(v1), "%s%s", mnt, rel) >= sizeof(v1))
+				continue;
+			if (want[i].ctl[0] == 'c') {
+				e = v1_cpu_lower(v1, (uint32_t)want[i].v, err, errsz);
+			} else {
+				char value[32];
+
+				snprintf(value, sizeof(value), "%llu",
+					 (unsigned long long)want[i].v);
+				e = v2_lower(v1, want[i].file, value, err, errsz);
+			}
+			if (e < 0)
+				return e;
+			changed += e;
+		}
+	}
+	if (in_root) {
+		snprintf(err, errsz,
+			 "%d of its processes are in a v1 hierarchy's root cgroup, where no limit "
+			 "can be set without moving them",
+			 in_root);
+		return -EPERM;
+	}
+	return changed;
+}
+
+void limits__split(const struct limits *l, const char *v2_mount, struct limits *v2,
+		   struct limits *v1)
+{
+	char file[PATH_MAX + 32];
+
+	snprintf(file, sizeof(file), "%s/cgroup.controllers", v2_mount);
+	memset(v2, 0, sizeof(*v2));
+	*v1 = *v2;
+	if (file_has_word(file, "memory"))
+		v2->memory = l->memory;
+	else
+		v1->memory = l->memory;
+	v2->memory_high = l->memory_high;
+	if (file_has_word(file, "cpu"))
+		v2->cpu_milli = l->cpu_milli;
+	else
+		v1->cpu_milli = l->cpu_milli;
+	if (file_has_word(file, "pids"))
+		v2->pids = l->pids;
+	else
+		v1->pids = l->pids;
+	v2->timeout_ms = l->timeout_ms;
+}
+
 int limits__v2_check(const struct limits *l, const char *v2_mount, const char *root, char *err,
 		     size_t errsz)
 {
@@ -376,12 +522,20 @@ int limits__v2_check(const struct limits *l, const char *v2_mount, const char *r
 			continue;
 		snprintf(file, sizeof(file), "%s/cgroup.controllers", v2_mount);
 		if (!file_has_word(file, ctl[i])) {
+			char mnt[PATH_MAX];
+
+			/* a hybrid host's v1 hierarchy: the sandboxes' processes' v1 cgroups */
+			if (strcmp(opt[i], "memory-high") &&
+			    !cgroup__v1_mount(ctl[i], strlen(ctl[i]), mnt, sizeof(mnt)))
+				continue;
 			snprintf(
 				err, errsz,
-				"limit %s: the %s controller is not offered by cgroup v2 here (%s); "
-				"egretd sets a policy's limits through v2 only (egretctl run's "
-				"--memory, --cpus and --pids use a v1 hierarchy where v2 lacks one)",
-				opt[i], ctl[i], file);
+				"limit %s: the %s controller is not offered by cgroup v2 here (%s)%s",
+				opt[i], ctl[i], file,
+				strcmp(opt[i], "memory-high")
+					? " nor mounted as a v1 hierarchy"
+					: "; memory.high is cgroup v2's (a hybrid host keeps memory "
+					  "in v1)");
 			return -ENOTSUP;
 		}
 		e = v2_enable(v2_mount, root, ctl[i], err, errsz);

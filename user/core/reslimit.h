@@ -45,9 +45,9 @@ int limits__parse_duration(const char *s, uint64_t *ms);
  */
 int limits__apply(const struct limits *l, const char *v2_mount, const char *root, const char *name,
 		  struct limit_cgroups *lc, char *err, size_t errsz);
-/* egretd's, for a policy's limits (any sandbox's cgroup, a runtime's too): on cgroup v2 only.
- * Is each controller l asks for offered by v2 (and enabled from v2_mount down to root, so
- * root's children have it)? 0, or -errno with err saying which and what to do.
+/* egretd's, for a policy's limits (any sandbox's cgroup, a runtime's too): is each controller
+ * l asks for offered by v2 (and enabled from v2_mount down to root, so root's children have
+ * it), or mounted as a v1 hierarchy (memory.high: v2 only)? 0, or -errno with err.
  */
 int limits__v2_check(const struct limits *l, const char *v2_mount, const char *root, char *err,
 		     size_t errsz);
@@ -56,6 +56,19 @@ int limits__v2_check(const struct limits *l, const char *v2_mount, const char *r
  * -errno with err
  */
 int limits__v2_set(const struct limits *l, const char *dir, char *err, size_t errsz);
+/* l into the limits cgroup v2 (v2_mount) can hold (its controllers', memory.high, the
+ * timeout) and those a hybrid host's v1 hierarchies hold
+ */
+void limits__split(const struct limits *l, const char *v2_mount, struct limits *v2,
+		   struct limits *v1);
+/* On a hybrid host, l's memory, CPU and pids limits for those of them cgroup v2 (v2_mount)
+ * does not offer: in the v1 cgroups the processes of the v2 cgroup dir are in (where their
+ * runtime, or egretctl run, placed them), each only where tighter. How many were written;
+ * -EPERM with err when processes are in a v1 hierarchy's root (no limit without moving them);
+ * -errno with err.
+ */
+int limits__v1_set(const struct limits *l, const char *v2_mount, const char *dir, char *err,
+		   size_t errsz);
 /* the v2 cgroup dir frozen (cgroup.freeze); killed whole (cgroup.kill, 5.14; else each
  * process cgroup.procs lists, until none is left)
  */

@@ -55,13 +55,15 @@ struct engine {
 	const char *no_enforce; /* a kernel gap nobody accepted (kfeatures): no enforce mode */
 };
 
-#define ENGINE_SB_INSTALLED  1u	 /* sandbox_entry.flags: its rules are installed */
-#define ENGINE_SB_EXEMPT     2u	 /* sandbox_entry.flags: an exempt cgroup (the host's) */
-#define ENGINE_SB_UNCLAIMED  4u	 /* sandbox_entry.flags: a root child egretd does not register */
-#define ENGINE_SB_TIMED_OUT  8u	 /* sandbox_entry.flags: killed at its policy timeout */
-#define ENGINE_SB_OVER_HIGH  16u /* sandbox_entry.flags: went over memory.high, reported */
-#define ENGINE_SB_THROTTLED  32u /* sandbox_entry.flags: throttled at cpu.max, reported */
-#define ENGINE_SB_CPU_BY_RUN 64u /* sandbox_entry.flags: egretctl run reports its throttling */
+#define ENGINE_SB_INSTALLED  1u	  /* sandbox_entry.flags: its rules are installed */
+#define ENGINE_SB_EXEMPT     2u	  /* sandbox_entry.flags: an exempt cgroup (the host's) */
+#define ENGINE_SB_UNCLAIMED  4u	  /* sandbox_entry.flags: a root child egretd does not register */
+#define ENGINE_SB_TIMED_OUT  8u	  /* sandbox_entry.flags: killed at its policy timeout */
+#define ENGINE_SB_OVER_HIGH  16u  /* sandbox_entry.flags: went over memory.high, reported */
+#define ENGINE_SB_THROTTLED  32u  /* sandbox_entry.flags: throttled at cpu.max, reported */
+#define ENGINE_SB_CPU_BY_RUN 64u  /* sandbox_entry.flags: egretctl run reports its throttling */
+#define ENGINE_SB_V1_LIMITS  128u /* sandbox_entry.flags: policy limits in v1 cgroups, kept up */
+#define ENGINE_SB_V1_ERROR   256u /* sandbox_entry.flags: they could not be set (logged once) */
 
 int engine__init(struct engine *e, const char *policy_path, const char *live_path,
 		 const struct egret_paths *paths, const struct engine_maps *maps);

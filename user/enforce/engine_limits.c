@@ -1,6 +1,7 @@
 /* A policy's limit lines (policy.h) on the sandboxes they select: memory, CPU and pids limits in
  * each sandbox's cgroup v2 directory (under egret's root, or a registered container's cgroup:
- * a runtime's), never raising one the cgroup has; and the timeout, wall clock from the cgroup's
+ * a runtime's), or on a hybrid host in the v1 cgroups its processes are in, never raising one
+ * a cgroup has; the throttling and memory.high events of v2 sandboxes; and the timeout, wall clock from the cgroup's
  * creation (or egretctl run --timeout's, from the command's start: egretd enforces it whatever
  * becomes of egretctl), after which the sandbox is frozen, reported (ResourceLimit
  * KIND_TIMEOUT) and killed, and killed again whenever something runs in it.
@@ -80,10 +81,32 @@ static uint64_t born_of(const char *path)
 	return real_ns - ctime_ns < boot_ns ? boot_ns - (real_ns - ctime_ns) : 1;
 }
 
+/* The v1 part l1 of sandbox s's limits (path its v2 cgroup) in the v1 cgroups its processes
+ * are in: at every change and every second (a runtime places its processes after the cgroup
+ * is made); an error logged once.
+ */
+static void v1_limits(struct engine *e, struct sandbox_entry *s, const char *path,
+		      const struct limits *l1)
+{
+	char err[PATH_MAX + 256];
+	int n;
+
+	if (!e->paths)
+		return;
+	n = limits__v1_set(l1, e->paths->cgroup_mount, path, err, sizeof(err));
+	if (n < 0 && !(s->flags & ENGINE_SB_V1_ERROR)) {
+		s->flags |= ENGINE_SB_V1_ERROR;
+		log_err("sandbox %s: its policy limits are not all set in v1: %s", s->name, err);
+	} else if (n > 0) {
+		log_info("sandbox %s: %d policy limit%s set in its v1 cgroups", s->name, n,
+			 n == 1 ? "" : "s");
+	}
+}
+
 void engine__limits_one(struct engine *e, struct sandbox_entry *s)
 {
 	char path[PATH_MAX], err[PATH_MAX + 256];
-	struct limits l;
+	struct limits l, l1, l2;
 	int n;
 
 	if (!s->id || !(s->flags & ENGINE_SB_INSTALLED) || (s->flags & ENGINE_SB_EXEMPT))
@@ -104,12 +127,18 @@ void engine__limits_one(struct engine *e, struct sandbox_entry *s)
 	}
 	if (!l.memory && !l.memory_high && !l.cpu_milli && !l.pids)
 		return;
-	n = limits__v2_set(&l, path, err, sizeof(err));
+	limits__split(&l, e->paths ? e->paths->cgroup_mount : "/nonexistent", &l2, &l1);
+	n = limits__v2_set(&l2, path, err, sizeof(err));
 	if (n < 0)
 		log_err("sandbox %s: its policy limits are not set: %s", s->name, err);
 	else if (n > 0)
 		log_info("sandbox %s: %d policy limit%s set in %s", s->name, n, n == 1 ? "" : "s",
 			 path);
+	s->flags &= ~ENGINE_SB_V1_LIMITS;
+	if (l1.memory || l1.cpu_milli || l1.pids) {
+		s->flags |= ENGINE_SB_V1_LIMITS;
+		v1_limits(e, s, path, &l1);
+	}
 }
 
 void engine__run_limits(struct engine *e, uint64_t id, uint64_t ms, bool cpu_watched)
@@ -339,9 +368,16 @@ void engine__limits_tick(struct engine *e)
 		struct sandbox_entry *s = sandbox_names__at(&e->reg, i);
 
 		if (!s || !(s->flags & ENGINE_SB_INSTALLED) || (s->flags & ENGINE_SB_EXEMPT) ||
-		    (!memory && !cpu && !s->deadline_ns) ||
+		    (!memory && !cpu && !s->deadline_ns && !(s->flags & ENGINE_SB_V1_LIMITS)) ||
 		    engine__sandbox_path(e, s->id, path, sizeof(path)))
 			continue;
+		if (s->flags & ENGINE_SB_V1_LIMITS) {
+			struct limits l, l1, l2;
+
+			limits_of(&e->pol, s, &l);
+			limits__split(&l, e->paths->cgroup_mount, &l2, &l1);
+			v1_limits(e, s, path, &l1);
+		}
 		if (memory)
 			look_at_high(e, s, path);
 		if (cpu)

@@ -79,8 +79,9 @@ struct policy_iface {
  *   pids N                   pids.max
  *   timeout TIME             wall clock from the sandbox's start (90s, 5m, 1h): amount in ms;
  *                            then it is frozen, reported and killed
- * egretd sets memory, cpus and pids through cgroup v2 only (a runtime's cgroups, or those
- * under egret's root), never raising a limit the cgroup has.
+ * egretd sets memory, cpus and pids in cgroup v2 (a runtime's cgroups, or those under egret's
+ * root), or on a hybrid host in the v1 cgroups the sandbox's processes are in, never raising
+ * a limit the cgroup has.
  */
 enum budget_kind {
 	BUDGET_DNS = 1,
