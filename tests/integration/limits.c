@@ -634,8 +634,8 @@ static void policy_limits_in_v1(void)
 {
 	char pmnt[PATH_MAX], mmnt[PATH_MAX], out[8192], file[PATH_MAX * 2], text[256];
 	char v2[PATH_MAX + 16], v2t[PATH_MAX + 16], p1[PATH_MAX + 64], m1[PATH_MAX + 64];
-	char pt[PATH_MAX + 64];
-	pid_t pid, tpid;
+	char pt[PATH_MAX + 64], v2s[PATH_MAX + 16], ps[PATH_MAX + 64];
+	pid_t pid, tpid, spid, hpid;
 
 	cr_assert_eq(cgroup_v1__mount("pids", pmnt, sizeof(pmnt)), 0,
 		     "cgroup v2 has no pids controller and there is no v1 pids hierarchy");
@@ -670,11 +670,41 @@ static void policy_limits_in_v1(void)
 	usleep(1500000); /* egretd looked at rtight too */
 	cr_assert_gt(read_file(file, text, sizeof(text)), 0, "%s", file);
 	cr_expect_eq(atoi(text), 8, "rtight's v1 pids.max raised to %s", text);
+	/* a v1 cgroup the sandbox shares with a host process (a runtime that left its processes
+	 * in its own service's): not limited, that would limit the host's process too
+	 */
+	snprintf(v2s, sizeof(v2s), "%s/rshared", T->cgroup_root);
+	snprintf(ps, sizeof(ps), "%s/%s/shared", pmnt, T->name);
+	cr_assert_eq(mkdir(v2s, 0755), 0, "%s: %s", v2s, strerror(errno));
+	cr_assert_eq(mkdir_p(ps, 0755), 0, "%s", ps);
+	hpid = fork();
+	cr_assert_geq(hpid, 0);
+	if (hpid == 0) {
+		snprintf(file, sizeof(file), "%s/cgroup.procs", ps);
+		if (write_file(file, "0"))
+			_exit(98);
+		execl("/bin/sleep", "sleep", "30", (char *)NULL);
+		_exit(127);
+	}
+	harness_kill_at_teardown(&hpid);
+	spid = placed_v1(v2s, (char *[]){ ps, NULL }, "exec sleep 30");
+	harness_kill_at_teardown(&spid);
+	usleep(2500000 * harness_timeout_scale());
+	snprintf(file, sizeof(file), "%s/pids.max", ps);
+	cr_assert_gt(read_file(file, text, sizeof(text)), 0, "%s", file);
+	cr_expect(!strncmp(text, "max", 3), "a v1 cgroup shared with the host was limited: %s",
+		  text);
+	cr_expect(strstr(harness_log(T), "hold processes of others"), "%s", harness_log(T));
 	kill(tpid, SIGKILL);
+	kill(spid, SIGKILL);
+	kill(hpid, SIGKILL);
 	waitpid(tpid, NULL, 0);
-	tpid = 0;
+	waitpid(spid, NULL, 0);
+	waitpid(hpid, NULL, 0);
+	tpid = spid = hpid = 0;
 	rmdir(v2);
 	rmdir(v2t);
+	rmdir(v2s);
 }
 
 /* The policy's pids (and memory) limits, on a sandbox a runtime placed: in its v2 cgroup where
@@ -695,6 +725,9 @@ Test(limits, policy_limits_are_set_in_v2_or_in_a_hybrid_hosts_v1)
 				       "    limit memory 64M\n"
 				       "}\n"
 				       "sandbox rtight {\n"
+				       "    limit pids 16\n"
+				       "}\n"
+				       "sandbox rshared {\n"
 				       "    limit pids 16\n"
 				       "}\n"),
 		     0);

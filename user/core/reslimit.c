@@ -417,6 +417,32 @@ static int v1_cpu_lower(const char *dir, uint32_t milli, char *err, size_t errsz
 
 #define V1_DIRS_MAX 8 /* distinct v1 cgroups of one sandbox's processes */
 
+/* Is every process of the v1 cgroup v1 in the v2 cgroup v2rel (relative to the v2 mount) or
+ * below it? A limit on a v1 cgroup the sandbox shares with others (a runtime that left its
+ * processes in its own service's cgroup) would limit those too.
+ */
+static bool v1_only_of(const char *v1, const char *v2rel)
+{
+	char file[PATH_MAX + 16], procs[16384], cg[64], text[4096];
+	size_t n = strlen(v2rel);
+
+	snprintf(file, sizeof(file), "%s/cgroup.procs", v1);
+	if (read_file(file, procs, sizeof(procs)) < 0)
+		return false;
+	for (char *p = procs; *p; p += strcspn(p, "\n"), p += *p == '\n') {
+		const char *v2line;
+
+		snprintf(cg, sizeof(cg), "/proc/%d/cgroup", atoi(p));
+		if (read_file(cg, text, sizeof(text)) <= 0)
+			continue; /* gone */
+		v2line = strstr(text, "\n0::");
+		v2line = !strncmp(text, "0::", 3) ? text + 3 : v2line ? v2line + 4 : NULL;
+		if (!v2line || strncmp(v2line, v2rel, n) || (v2line[n] != '/' && v2line[n] != '\n'))
+			return false;
+	}
+	return true;
+}
+
 int limits__v1_set(const struct limits *l, const char *v2_mount, const char *dir, char *err,
 		   size_t errsz)
 {
@@ -429,9 +455,13 @@ int limits__v1_set(const struct limits *l, const char *v2_mount, const char *dir
 		{ "pids", "pids.max", l->pids },
 	};
 	char file[PATH_MAX + 32], procs[16384], mnt[PATH_MAX], rel[PATH_MAX], v1[PATH_MAX];
-	int changed = 0, e, in_root = 0;
+	size_t mlen = strlen(v2_mount);
+	const char *v2rel = strncmp(dir, v2_mount, mlen) ? NULL : dir + mlen;
+	int changed = 0, e, in_root = 0, shared = 0;
 
 	err[0] = '\0';
+	if (!v2rel || v2rel[0] != '/')
+		return -EINVAL;
 	snprintf(file, sizeof(file), "%s/cgroup.procs", dir);
 	if (read_file(file, procs, sizeof(procs)) < 0)
 		return 0; /* gone */
@@ -460,6 +490,10 @@ int limits__v1_set(const struct limits *l, const char *v2_mount, const char *dir
 			str_copy(done[ndone++], sizeof(done[0]), rel);
 			if ((size_t)snprintf(v1, sizeof(v1), "%s%s", mnt, rel) >= sizeof(v1))
 				continue;
+			if (!v1_only_of(v1, v2rel)) {
+				shared++;
+				continue;
+			}
 			if (want[i].ctl[0] == 'c') {
 				e = v1_cpu_lower(v1, (uint32_t)want[i].v, err, errsz);
 			} else {
@@ -474,11 +508,13 @@ int limits__v1_set(const struct limits *l, const char *v2_mount, const char *dir
 			changed += e;
 		}
 	}
-	if (in_root) {
-		snprintf(err, errsz,
-			 "%d of its processes are in a v1 hierarchy's root cgroup, where no limit "
-			 "can be set without moving them",
-			 in_root);
+	if (in_root || shared) {
+		snprintf(
+			err, errsz,
+			"%d of its processes are in a v1 hierarchy's root cgroup and %d v1 cgroups "
+			"of its hold processes of others: no limit is set there (it would take "
+			"moving them, or limit others)",
+			in_root, shared);
 		return -EPERM;
 	}
 	return changed;

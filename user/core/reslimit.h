@@ -63,9 +63,10 @@ void limits__split(const struct limits *l, const char *v2_mount, struct limits *
 		   struct limits *v1);
 /* On a hybrid host, l's memory, CPU and pids limits for those of them cgroup v2 (v2_mount)
  * does not offer: in the v1 cgroups the processes of the v2 cgroup dir are in (where their
- * runtime, or egretctl run, placed them), each only where tighter. How many were written;
- * -EPERM with err when processes are in a v1 hierarchy's root (no limit without moving them);
- * -errno with err.
+ * runtime, or egretctl run, placed them), each only where tighter and only in a v1 cgroup
+ * that holds the sandbox's processes alone. How many were written; -EPERM with err when
+ * processes are in a v1 hierarchy's root or in a v1 cgroup shared with others (nothing set
+ * there); -errno with err.
  */
 int limits__v1_set(const struct limits *l, const char *v2_mount, const char *dir, char *err,
 		   size_t errsz);
