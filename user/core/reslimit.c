@@ -655,6 +655,24 @@ static int stat_value(const char *text, const char *key, uint64_t *out)
 	return -ENOENT;
 }
 
+int limits__file_value(const char *dir, const char *file, const char *key, uint64_t *out)
+{
+	char path[PATH_MAX + 64], text[1024];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (read_file(path, text, sizeof(text)) <= 0)
+		return -ENOENT;
+	return stat_value(text, key, out);
+}
+
+bool limits__v2_offers(const char *v2_mount, const char *ctl)
+{
+	char file[PATH_MAX + 32];
+
+	snprintf(file, sizeof(file), "%s/cgroup.controllers", v2_mount);
+	return file_has_word(file, ctl);
+}
+
 int limits__cpu_stat(const struct limit_cgroups *lc, uint64_t *periods, uint64_t *throttled,
 		     uint64_t *throttled_ns)
 {

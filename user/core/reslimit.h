@@ -79,6 +79,12 @@ void limits__kill(const char *dir);
 int limits__join(const struct limit_cgroups *lc, pid_t pid);
 /* remove the v1 cgroups of lc (empty by now): 0 or the first -errno */
 int limits__remove(const struct limit_cgroups *lc);
+/* The number after "KEY " in the flat-keyed cgroup file dir/file (cpu.stat, memory.events):
+ * 0, -ENOENT (no file, no key) or -EBADMSG
+ */
+int limits__file_value(const char *dir, const char *file, const char *key, uint64_t *out);
+/* Does cgroup v2 (mounted at v2_mount) offer controller ctl (its cgroup.controllers)? */
+bool limits__v2_offers(const char *v2_mount, const char *ctl);
 /* the CPU limit's scheduler periods, of them throttled, and time throttled (ns): 0 or -errno */
 int limits__cpu_stat(const struct limit_cgroups *lc, uint64_t *periods, uint64_t *throttled,
 		     uint64_t *throttled_ns);

@@ -201,18 +201,6 @@ static void emit_timeout(struct engine *e, const struct sandbox_entry *s, const 
 	emit_limit(e, s, path, &rl);
 }
 
-/* The number after "key " in a flat-keyed cgroup file's text; 0 when none. */
-static uint64_t keyed(const char *text, const char *key)
-{
-	size_t n = strlen(key);
-
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (!strncmp(p, key, n) && p[n] == ' ')
-			return strtoull(p + n + 1, NULL, 10);
-	}
-	return 0;
-}
-
 /* A cgroup file's one number ("max": UINT64_MAX); 0 when unreadable. */
 static uint64_t cg_number(const char *path, const char *file)
 {
@@ -243,14 +231,9 @@ static void emit_high(struct engine *e, const struct sandbox_entry *s, const cha
  */
 static void look_at_high(struct engine *e, struct sandbox_entry *s, const char *path)
 {
-	char file[PATH_MAX + 16], text[512];
 	uint64_t high;
 
-	snprintf(file, sizeof(file), "%s/memory.events", path);
-	if (read_file(file, text, sizeof(text)) <= 0)
-		return;
-	high = keyed(text, "high");
-	if (high <= s->high_count)
+	if (limits__file_value(path, "memory.events", "high", &high) || high <= s->high_count)
 		return;
 	s->high_count = high;
 	if (s->flags & ENGINE_SB_OVER_HIGH)
@@ -296,16 +279,15 @@ static void emit_throttle(struct engine *e, const struct sandbox_entry *s, const
  */
 static void look_at_cpu(struct engine *e, struct sandbox_entry *s, const char *path)
 {
-	char file[PATH_MAX + 16], text[512];
+	struct limit_cgroups lc = { .cpu_v1 = false };
+	uint64_t v[3];
 
 	if (s->flags & ENGINE_SB_CPU_BY_RUN)
 		return;
-	snprintf(file, sizeof(file), "%s/cpu.stat", path);
-	if (read_file(file, text, sizeof(text)) <= 0)
-		return;
-	s->cpu_stat[0] = keyed(text, "nr_periods");
-	s->cpu_stat[1] = keyed(text, "nr_throttled");
-	s->cpu_stat[2] = keyed(text, "throttled_usec") * 1000;
+	snprintf(lc.cpu_stat, sizeof(lc.cpu_stat), "%s/cpu.stat", path);
+	if (limits__cpu_stat(&lc, &v[0], &v[1], &v[2]))
+		return; /* no cpu controller in this cgroup, or gone */
+	memcpy(s->cpu_stat, v, sizeof(v));
 	if (!s->cpu_stat[1] || (s->flags & ENGINE_SB_THROTTLED))
 		return;
 	s->flags |= ENGINE_SB_THROTTLED;
@@ -331,24 +313,6 @@ void engine__limits_gone(struct engine *e, uint64_t id)
 	s->flags &= ~(ENGINE_SB_OVER_HIGH | ENGINE_SB_THROTTLED);
 }
 
-/* Does cgroup v2 offer controller ctl here (else no sandbox has its files)? */
-static bool v2_offers(const struct engine *e, const char *ctl)
-{
-	char file[PATH_MAX + 32], text[256];
-	char *p, *save = NULL;
-
-	if (!e->paths)
-		return false;
-	snprintf(file, sizeof(file), "%s/cgroup.controllers", e->paths->cgroup_mount);
-	if (read_file(file, text, sizeof(text)) <= 0)
-		return false;
-	for (p = strtok_r(text, " \n", &save); p; p = strtok_r(NULL, " \n", &save)) {
-		if (!strcmp(p, ctl))
-			return true;
-	}
-	return false;
-}
-
 /* Does the cgroup at path hold a process (cgroup.events: "populated 1")? */
 static bool populated(const char *path)
 {
@@ -361,7 +325,8 @@ static bool populated(const char *path)
 void engine__limits_tick(struct engine *e)
 {
 	uint64_t now = now_ns(CLOCK_BOOTTIME);
-	bool memory = v2_offers(e, "memory"), cpu = v2_offers(e, "cpu");
+	bool memory = e->paths && limits__v2_offers(e->paths->cgroup_mount, "memory");
+	bool cpu = e->paths && limits__v2_offers(e->paths->cgroup_mount, "cpu");
 	char path[PATH_MAX];
 
 	for (size_t i = 0; i < sandbox_names__slots(&e->reg); i++) {
