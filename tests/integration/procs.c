@@ -230,16 +230,15 @@ static bool log_says(const char *text, int ms)
 	return strstr(harness_log(T), text) != NULL;
 }
 
-/* Whether pid runs again (not stopped, not in a trace stop) within 3 s: a stop a sandbox sent
- * to egretd is answered by the kernel (6.13) or by egret's keeper (every 100 ms), one sent to
- * the keeper by egretd (every second).
+/* Whether pid runs again within 3 s: no thread stopped or in a trace stop, and no stop pending
+ * (a stop just queued leaves the process running for a while). A stop a sandbox sent to egretd
+ * is answered by the kernel (6.13) or by egret's keeper (every 100 ms), one sent to the keeper
+ * by egretd (every second).
  */
 static bool continued(pid_t pid)
 {
 	for (int i = 0; i < 150 * (int)harness_timeout_scale(); i++) {
-		char st = proc_state(pid);
-
-		if (st != 'T' && st != 't')
+		if (proc_stopping(pid) == 0)
 			return true;
 		usleep(20000);
 	}

@@ -28,6 +28,11 @@ int parse_size(const char *s, uint64_t *out);
 void random_hex(char *out, size_t nbytes);
 /* The state letter of /proc/PID/stat ('R', 'S', 'T'...), 0 when it cannot be read. */
 char proc_state(pid_t pid);
+/* Whether process pid is stopped or on its way to be: a thread in a stop or trace stop, or a
+ * stop signal pending for the process or one of its threads (queued and not yet taken by a
+ * thread, the process looks running). 1 stopping, 0 not, -errno when it cannot be read.
+ */
+int proc_stopping(pid_t pid);
 uint64_t now_ns(int clock);
 
 /* The length of the UTF-8 sequence at p (n bytes left), 0 when it is not a valid one (RFC

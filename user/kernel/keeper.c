@@ -105,13 +105,18 @@ static bool stopped_by_sandbox(const struct stop_guard *g, uint64_t since_ns)
 bool stop_guard__check(struct stop_guard *g)
 {
 	uint64_t now = now_ns(CLOCK_BOOTTIME); /* before the look: a stop after it is newer */
-	char state;
+	int stopping;
 
 	if (g->senders_fd < 0 || g->pid <= 0)
 		return false;
-	state = proc_state(g->pid);
-	if (state != 'T' && state != 't') {
-		g->running_ns = now;
+	/* Not "its state is not T": a stop the kernel queued is a while (on a loaded machine,
+	 * hundreds of milliseconds) in the process before a thread takes it and stops; a look then
+	 * would take the stop's record for one already answered, and leave it stopped.
+	 */
+	stopping = proc_stopping(g->pid);
+	if (stopping <= 0) {
+		if (stopping == 0)
+			g->running_ns = now;
 		return false;
 	}
 	if (!stopped_by_sandbox(g, g->running_ns))

@@ -30,7 +30,8 @@ struct keeper_item {
 struct stop_guard {
 	pid_t pid;	     /* the process watched */
 	int senders_fd;	     /* signal_senders: the kernel's record of sandboxed senders */
-	uint64_t running_ns; /* CLOCK_BOOTTIME just before it was last seen not stopped */
+	uint64_t running_ns; /* CLOCK_BOOTTIME just before it was last seen neither stopped nor
+			      * with a stop pending */
 	const char *what;
 };
 
