@@ -86,7 +86,10 @@ Test(stopping, a_stopped_process_is_stopping_until_continued)
 
 	cr_assert_eq(kill(pid, SIGSTOP), 0);
 	cr_expect_eq(proc_stopping(pid), 1, "a SIGSTOP just sent was not seen");
-	cr_expect(wait_for(pid, 1) && proc_state(pid) == 'T', "the child did not stop");
+	for (int i = 0; i < 500 && proc_state(pid) != 'T'; i++)
+		usleep(10000);
+	cr_expect_eq(proc_state(pid), 'T', "the child did not stop");
+	cr_expect_eq(proc_stopping(pid), 1, "a stopped child is not stopping");
 	cr_assert_eq(kill(pid, SIGCONT), 0);
 	cr_expect(wait_for(pid, 0), "the child was not seen continued");
 }
