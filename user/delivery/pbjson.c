@@ -13,26 +13,73 @@
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* Output through stdio's unlocked calls (one thread writes a stream: the sinks, tail, OTLP's
- * bodies) and runs of bytes rather than characters: a JSON event is hundreds of them, and
- * fputc's lock and fprintf's parsing per byte were most of the stdout sink's and OTLP's time.
+/* Output into a buffer, written to a stream (the sinks, tail) once an event is whole or kept
+ * (OTLP's bodies): a JSON event is hundreds of bytes, and stdio's calls per run of them were
+ * most of the stdout sink's and OTLP's time.
  */
-static inline void put(FILE *out, char c)
+typedef struct pbjson_buf jbuf;
+
+static bool room_slow(jbuf *b, size_t n)
 {
-	putc_unlocked(c, out);
+	size_t cap = b->cap ? b->cap : 1024;
+	char *p;
+
+	while (cap - b->len < n)
+		cap *= 2;
+	p = b->heap ? realloc(b->p, cap) : malloc(cap);
+	if (!p) {
+		b->err = true;
+		return false;
+	}
+	if (!b->heap && b->len)
+		memcpy(p, b->p, b->len);
+	b->p = p;
+	b->cap = cap;
+	b->heap = true;
+	return true;
 }
 
-static inline void put_n(FILE *out, const void *p, size_t n)
+static inline bool room(jbuf *b, size_t n)
 {
-	fwrite_unlocked(p, 1, n, out);
+	return !b->err && (b->cap - b->len >= n || room_slow(b, n));
 }
 
-static inline void put_s(FILE *out, const char *s)
+static inline void put(jbuf *out, char c)
 {
-	fputs_unlocked(s, out);
+	if (room(out, 1))
+		out->p[out->len++] = c;
 }
 
-static void put_u64(FILE *out, uint64_t v)
+static inline void put_n(jbuf *out, const void *p, size_t n)
+{
+	if (room(out, n)) {
+		memcpy(out->p + out->len, p, n);
+		out->len += n;
+	}
+}
+
+static inline void put_s(jbuf *out, const char *s)
+{
+	put_n(out, s, strlen(s));
+}
+
+void pbjson__buf_free(struct pbjson_buf *b)
+{
+	if (b->heap)
+		free(b->p);
+	*b = (struct pbjson_buf){ 0 };
+}
+
+/* what a FILE call builds in: on the stack, unless an event is larger */
+#define STACK_JSON 4096
+
+static void buf_write(FILE *out, jbuf *b)
+{
+	fwrite_unlocked(b->p, 1, b->len, out);
+	pbjson__buf_free(b);
+}
+
+static void put_u64(jbuf *out, uint64_t v)
 {
 	char d[20];
 	size_t i = sizeof(d);
@@ -44,7 +91,7 @@ static void put_u64(FILE *out, uint64_t v)
 	put_n(out, d + i, sizeof(d) - i);
 }
 
-static void put_i64(FILE *out, int64_t v)
+static void put_i64(jbuf *out, int64_t v)
 {
 	if (v < 0) {
 		put(out, '-');
@@ -54,7 +101,7 @@ static void put_i64(FILE *out, int64_t v)
 	}
 }
 
-static void print_base64(FILE *out, const uint8_t *p, size_t n)
+static void print_base64(jbuf *out, const uint8_t *p, size_t n)
 {
 	put(out, '"');
 	for (size_t i = 0; i < n; i += 3) {
@@ -86,7 +133,7 @@ static inline bool plain(unsigned char c)
 }
 
 /* A JSON string; bytes that are not UTF-8 become U+FFFD. */
-void pbjson__string(FILE *out, const char *s, size_t len)
+static void print_string(jbuf *out, const char *s, size_t len)
 {
 	static const char hex[] = "0123456789abcdef";
 	const unsigned char *p = (const unsigned char *)s;
@@ -130,17 +177,19 @@ void pbjson__string(FILE *out, const char *s, size_t len)
 }
 
 /* JSON has no NaN or infinities: the proto3 mapping writes them as strings. */
-static void print_double(FILE *out, double v, int digits)
+static void print_double(jbuf *out, double v, int digits)
 {
 	if (isnan(v))
 		put_s(out, "\"NaN\"");
 	else if (isinf(v))
 		put_s(out, v > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-	else
-		fprintf(out, "%.*g", digits, v);
+	else if (room(out, 32))
+		out->len += (size_t)snprintf(out->p + out->len, 32, "%.*g", digits, v);
 }
 
-static void print_value(FILE *out, const ProtobufCFieldDescriptor *f, const void *v)
+static void print_message(jbuf *out, const ProtobufCMessage *msg, bool event);
+
+static void print_value(jbuf *out, const ProtobufCFieldDescriptor *f, const void *v)
 {
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_INT32:
@@ -180,7 +229,7 @@ static void print_value(FILE *out, const ProtobufCFieldDescriptor *f, const void
 			protobuf_c_enum_descriptor_get_value(f->descriptor, *(const int *)v);
 
 		if (ev)
-			pbjson__string(out, ev->name, strlen(ev->name));
+			print_string(out, ev->name, strlen(ev->name));
 		else
 			put_i64(out, *(const int *)v);
 		break;
@@ -188,7 +237,7 @@ static void print_value(FILE *out, const ProtobufCFieldDescriptor *f, const void
 	case PROTOBUF_C_TYPE_STRING: {
 		const char *s = *(char *const *)v;
 
-		pbjson__string(out, s ? s : "", s ? strlen(s) : 0);
+		print_string(out, s ? s : "", s ? strlen(s) : 0);
 		break;
 	}
 	case PROTOBUF_C_TYPE_BYTES: {
@@ -198,7 +247,7 @@ static void print_value(FILE *out, const ProtobufCFieldDescriptor *f, const void
 		break;
 	}
 	case PROTOBUF_C_TYPE_MESSAGE:
-		pbjson__print(out, *(ProtobufCMessage *const *)v);
+		print_message(out, *(ProtobufCMessage *const *)v, false);
 		break;
 	}
 }
@@ -245,7 +294,7 @@ static bool field_written(const ProtobufCMessage *msg, const ProtobufCFieldDescr
 	return true;
 }
 
-static void print_field(FILE *out, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f)
+static void print_field(jbuf *out, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f)
 {
 	const char *base = (const char *)msg;
 	const void *member = base + f->offset;
@@ -273,7 +322,7 @@ static void print_field(FILE *out, const ProtobufCMessage *msg, const ProtobufCF
 }
 
 /* An Event's own fields, beside those of its descriptor. */
-static void print_event_extra(FILE *out, const ProtobufCMessage *msg,
+static void print_event_extra(jbuf *out, const ProtobufCMessage *msg,
 			      const ProtobufCFieldDescriptor *f,
 			      const ProtobufCFieldDescriptor *next)
 {
@@ -293,11 +342,11 @@ static void print_event_extra(FILE *out, const ProtobufCMessage *msg,
 		const char *name = pbjson__event_name(ev);
 
 		put_s(out, ",\"event\":");
-		pbjson__string(out, name, strlen(name));
+		print_string(out, name, strlen(name));
 	}
 }
 
-static void print_message(FILE *out, const ProtobufCMessage *msg, bool event)
+static void print_message(jbuf *out, const ProtobufCMessage *msg, bool event)
 {
 	const ProtobufCMessageDescriptor *d = msg->descriptor;
 	bool first = true;
@@ -321,12 +370,34 @@ static void print_message(FILE *out, const ProtobufCMessage *msg, bool event)
 
 void pbjson__print(FILE *out, const ProtobufCMessage *msg)
 {
-	print_message(out, msg, false);
+	char stack[STACK_JSON];
+	jbuf b = { .p = stack, .cap = sizeof(stack) };
+
+	print_message(&b, msg, false);
+	buf_write(out, &b);
 }
 
 void pbjson__event(FILE *out, const Egret__V1__Event *ev)
 {
-	print_message(out, &ev->base, true);
+	char stack[STACK_JSON];
+	jbuf b = { .p = stack, .cap = sizeof(stack) };
+
+	print_message(&b, &ev->base, true);
+	buf_write(out, &b);
+}
+
+void pbjson__string(FILE *out, const char *s, size_t len)
+{
+	char stack[STACK_JSON];
+	jbuf b = { .p = stack, .cap = sizeof(stack) };
+
+	print_string(&b, s, len);
+	buf_write(out, &b);
+}
+
+void pbjson__event_buf(struct pbjson_buf *b, const Egret__V1__Event *ev)
+{
+	print_message(b, &ev->base, true);
 }
 
 const char *pbjson__event_name(const Egret__V1__Event *ev)
@@ -340,19 +411,31 @@ const char *pbjson__event_name(const Egret__V1__Event *ev)
 	return f ? f->name : "";
 }
 
+/* v as exactly n decimal digits at p (v < 10^n) */
+static void digits(char *p, unsigned int v, int n)
+{
+	while (n--) {
+		p[n] = (char)('0' + v % 10);
+		v /= 10;
+	}
+}
+
 void pbjson__rfc3339(uint64_t unix_nano, char *buf, size_t size)
 {
 	time_t secs = (time_t)(unix_nano / 1000000000ull);
-	char text[96]; /* room for any int in each field, so the format cannot be cut */
+	char text[] = "1970-01-01T00:00:00.000000000Z";
 	struct tm tm;
 
-	if (!gmtime_r(&secs, &tm)) {
-		snprintf(buf, size, "1970-01-01T00:00:00.000000000Z");
-		return;
+	/* years past 9999 cannot be written in four digits: the epoch, as for no time */
+	if (gmtime_r(&secs, &tm) && tm.tm_year + 1900 <= 9999) {
+		digits(text, (unsigned int)(tm.tm_year + 1900), 4);
+		digits(text + 5, (unsigned int)tm.tm_mon + 1, 2);
+		digits(text + 8, (unsigned int)tm.tm_mday, 2);
+		digits(text + 11, (unsigned int)tm.tm_hour, 2);
+		digits(text + 14, (unsigned int)tm.tm_min, 2);
+		digits(text + 17, (unsigned int)tm.tm_sec, 2);
+		digits(text + 20, (unsigned int)(unix_nano % 1000000000ull), 9);
 	}
-	snprintf(text, sizeof(text), "%04d-%02d-%02dT%02d:%02d:%02d.%09uZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (unsigned int)(unix_nano % 1000000000ull));
 	snprintf(buf, size, "%s", text);
 }
 

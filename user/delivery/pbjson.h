@@ -24,6 +24,20 @@ void pbjson__print(FILE *out, const ProtobufCMessage *msg);
 void pbjson__event(FILE *out, const Egret__V1__Event *ev);
 void pbjson__string(FILE *out, const char *s, size_t len);
 
+/* JSON text built in memory: what the calls above write with one fwrite, and what OTLP's
+ * bodies are (a buffer reused from event to event, no stdio between). err: out of memory, the
+ * text is cut.
+ */
+struct pbjson_buf {
+	char *p;
+	size_t len, cap;
+	bool err;
+	bool heap; /* p is malloc'd (else the caller's, cap bytes) */
+};
+
+void pbjson__event_buf(struct pbjson_buf *b, const Egret__V1__Event *ev);
+void pbjson__buf_free(struct pbjson_buf *b);
+
 /* The name of the event's payload ("net_connect", "exec", ...), "" when none is set. */
 const char *pbjson__event_name(const Egret__V1__Event *ev);
 
