@@ -752,35 +752,29 @@ int main(int argc, char **argv)
 {
 	int rounds = 5;
 	double seconds = 2, paced_seconds = 10, paced_rate = 1600, bpf_seconds = 3;
-	bool bpf_only = false;
+	bool bpf_only = false, no_auditd = false;
 	char mount_root[PATH_MAX];
 	struct sample paced[CONFIGS][STORMS] = {};
+	static const char usage[] = "usage: egret_bench_audit [--rounds 1-" BENCH_STR(
+		MAX_ROUNDS) "] [--seconds S] "
+			    "[--paced-seconds S] [--paced-rate EXECS/S] [--no-auditd] [--bpf-seconds S] "
+			    "[--bpf-only]\n";
+	const struct bench_opt opts[] = {
+		{ "--rounds", 'i', &rounds },
+		{ "--seconds", 'd', &seconds },
+		{ "--paced-seconds", 'd', &paced_seconds },
+		{ "--paced-rate", 'd', &paced_rate },
+		{ "--bpf-seconds", 'd', &bpf_seconds },
+		{ "--bpf-only", 'b', &bpf_only },
+		{ "--no-auditd", 'b', &no_auditd },
+		{},
+	};
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--no-auditd"))
-			use_auditd = false;
-		else if (i + 1 < argc && !strcmp(argv[i], "--rounds"))
-			rounds = atoi(argv[++i]);
-		else if (i + 1 < argc && !strcmp(argv[i], "--seconds"))
-			seconds = atof(argv[++i]);
-		else if (i + 1 < argc && !strcmp(argv[i], "--paced-seconds"))
-			paced_seconds = atof(argv[++i]);
-		else if (i + 1 < argc && !strcmp(argv[i], "--paced-rate"))
-			paced_rate = atof(argv[++i]);
-		else if (i + 1 < argc && !strcmp(argv[i], "--bpf-seconds"))
-			bpf_seconds = atof(argv[++i]);
-		else if (!strcmp(argv[i], "--bpf-only"))
-			bpf_only = true;
-		else
-			rounds = 0;
-	}
+	bench_args(argc, argv, opts, usage);
+	use_auditd = !no_auditd;
 	if (rounds < 1 || rounds > MAX_ROUNDS || seconds <= 0 || paced_seconds <= 0 ||
 	    paced_rate <= 0 || bpf_seconds <= 0) {
-		fprintf(stderr,
-			"usage: egret_bench_audit [--rounds 1-%d] [--seconds S] "
-			"[--paced-seconds S] [--paced-rate EXECS/S] [--no-auditd] [--bpf-seconds S] "
-			"[--bpf-only]\n",
-			MAX_ROUNDS);
+		fprintf(stderr, "%s", usage);
 		return 2;
 	}
 	if (geteuid()) {

@@ -1,4 +1,5 @@
 /* What the benchmarks share; see bench.h. */
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
@@ -10,6 +11,77 @@
 
 #include "bench.h"
 #include "util.h"
+
+static const char *prog_name(const char *argv0)
+{
+	const char *slash = strrchr(argv0, '/');
+
+	return slash ? slash + 1 : argv0;
+}
+
+/* one value of kind into val: 0, or -1 when text is not one */
+static int opt_value(char kind, const char *text, void *val)
+{
+	char *end;
+
+	errno = 0;
+	switch (kind) {
+	case 's':
+		*(const char **)val = text;
+		return 0;
+	case 'd':
+		*(double *)val = strtod(text, &end);
+		break;
+	case 'u':
+		if (*text == '-')
+			return -1;
+		*(uint64_t *)val = strtoull(text, &end, 10);
+		break;
+	default: {
+		long v = strtol(text, &end, 10);
+
+		if (kind == 'i' && (v < INT_MIN || v > INT_MAX))
+			return -1;
+		if (kind == 'i')
+			*(int *)val = (int)v;
+		else
+			*(long *)val = v;
+	}
+	}
+	return errno || end == text || *end ? -1 : 0;
+}
+
+void bench_args(int argc, char **argv, const struct bench_opt *opts, const char *usage)
+{
+	const char *me = prog_name(argv[0]);
+
+	for (int i = 1; i < argc; i++) {
+		const struct bench_opt *o = opts;
+
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("%s", usage);
+			exit(0);
+		}
+		while (o->name && strcmp(o->name, argv[i]))
+			o++;
+		if (!o->name) {
+			fprintf(stderr, "%s: unknown option '%s'\n%s", me, argv[i], usage);
+			exit(2);
+		}
+		if (o->kind == 'b') {
+			*(bool *)o->val = true;
+			continue;
+		}
+		if (i + 1 >= argc) {
+			fprintf(stderr, "%s: %s needs a value\n%s", me, o->name, usage);
+			exit(2);
+		}
+		if (opt_value(o->kind, argv[++i], o->val)) {
+			fprintf(stderr, "%s: %s %s: not a number\n%s", me, o->name, argv[i], usage);
+			exit(2);
+		}
+	}
+}
 
 void bench_pin(pid_t pid, int cpu)
 {

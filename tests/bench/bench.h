@@ -6,6 +6,23 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* A command-line option: "--name" and where its value goes. kind: 'i' int, 'l' long, 'u' uint64_t,
+ * 'd' double, 's' const char *, 'b' bool (a flag, no value: set true).
+ */
+struct bench_opt {
+	const char *name;
+	char kind;
+	void *val;
+};
+/* Parse argv against opts (ended by a zeroed entry). --help or -h prints usage and exits 0; an
+ * unknown option, a missing value or one that is not a number says which and exits 2 (a bench
+ * is minutes of work: never start one on a misspelt option). Range checks stay with the caller.
+ */
+void bench_args(int argc, char **argv, const struct bench_opt *opts, const char *usage);
+/* a number macro as text, for usage strings */
+#define BENCH_STR_(x) #x
+#define BENCH_STR(x)  BENCH_STR_(x)
+
 /* Pin pid (0: the caller) to one CPU. */
 void bench_pin(pid_t pid, int cpu);
 /* The median of n values; v is left as it was. */

@@ -96,15 +96,16 @@ int main(int argc, char **argv)
 	double base;
 	long calls = 2000000;
 	int rounds = 5;
+	static const char usage[] = "usage: egret_bench_compat [--calls N>=1000] [--rounds 1-32]\n";
+	const struct bench_opt opts[] = {
+		{ "--calls", 'l', &calls },
+		{ "--rounds", 'i', &rounds },
+		{},
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--calls"))
-			calls = atol(argv[i + 1]);
-		else if (!strcmp(argv[i], "--rounds"))
-			rounds = atoi(argv[i + 1]);
-	}
+	bench_args(argc, argv, opts, usage);
 	if (calls < 1000 || rounds < 1 || rounds > MAX_ROUNDS) {
-		fprintf(stderr, "usage: egret_bench_compat [--calls N>=1000] [--rounds 1-32]\n");
+		fprintf(stderr, "%s", usage);
 		return 2;
 	}
 	if (geteuid()) {

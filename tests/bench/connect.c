@@ -232,15 +232,17 @@ int main(int argc, char **argv)
 	double base, floor;
 	int err;
 	pid_t server;
+	static const char usage[] =
+		"usage: egret_bench_connect [--rounds 1-64] [--connects N>=100]\n";
+	const struct bench_opt opts[] = {
+		{ "--rounds", 'i', &rounds },
+		{ "--connects", 'i', &connects },
+		{},
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--rounds"))
-			rounds = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--connects"))
-			connects = atoi(argv[i + 1]);
-	}
+	bench_args(argc, argv, opts, usage);
 	if (rounds < 1 || rounds > 64 || connects < 100) {
-		fprintf(stderr, "usage: egret_bench_connect [--rounds 1-64] [--connects N>=100]\n");
+		fprintf(stderr, "%s", usage);
 		return 2;
 	}
 	if (geteuid()) {

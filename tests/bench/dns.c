@@ -162,18 +162,18 @@ int main(int argc, char **argv)
 	int rounds = 3;
 	struct result base, via, fast_base, fast_via;
 	double t0, t1;
+	static const char usage[] =
+		"usage: egret_bench_dns [--rate QPS] [--seconds N] [--rounds 1-16]\n";
+	const struct bench_opt opts[] = {
+		{ "--rate", 'd', &rate },
+		{ "--seconds", 'd', &seconds },
+		{ "--rounds", 'i', &rounds },
+		{},
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--rate"))
-			rate = atof(argv[i + 1]);
-		else if (!strcmp(argv[i], "--seconds"))
-			seconds = atof(argv[i + 1]);
-		else if (!strcmp(argv[i], "--rounds"))
-			rounds = atoi(argv[i + 1]);
-	}
+	bench_args(argc, argv, opts, usage);
 	if (rate < 1 || seconds <= 0 || rate * seconds > MAX_Q / 2 || rounds < 1 || rounds > 16) {
-		fprintf(stderr,
-			"usage: egret_bench_dns [--rate QPS] [--seconds N] [--rounds 1-16]\n");
+		fprintf(stderr, "%s", usage);
 		return 2;
 	}
 	if (geteuid()) {

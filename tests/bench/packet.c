@@ -245,15 +245,17 @@ int main(int argc, char **argv)
 	struct bench_prog_stats e0[CONFIGS], e1[CONFIGS], d0, d1;
 	uint32_t dev_prog;
 	double base, dev_base;
+	static const char usage[] =
+		"usage: egret_bench_packet [--rounds 1-64] [--packets N>=1000]\n";
+	const struct bench_opt opts[] = {
+		{ "--rounds", 'i', &rounds },
+		{ "--packets", 'l', &packets },
+		{},
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--rounds"))
-			rounds = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--packets"))
-			packets = atol(argv[i + 1]);
-	}
+	bench_args(argc, argv, opts, usage);
 	if (rounds < 1 || rounds > MAX_ROUNDS || packets < 1000) {
-		fprintf(stderr, "usage: egret_bench_packet [--rounds 1-64] [--packets N>=1000]\n");
+		fprintf(stderr, "%s", usage);
 		return 2;
 	}
 	if (geteuid()) {

@@ -51,19 +51,16 @@ int main(int argc, char **argv)
 	DIR *d;
 	struct dirent *de;
 	long rss0, rss1 = -1;
+	static const char usage[] = "usage: egret_bench_pkg [--packages N>=1] [--rounds 1-64]\n";
+	const struct bench_opt opts[] = {
+		{ "--packages", 'i', &want },
+		{ "--rounds", 'i', &rounds },
+		{},
+	};
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--packages") && i + 1 < argc)
-			want = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
-			rounds = atoi(argv[++i]);
-		else {
-			fprintf(stderr, "usage: egret_bench_pkg [--packages N] [--rounds N]\n");
-			return 2;
-		}
-	}
+	bench_args(argc, argv, opts, usage);
 	if (want < 1 || rounds < 1 || rounds > 64) {
-		fprintf(stderr, "egret_bench_pkg: --packages >= 1, --rounds 1..64\n");
+		fprintf(stderr, "%s", usage);
 		return 2;
 	}
 	paths = calloc((size_t)want, sizeof(*paths));

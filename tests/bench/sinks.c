@@ -501,20 +501,19 @@ int main(int argc, char **argv)
 	uint64_t n = 300000;
 	int rounds = 5;
 	const char *only = NULL;
+	static const char usage[] = "usage: egret_bench_sinks [--events N>=10000] [--rounds 1-" BENCH_STR(
+		MAX_ROUNDS) "] "
+			    "[--only CONFIG,...]\n(raw write always runs: the ratios are to it)\n";
+	const struct bench_opt opts[] = {
+		{ "--events", 'u', &n },
+		{ "--rounds", 'i', &rounds },
+		{ "--only", 's', &only },
+		{},
+	};
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--events"))
-			n = strtoull(argv[i + 1], NULL, 10);
-		else if (!strcmp(argv[i], "--rounds"))
-			rounds = atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--only"))
-			only = argv[i + 1];
-	}
-	if (n < 10000 || rounds < 1 || rounds > MAX_ROUNDS || (argc % 2) == 0) {
-		fprintf(stderr,
-			"usage: egret_bench_sinks [--events N>=10000] [--rounds 1-%d] "
-			"[--only CONFIG,...]\n(raw write always runs: the ratios are to it)\n",
-			MAX_ROUNDS);
+	bench_args(argc, argv, opts, usage);
+	if (n < 10000 || rounds < 1 || rounds > MAX_ROUNDS) {
+		fprintf(stderr, "%s", usage);
 		return 2;
 	}
 	snprintf(dir, sizeof(dir), "/tmp/egret-bench-sinks-XXXXXX");
