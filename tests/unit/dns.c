@@ -297,6 +297,46 @@ Test(dns, a_label_with_a_dot_is_no_host_name)
 	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), -EBADMSG);
 }
 
+/* An answer as an upstream might send it, its names in mixed case and one owner a label with a
+ * dot: names are compared lowered, the odd owner (text "www\.example.com", not the host
+ * www.example.com) opens nothing, and the CNAME chain is followed whatever the case.
+ */
+Test(dns, answer_names_are_compared_lowered_and_escaped)
+{
+	static const char *const rrs[] = {
+		"WWW.Example.COM. 60 IN CNAME Alias.EXAMPLE.com.",
+		"alias.example.COM. 60 IN A 192.0.2.1",
+		"www\\.example.com. 60 IN A 192.0.2.66",
+		"other.example.com. 60 IN A 192.0.2.67",
+	};
+	ldns_pkt *p = ldns_pkt_query_new(ldns_dname_new_frm_str("www.example.com."), LDNS_RR_TYPE_A,
+					 LDNS_RR_CLASS_IN, 0);
+	struct dns_answer a;
+	uint8_t *wire = NULL;
+	size_t len = 0;
+
+	cr_assert_not_null(p);
+	ldns_pkt_set_qr(p, true);
+	for (size_t i = 0; i < sizeof(rrs) / sizeof(rrs[0]); i++) {
+		ldns_rr *rr = NULL;
+
+		cr_assert_eq(ldns_rr_new_frm_str(&rr, rrs[i], 0, NULL, NULL), LDNS_STATUS_OK, "%s",
+			     rrs[i]);
+		cr_assert(ldns_pkt_push_rr(p, LDNS_SECTION_ANSWER, rr));
+	}
+	cr_assert_eq(ldns_pkt2wire(&wire, p, &len), LDNS_STATUS_OK);
+	ldns_pkt_free(p);
+	cr_assert_eq(dns__parse_answer(wire, len, "www.example.com", LDNS_RR_TYPE_A, &a), 0);
+	cr_expect_eq(a.ncnames, 1);
+	cr_expect_str_eq(a.cnames[0], "alias.example.com");
+	cr_assert_eq(a.naddrs, 1, "only the chain's address: %zu", a.naddrs);
+	cr_expect_eq(a.addrs[0].addr[3], inet_addr("192.0.2.1"));
+	dns__answer_free(&a);
+	cr_expect_eq(dns__parse_answer(wire, len, "www.example.org", LDNS_RR_TYPE_A, &a), -ENOENT,
+		     "an answer to another question");
+	free(wire);
+}
+
 /* A query stuffed with what a tunnel would hide in it: an answer record, an authority record,
  * an EDNS option of 40 bytes and a TXT record in the additional section. What goes upstream is
  * the question alone, with an OPT record of no options (the DO bit kept).

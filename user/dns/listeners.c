@@ -598,17 +598,18 @@ static void on_udp(struct watch *w, uint32_t events)
 	struct resolver *r = l->r;
 	struct egret_dns_client who;
 
-	for (int i = 0; i < 64; i++) {
-		struct sockaddr_storage from;
-		socklen_t flen = sizeof(from);
-		ssize_t n = recvfrom(w->fd, r->buf, DNS_MSG_MAX, MSG_DONTWAIT,
-				     (struct sockaddr *)&from, &flen);
+	/* at most 64 a turn: one busy namespace does not hold the loop */
+	for (int round = 0; round < 64 / DNS_BATCH; round++) {
+		int n = resolver__recv_batch(r, w->fd);
 
-		if (n < 0)
+		for (int i = 0; i < n; i++) {
+			if (!listener__client(r, l, &r->from[i], IPPROTO_UDP, &who))
+				continue;
+			query__handle(r, l, NULL, w->fd, &r->from[i], r->msg[i].msg_hdr.msg_namelen,
+				      r->buf[i], r->msg[i].msg_len, &who);
+		}
+		if (n < DNS_BATCH)
 			return;
-		if (!listener__client(r, l, &from, IPPROTO_UDP, &who))
-			continue;
-		query__handle(r, l, NULL, w->fd, &from, flen, r->buf, (size_t)n, &who);
 	}
 }
 

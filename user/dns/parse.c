@@ -91,9 +91,14 @@ int dns__resolv_conf_server(const char *path, char *out, size_t size)
  */
 static void lower_name(const ldns_rdf *rdf, char *out, size_t size)
 {
-	char *s = rdf ? ldns_rdf2str(rdf) : NULL;
+	char *s;
 	size_t n;
 
+	/* a host name prints as itself: no need for ldns's printer (a printf a byte) */
+	if (rdf && ldns_rdf_get_type(rdf) == LDNS_RDF_TYPE_DNAME &&
+	    !dns__host_name(ldns_rdf_data(rdf), ldns_rdf_size(rdf), out, size))
+		return;
+	s = rdf ? ldns_rdf2str(rdf) : NULL;
 	snprintf(out, size, "%s", s ? s : "");
 	free(s);
 	n = strlen(out);

@@ -156,6 +156,23 @@ err_free:
 	return err;
 }
 
+int resolver__recv_batch(struct resolver *r, int fd)
+{
+	int n;
+
+	for (int i = 0; i < DNS_BATCH; i++) {
+		r->iov[i] = (struct iovec){ .iov_base = r->buf[i], .iov_len = DNS_MSG_MAX };
+		r->msg[i] = (struct mmsghdr){ .msg_hdr = {
+						      .msg_name = &r->from[i],
+						      .msg_namelen = sizeof(r->from[i]),
+						      .msg_iov = &r->iov[i],
+						      .msg_iovlen = 1,
+					      } };
+	}
+	n = recvmmsg(fd, r->msg, DNS_BATCH, MSG_DONTWAIT, NULL);
+	return n > 0 ? n : 0;
+}
+
 void resolver__set_stream(struct resolver *r, struct stream *s)
 {
 	r->stream = s;

@@ -37,6 +37,7 @@
 #define MAX_PENDING	8192
 #define UPSTREAM_SOCKS	8    /* UDP sockets to the upstream, each connected, shared by queries */
 #define UPSTREAM_ROTATE 4096 /* queries before a socket is replaced (new random source port) */
+#define DNS_BATCH	8    /* datagrams read in one system call (recvmmsg) */
 
 struct dns_listener;
 struct dns_conn;
@@ -175,7 +176,11 @@ struct resolver {
 	struct htab budgets; /* budget.c: struct budget_entry */
 	uint64_t last_sweep_ns;
 	struct dns_stats st;
-	uint8_t buf[DNS_MSG_MAX + 2];
+	/* resolver__recv_batch(): datagram i in buf[i], msg[i].msg_len bytes, from from[i] */
+	struct mmsghdr msg[DNS_BATCH];
+	struct iovec iov[DNS_BATCH];
+	struct sockaddr_storage from[DNS_BATCH];
+	uint8_t buf[DNS_BATCH][DNS_MSG_MAX + 2];
 };
 
 /* The CNAMEs and addresses of an answer as its event lists them. */
@@ -186,6 +191,11 @@ struct answer_list {
 	uint32_t ttl; /* granted seconds, 0 when nothing was opened */
 	uint32_t opened;
 };
+
+/* resolver.c: the datagrams waiting on fd, up to DNS_BATCH, in one system call (a read that
+ * finds fewer left the socket empty: no second call to learn it); how many, 0 when none.
+ */
+int resolver__recv_batch(struct resolver *r, int fd);
 
 /* budget.c */
 int budget__init(struct resolver *r);

@@ -257,18 +257,24 @@ static void on_pool(struct watch *w, uint32_t events)
 	struct upstream_sock *us = w->data;
 	struct resolver *r = us->r;
 
-	/* an answer handled here may retire this socket: stop reading it then */
-	for (int i = 0; i < 64 && w->fd >= 0; i++) {
-		ssize_t n = recv(w->fd, r->buf, DNS_MSG_MAX, MSG_DONTWAIT);
-		struct dns_query *q;
+	/* an answer handled here may retire this socket (kept until the loop's turn ends, its
+	 * queries all done): stop reading it then
+	 */
+	for (int round = 0; round < 64 / DNS_BATCH && w->fd >= 0; round++) {
+		int n = resolver__recv_batch(r, w->fd);
 
-		if (n < 0)
+		for (int i = 0; i < n; i++) {
+			uint8_t *m = r->buf[i];
+			struct dns_query *q;
+
+			if (r->msg[i].msg_len < 12)
+				continue;
+			q = r->by_id[((uint16_t)m[0] << 8) | m[1]];
+			if (q && q->us == us)
+				upstream_answer(r, q, m, r->msg[i].msg_len);
+		}
+		if (n < DNS_BATCH)
 			return;
-		if (n < 12)
-			continue;
-		q = r->by_id[((uint16_t)r->buf[0] << 8) | r->buf[1]];
-		if (q && q->us == us)
-			upstream_answer(r, q, r->buf, (size_t)n);
 	}
 }
 
