@@ -158,6 +158,7 @@ enum egret_limit_kind {
 	EGRET_LIMIT_OOM_KILL = 1,      /* the OOM killer chose a sandboxed process */
 	EGRET_LIMIT_PIDS = 2,	       /* a fork failed with EAGAIN in a pids cgroup at its limit */
 	EGRET_LIMIT_EGRESS_BUDGET = 5, /* a sandbox's egress crossed its budget (egret_budget) */
+	EGRET_LIMIT_EGRESS_RATE = 7, /* its egress went over its rate: the first drop of a spell */
 };
 
 /* EGRET_EV_LIMIT */
@@ -165,11 +166,12 @@ struct egret_limit_event {
 	struct egret_event_hdr hdr; /* the victim / the forking task */
 	__u64 exec_id;
 	__u64 usage;	/* OOM: the victim's resident bytes; PIDS: pids.current; EGRESS_BUDGET: the
-		      * bytes counted with the crossing packet's */
+		      * bytes counted with the crossing packet's; EGRESS_RATE: the bytes the rate
+		      * refused since it was set, this packet's included */
 	__u64 limit;	/* OOM: memory.max in bytes (v1 or v2); PIDS: pids.max; EGRESS_BUDGET: the
-		      * budget's bytes */
+		      * budget's bytes; EGRESS_RATE: bytes a second */
 	__u32 kind;	/* enum egret_limit_kind */
-	__u32 period_s; /* EGRESS_BUDGET: the budget's period, 0 for the total */
+	__u32 period_s; /* EGRESS_BUDGET: the budget's period, 0 for the total; EGRESS_RATE: 1 */
 	__u8 cgroup[EGRET_CGROUP_NAME_LEN]; /* the limiting cgroup's directory name, NUL-padded */
 };
 

@@ -83,20 +83,29 @@ struct egret_sandbox_meta {
 };
 
 /* `egress_budgets`, keyed by sandbox id: what a sandbox may send (the policy's 'budget egress
- * SIZE/PERIOD' and 'budget egress-total SIZE'), set by egretd, counted by the kernel at
- * cgroup_skb/egress after the verdict (loopback not counted). A packet that would take a count
- * over its budget is dropped; the one packet whose bytes cross the line makes the one
- * EGRET_EV_LIMIT record of that period (or of the total). `egress_budget_n` (one __u64): the
- * policy has egress budgets; while 0 a packet costs one array load.
+ * SIZE/PERIOD', 'budget egress-total SIZE' and 'budget egress-rate SIZE/PERIOD'), set by egretd,
+ * counted by the kernel at cgroup_skb/egress after the verdict (loopback not counted). A packet
+ * that would take a count over its budget is dropped; the one packet whose bytes cross the line
+ * makes the one EGRET_EV_LIMIT record of that period (or of the total). The rate is a token
+ * bucket kept as a time (GCRA): tat_ns is when what passed would have gone at rate_bps; a packet
+ * passes when the backlog it makes is within burst_ns (or the bucket is full), else it is
+ * dropped, and the first drop after a second without one makes an EGRET_EV_LIMIT record.
+ * `egress_budget_n` (one __u64): the policy has egress budgets; while 0 a packet costs one array
+ * load.
  */
 struct egret_budget {
 	__u64 period_bytes; /* per period; 0: none */
 	__u64 period_ns;
-	__u64 total_bytes; /* since the budget was set; 0: none */
-	__u64 window;	   /* the period counted: boot time / period_ns */
-	__u64 used;	   /* bytes sent in that period, and those refused */
-	__u64 total_used;  /* bytes sent since the budget was set, and those refused */
-	__u64 dropped;	   /* packets dropped over a budget */
+	__u64 total_bytes;  /* since the budget was set; 0: none */
+	__u64 window;	    /* the period counted: boot time / period_ns */
+	__u64 used;	    /* bytes sent in that period, and those refused */
+	__u64 total_used;   /* bytes sent since the budget was set, and those refused */
+	__u64 dropped;	    /* packets dropped over a budget or the rate */
+	__u64 rate_bps;	    /* egress-rate: bytes a second; 0: none */
+	__u64 burst_ns;	    /* the bucket: what may go at once, as time at rate_bps */
+	__u64 tat_ns;	    /* boot time at which what passed would have gone at the rate */
+	__u64 rate_drop_ns; /* the rate's last drop (boot time) */
+	__u64 rate_refused; /* bytes the rate refused since it was set */
 };
 
 #endif /* EGRET_POLICY_H */

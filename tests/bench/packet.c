@@ -3,7 +3,7 @@
  * carries.
  *
  * 64-byte UDP datagrams, sent as fast as one process on CPU 0 can, in a network namespace of
- * the bench's own, in six places measured in the same run (interleaved rounds, medians, each a
+ * the bench's own, in nine places measured in the same run (interleaved rounds, medians, each a
  * ratio to its baseline):
  *   baseline      a cgroup outside egret's root: no egret program runs (to 127.0.0.1)
  *   host          a cgroup beside the sandboxes, egretd running: the backstop's "not a
@@ -19,6 +19,9 @@
  *                 policy has one: the budget's switch on, one lookup that finds nothing
  *   veth+budget   the same from sandbox `budgeted` ('budget egress 1TiB/hour'): each packet
  *                 counted against its budget (two atomic adds, the period's check)
+ *   veth+rate     the same from sandbox `rated` ('budget egress-rate 1TiB/s', never reached):
+ *                 each packet through the rate's bucket (a division, a compare-and-swap or
+ *                 not, an atomic add)
  * Then, with kernel.bpf_stats_enabled for a separate pass (put back after), the exact kernel
  * time of egret_egress and egret_dev_out per packet. Run as root:
  *   egret_bench_packet [--rounds N] [--packets N]
@@ -46,7 +49,7 @@
 #include "tc.h"
 #include "util.h"
 
-#define CONFIGS	   8
+#define CONFIGS	   9
 #define LOOP_PORT  9100
 #define DEV_PORT   9101
 #define VETH_PORT  9102
@@ -60,7 +63,8 @@ enum {
 	DEV_BASE,
 	DEVICE,
 	VETH,
-	BUDGET
+	BUDGET,
+	RATE
 };
 
 struct config {
@@ -94,6 +98,7 @@ static struct config configs[CONFIGS] = {
 		     .connected = true },
 	[VETH] = { .name = "veth", .dst = "10.211.0.2", .port = VETH_PORT },
 	[BUDGET] = { .name = "veth+budget", .dst = "10.211.0.2", .port = VETH_PORT },
+	[RATE] = { .name = "veth+rate", .dst = "10.211.0.2", .port = VETH_PORT },
 };
 static struct egret_instance inst;
 static char base_cgroup[PATH_MAX];
@@ -212,6 +217,9 @@ static void start_egret(void)
 				  "}\n"
 				  "sandbox budgeted {\n"
 				  "  budget egress 1TiB/hour\n"
+				  "}\n"
+				  "sandbox rated {\n"
+				  "  budget egress-rate 1TiB/s\n"
 				  "}\n")) {
 		fprintf(stderr, "bench: cannot set up egret's instance\n");
 		exit(1);
@@ -230,6 +238,8 @@ static void start_egret(void)
 	snprintf(configs[BUDGET].cgroup, sizeof(configs[0].cgroup), "%s/budgeted",
 		 inst.cgroup_root);
 	mkdir(configs[BUDGET].cgroup, 0755);
+	snprintf(configs[RATE].cgroup, sizeof(configs[0].cgroup), "%s/rated", inst.cgroup_root);
+	mkdir(configs[RATE].cgroup, 0755);
 	snprintf(configs[SENDTO].cgroup, sizeof(configs[0].cgroup), "%s",
 		 configs[CONNECTED].cgroup);
 	/* beside the sandboxes, under egret's attach point: the programs run, "the host's" */

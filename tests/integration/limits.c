@@ -488,6 +488,60 @@ Test(limits, over_its_egress_budget_a_sandbox_sends_nothing_more)
 		     (unsigned long long)got);
 }
 
+static bool is_rate(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
+	       ev->limit->kind == EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_RATE;
+}
+
+/* 'budget egress-rate 64KiB/s' in box's block: of a MiB sent as fast as TCP goes, what arrives
+ * in the receiver's 6 s is at most the burst (64 KiB) and 64 KiB a second (the kernel counts
+ * IP bytes, the receiver payload: less), and the drops are reported per spell, not per packet.
+ * Sandbox other (no rate) sends the whole MiB: the positive control.
+ */
+Test(limits, over_its_egress_rate_a_sandbox_is_held_to_it)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+	char out[8192];
+	uint64_t got;
+	size_t n = 0;
+	int result;
+
+	cr_assert_eq(harness_policy(T, "mode enforce\n"
+				       "allow " PEER " tcp/9000\n"
+				       "sandbox box {\n"
+				       "    budget egress-rate 64KiB/s\n"
+				       "}\n"),
+		     0);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+	start_receiver(&result);
+	cr_expect_eq(in_sandbox(T, "box", send_mib, NULL), 0, "the connect was refused");
+	got = received(result);
+	cr_expect_leq(got, 65536 + 65536 * 7, "%llu bytes arrived at 64 KiB/s in 6 s",
+		      (unsigned long long)got);
+	cr_expect_geq(got, 32768, "only %llu bytes arrived: the rate let too little through",
+		      (unsigned long long)got);
+	cr_assert_eq(events_wait(T->sink_path, is_rate, NULL, 5000, &evs), 0, "no rate event");
+	ev = events_find(&evs, is_rate, NULL, &n);
+	cr_expect_str_eq(ev->sandbox->name, "box");
+	cr_expect_eq(ev->limit->limit, 65536, "the rate, bytes a second");
+	cr_expect_eq(ev->limit->budget_period_s, 1);
+	cr_expect_gt(ev->limit->usage, 0, "the bytes refused");
+	cr_expect_eq(ev->class_uid, 4001);
+	cr_expect_leq(n, 8, "%zu rate events in 6 s: one a spell, not one a packet", n);
+	cr_log_info(
+		"under 64KiB/s: %llu bytes arrived in 6 s, %zu rate events (the first: %llu refused)",
+		(unsigned long long)got, n, (unsigned long long)ev->limit->usage);
+	events_free(&evs);
+
+	start_receiver(&result);
+	cr_expect_eq(in_sandbox(T, "other", send_mib, NULL), 0);
+	got = received(result);
+	cr_expect_eq(got, SEND_SIZE, "a sandbox without a rate: %llu bytes",
+		     (unsigned long long)got);
+}
+
 /* ---- the policy's limit lines, on sandboxes a runtime placed ---------------------------- */
 
 /* A process put in the cgroup dir (as a runtime places a container's first process), running

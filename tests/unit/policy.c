@@ -204,6 +204,8 @@ Test(policy, budgets_parse_print_and_the_tightest_applies)
 		{ "budget egress 10MiB\n", "expected 'budget dns N/s'" },
 		{ "budget dns 1000001/s\n", "at most 1000000" },
 		{ "budget egress-total 1GiB/hour\n", "expected 'budget dns N/s'" },
+		{ "budget egress-rate 1MiB\n", "expected 'budget dns N/s'" },
+		{ "budget egress-rate 1MiB/s\nbudget egress-rate 2MiB/s\n", "set twice here" },
 	};
 	struct sandbox_meta meta = { 0 };
 	const struct policy_budget *b;
@@ -257,6 +259,23 @@ Test(policy, budgets_parse_print_and_the_tightest_applies)
 	cr_expect_eq(b->period_s, 0);
 	budget__format(b, text_out, sizeof(text_out));
 	cr_expect_str_eq(text_out, "budget egress-total 1GiB");
+	policy__free(&p);
+	/* egress-rate: a rate, the least a second the tightest whatever the period */
+	cr_assert_eq(parse(&p,
+			   "budget egress-rate 60MiB/min\n"
+			   "sandbox box {\n  budget egress-rate 2MiB/s\n}\n"
+			   "sandbox slow {\n  budget egress-rate 1GiB/day\n}\n",
+			   err, sizeof(err)),
+		     0, "%s", err);
+	budget__format(&p.budgets[0], text_out, sizeof(text_out));
+	cr_expect_str_eq(text_out, "budget egress-rate 60MiB/min");
+	b = policy__budget(&p, BUDGET_EGRESS_RATE, "box", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 60ull << 20, "1 MiB/s is tighter than 2");
+	b = policy__budget(&p, BUDGET_EGRESS_RATE, "slow", NULL);
+	cr_assert_not_null(b);
+	cr_expect_eq(b->amount, 1ull << 30);
+	cr_expect_eq(b->period_s, 86400);
 	policy__free(&p);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		cr_expect_neq(parse(&p, bad[i].text, err, sizeof(err)), 0, "%s", bad[i].text);

@@ -316,6 +316,8 @@ static bool egress_budget_of(const struct engine *e, const struct sandbox_entry 
 	const struct policy_budget *per = policy__budget(&e->pol, BUDGET_EGRESS, s->name, s->meta);
 	const struct policy_budget *all =
 		policy__budget(&e->pol, BUDGET_EGRESS_TOTAL, s->name, s->meta);
+	const struct policy_budget *rate =
+		policy__budget(&e->pol, BUDGET_EGRESS_RATE, s->name, s->meta);
 
 	memset(out, 0, sizeof(*out));
 	if (per) {
@@ -324,7 +326,13 @@ static bool egress_budget_of(const struct engine *e, const struct sandbox_entry 
 	}
 	if (all)
 		out->total_bytes = all->amount;
-	return per || all;
+	if (rate) {
+		/* bytes a second, rounded up; a burst of a second's, at least one packet of 64 KiB */
+		out->rate_bps = (rate->amount + rate->period_s - 1) / rate->period_s;
+		out->burst_ns = out->rate_bps >= 65536 ? 1000000000ull
+						       : 65536 * 1000000000ull / out->rate_bps;
+	}
+	return per || all || rate;
 }
 
 void engine__budget_one(struct engine *e, const struct sandbox_entry *s)
@@ -339,7 +347,7 @@ void engine__budget_one(struct engine *e, const struct sandbox_entry *s)
 	}
 	if (bpf_map_lookup_elem(e->budgets_fd, &s->id, &have) == 0) {
 		if (have.period_bytes == want.period_bytes && have.period_ns == want.period_ns &&
-		    have.total_bytes == want.total_bytes)
+		    have.total_bytes == want.total_bytes && have.rate_bps == want.rate_bps)
 			return;
 		/* a new budget counts on from what was sent (a new period length, afresh) */
 		if (have.period_ns == want.period_ns) {
@@ -348,6 +356,9 @@ void engine__budget_one(struct engine *e, const struct sandbox_entry *s)
 		}
 		want.total_used = have.total_used;
 		want.dropped = have.dropped;
+		/* a new rate starts from a full bucket; its spell of drops goes on */
+		want.rate_drop_ns = have.rate_drop_ns;
+		want.rate_refused = have.rate_refused;
 	}
 	if (bpf_map_update_elem(e->budgets_fd, &s->id, &want, BPF_ANY))
 		log_err("sandbox %s: cannot set its egress budget in the kernel: %s", s->name,
@@ -364,7 +375,8 @@ void engine__sync_budgets(struct engine *e)
 		return;
 	for (size_t i = 0; i < e->pol.nbudgets; i++)
 		on |= e->pol.budgets[i].kind == BUDGET_EGRESS ||
-		      e->pol.budgets[i].kind == BUDGET_EGRESS_TOTAL;
+		      e->pol.budgets[i].kind == BUDGET_EGRESS_TOTAL ||
+		      e->pol.budgets[i].kind == BUDGET_EGRESS_RATE;
 	/* budgets in the kernel before the switch that makes packets look at them; off first */
 	if (!on)
 		bpf_map_update_elem(e->budget_n_fd, &zero, &on, BPF_ANY);

@@ -540,6 +540,7 @@ static const struct {
 	{ "dns-names", BUDGET_DNS_NAMES, true, false, false },
 	{ "egress", BUDGET_EGRESS, true, false, false },
 	{ "egress-total", BUDGET_EGRESS_TOTAL, true, false, true },
+	{ "egress-rate", BUDGET_EGRESS_RATE, true, false, false },
 };
 
 static const struct {
@@ -585,7 +586,8 @@ static int parse_budget(struct policy *p, const struct parse_state *st, char **w
 {
 	static const char usage[] =
 		"expected 'budget dns N/s', 'budget dns-names SIZE/PERIOD', "
-		"'budget egress SIZE/PERIOD' or 'budget egress-total SIZE' "
+		"'budget egress SIZE/PERIOD', 'budget egress-total SIZE' or "
+		"'budget egress-rate SIZE/PERIOD' "
 		"(SIZE: a number and B, KiB, MiB, GiB or TiB; PERIOD: s, min, hour "
 		"or day)";
 	struct policy_budget b = { .line = st->line };
@@ -696,13 +698,14 @@ static int parse_limit(struct policy *p, const struct parse_state *st, char **w,
 	return add_budget(p, st, &b, "limit", w[1], err, errsz);
 }
 
+/* the word of a budget kind; NULL for a limit's */
 static const char *budget_word(uint8_t kind)
 {
 	for (size_t k = 0; k < ARRAY_SIZE(budget_kinds); k++) {
 		if (budget_kinds[k].kind == kind)
 			return budget_kinds[k].word;
 	}
-	return "?";
+	return NULL;
 }
 
 static void limit_format(const struct policy_budget *b, char *buf, size_t size)
@@ -741,10 +744,10 @@ static void limit_format(const struct policy_budget *b, char *buf, size_t size)
 
 void budget__format(const struct policy_budget *b, char *buf, size_t size)
 {
-	const char *period = "?", *unit = "";
+	const char *period = "?", *unit = "", *word = budget_word(b->kind);
 	uint64_t amount = b->amount;
 
-	if (b->kind >= LIMIT_MEMORY) {
+	if (!word) {
 		limit_format(b, buf, size);
 		return;
 	}
@@ -763,11 +766,10 @@ void budget__format(const struct policy_budget *b, char *buf, size_t size)
 		}
 	}
 	if (!b->period_s)
-		snprintf(buf, size, "budget %s %llu%s", budget_word(b->kind),
-			 (unsigned long long)amount, unit);
+		snprintf(buf, size, "budget %s %llu%s", word, (unsigned long long)amount, unit);
 	else
-		snprintf(buf, size, "budget %s %llu%s/%s", budget_word(b->kind),
-			 (unsigned long long)amount, unit, period);
+		snprintf(buf, size, "budget %s %llu%s/%s", word, (unsigned long long)amount, unit,
+			 period);
 }
 
 const struct policy_budget *policy__budget(const struct policy *p, enum budget_kind kind,

@@ -9,7 +9,7 @@
  *       interface DEVICE                          NAME blocks only: the sandbox's own device
  *   }                                             (a VM's tap), judged at its host side
  *   budget dns N/s | dns-names SIZE/PERIOD        global or in a block (struct policy_budget)
- *   budget egress SIZE/PERIOD | egress-total SIZE
+ *   budget egress SIZE/PERIOD | egress-total SIZE | egress-rate SIZE/PERIOD
  *   limit memory[-high] SIZE | cpus N | pids N | timeout TIME   global or in a block
  *
  * A sandbox gets the global rules and those of every block that selects it; a deny anywhere
@@ -72,6 +72,8 @@ struct policy_iface {
  *   dns-names SIZE/PERIOD    bytes of names the resolver sends upstream for the sandbox
  *   egress SIZE/PERIOD       bytes the sandbox sends (not to loopback), counted in the kernel
  *   egress-total SIZE        the same, in all (from the moment the budget is set)
+ *   egress-rate SIZE/PERIOD  the same as a rate: a token bucket of SIZE/PERIOD a second and a
+ *                            burst of a second of it (64 KiB at least); over it, dropped
  * 'limit KIND VALUE' likewise, kept with the budgets (a period of 0; the tightest: the least):
  *   memory SIZE              memory.max of each sandbox's cgroup (64M, 1G: reslimit.h)
  *   memory-high SIZE         memory.high (the kernel reclaims and throttles over it)
@@ -93,6 +95,7 @@ enum budget_kind {
 	LIMIT_PIDS = 7,
 	LIMIT_TIMEOUT = 8,
 	LIMIT_MEMORY_HIGH = 9,
+	BUDGET_EGRESS_RATE = 10,
 };
 
 struct policy_budget {

@@ -296,8 +296,10 @@ void audit__on_limit(struct decoder_ctx *d, const void *rec, size_t size)
 		rl.limit = r->limit < (1ull << 62) ? r->limit : 0;
 		rl.usage = r->usage;
 		e.ev.activity_id = OCSF_PROCESS_ACTIVITY_TERMINATE;
-	} else if (r->kind == EGRET_LIMIT_EGRESS_BUDGET) {
-		rl.kind = EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_BUDGET;
+	} else if (r->kind == EGRET_LIMIT_EGRESS_BUDGET || r->kind == EGRET_LIMIT_EGRESS_RATE) {
+		rl.kind = r->kind == EGRET_LIMIT_EGRESS_RATE
+				  ? EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_RATE
+				  : EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_BUDGET;
 		rl.limit = r->limit;
 		rl.usage = r->usage;
 		rl.budget_period_s = r->period_s;

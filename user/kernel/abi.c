@@ -27,7 +27,7 @@ EGRET_ABI_SIZE(egret_exit_event, 56 + 24);
 EGRET_ABI_SIZE(egret_file_event, 56 + 24 + 2 * EGRET_PATH_MAX);
 EGRET_ABI_SIZE(egret_flow_event, 56 + 88);
 EGRET_ABI_SIZE(egret_limit_event, 56 + 32 + EGRET_CGROUP_NAME_LEN);
-EGRET_ABI_SIZE(egret_budget, 56);
+EGRET_ABI_SIZE(egret_budget, 96);
 
 /* map keys and values */
 EGRET_ABI_SIZE(egret_sock_meta, 56);
