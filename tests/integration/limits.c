@@ -436,6 +436,27 @@ static int send_mib(void *arg)
 	return 0;
 }
 
+/* The policy: PEER allowed, and budget_line in sandbox box's block; reloaded. */
+static void box_budget(const char *budget_line)
+{
+	char policy[256], out[8192];
+
+	snprintf(policy, sizeof(policy),
+		 "mode enforce\nallow " PEER " tcp/9000\nsandbox box {\n    %s\n}\n", budget_line);
+	cr_assert_eq(harness_policy(T, policy), 0);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
+}
+
+/* What of a MiB sent from sandbox name reached a fresh receiver. */
+static uint64_t mib_from(const char *name)
+{
+	int result;
+
+	start_receiver(&result);
+	cr_expect_eq(in_sandbox(T, name, send_mib, NULL), 0, "the connect was refused");
+	return received(result);
+}
+
 static bool is_budget(const Egret__V1__Event *ev, const void *arg)
 {
 	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
@@ -450,20 +471,10 @@ Test(limits, over_its_egress_budget_a_sandbox_sends_nothing_more)
 {
 	const Egret__V1__Event *ev;
 	struct events evs;
-	char out[8192];
 	uint64_t got;
-	int result;
 
-	cr_assert_eq(harness_policy(T, "mode enforce\n"
-				       "allow " PEER " tcp/9000\n"
-				       "sandbox box {\n"
-				       "    budget egress 64KiB/hour\n"
-				       "}\n"),
-		     0);
-	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
-	start_receiver(&result);
-	cr_expect_eq(in_sandbox(T, "box", send_mib, NULL), 0, "the connect was refused");
-	got = received(result);
+	box_budget("budget egress 64KiB/hour");
+	got = mib_from("box");
 	cr_expect_leq(got, 65536, "%llu bytes arrived over a 64 KiB budget",
 		      (unsigned long long)got);
 	cr_expect_geq(got, 16384, "only %llu bytes arrived: the budget let too little through",
@@ -487,17 +498,9 @@ Test(limits, over_its_egress_budget_a_sandbox_sends_nothing_more)
 		events_free(&evs);
 	}
 
-	start_receiver(&result);
-	cr_expect_eq(in_sandbox(T, "other", send_mib, NULL), 0);
-	got = received(result);
+	got = mib_from("other");
 	cr_expect_eq(got, SEND_SIZE, "a sandbox without a budget: %llu bytes",
 		     (unsigned long long)got);
-}
-
-static bool is_rate(const Egret__V1__Event *ev, const void *arg)
-{
-	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LIMIT &&
-	       ev->limit->kind == EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_RATE;
 }
 
 /* 'budget egress-rate 64KiB/s' in box's block: of a MiB sent as fast as TCP goes, what arrives
@@ -507,30 +510,21 @@ static bool is_rate(const Egret__V1__Event *ev, const void *arg)
  */
 Test(limits, over_its_egress_rate_a_sandbox_is_held_to_it)
 {
+	struct want w = { EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_RATE, -1, NULL };
 	const Egret__V1__Event *ev;
 	struct events evs;
-	char out[8192];
 	uint64_t got;
 	size_t n = 0;
-	int result;
 
-	cr_assert_eq(harness_policy(T, "mode enforce\n"
-				       "allow " PEER " tcp/9000\n"
-				       "sandbox box {\n"
-				       "    budget egress-rate 64KiB/s\n"
-				       "}\n"),
-		     0);
-	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
-	start_receiver(&result);
-	cr_expect_eq(in_sandbox(T, "box", send_mib, NULL), 0, "the connect was refused");
-	got = received(result);
+	box_budget("budget egress-rate 64KiB/s");
+	got = mib_from("box");
 	cr_expect_leq(got, 65536 + 65536 * 7, "%llu bytes arrived at 64 KiB/s in 6 s",
 		      (unsigned long long)got);
 	cr_expect_geq(got, 32768, "only %llu bytes arrived: the rate let too little through",
 		      (unsigned long long)got);
-	cr_assert_eq(events_wait(T->sink_path, is_rate, NULL, 5000, &evs), 0, "no rate event");
-	ev = events_find(&evs, is_rate, NULL, &n);
-	cr_expect_str_eq(ev->sandbox->name, "box");
+	ev = wait_limit(&evs, w.kind, -1);
+	cr_assert_not_null(ev, "no rate event for sandbox box");
+	events_find(&evs, is_limit, &w, &n);
 	cr_expect_eq(ev->limit->limit, 65536, "the rate, bytes a second");
 	cr_expect_eq(ev->limit->budget_period_s, 1);
 	cr_expect_gt(ev->limit->usage, 0, "the bytes refused");
@@ -541,9 +535,7 @@ Test(limits, over_its_egress_rate_a_sandbox_is_held_to_it)
 		(unsigned long long)got, n, (unsigned long long)ev->limit->usage);
 	events_free(&evs);
 
-	start_receiver(&result);
-	cr_expect_eq(in_sandbox(T, "other", send_mib, NULL), 0);
-	got = received(result);
+	got = mib_from("other");
 	cr_expect_eq(got, SEND_SIZE, "a sandbox without a rate: %llu bytes",
 		     (unsigned long long)got);
 }
