@@ -356,7 +356,11 @@ void engine__budget_one(struct engine *e, const struct sandbox_entry *s)
 		}
 		want.total_used = have.total_used;
 		want.dropped = have.dropped;
-		/* a new rate starts from a full bucket; its spell of drops goes on */
+		/* the same rate keeps its bucket (another budget changed); a new rate starts from a
+		 * full one; a spell of drops goes on either way
+		 */
+		if (have.rate_bps == want.rate_bps)
+			want.tat_ns = have.tat_ns;
 		want.rate_drop_ns = have.rate_drop_ns;
 		want.rate_refused = have.rate_refused;
 	}
