@@ -138,6 +138,33 @@ static struct otlp_rx {
 	uint64_t records, requests, bad;
 } * rx;
 
+/* The receiver's decoding allocates from a bump arena emptied after each request, as a
+ * collector's decoder reuses its memory (malloc and free of every KeyValue were half its time).
+ */
+static struct {
+	uint8_t mem[256 << 20];
+	size_t used;
+} rx_arena;
+
+static void *rx_alloc(void *data, size_t size)
+{
+	size_t at = (rx_arena.used + 15) & ~(size_t)15;
+
+	(void)data;
+	if (size > sizeof(rx_arena.mem) - at)
+		return NULL; /* the request is counted bad */
+	rx_arena.used = at + size;
+	return rx_arena.mem + at;
+}
+
+static void rx_free(void *data, void *p)
+{
+	(void)data;
+	(void)p;
+}
+
+static ProtobufCAllocator rx_allocator = { .alloc = rx_alloc, .free = rx_free };
+
 /* A request body as a collector reads it: gunzipped and decoded as an OTLP protobuf request;
  * its log records counted in rx.
  */
@@ -162,8 +189,9 @@ static void otlp_decode(const uint8_t *body, size_t len)
 	}
 	n = z.total_out;
 	inflateEnd(&z);
+	rx_arena.used = 0;
 	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
-		NULL, n, plain);
+		&rx_allocator, n, plain);
 	if (!req) {
 		rx->bad++;
 		return;
@@ -172,8 +200,6 @@ static void otlp_decode(const uint8_t *body, size_t len)
 		for (size_t j = 0; j < req->resource_logs[i]->n_scope_logs; j++)
 			rx->records += req->resource_logs[i]->scope_logs[j]->n_log_records;
 	}
-	opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(req,
-											      NULL);
 }
 
 /* An HTTP server that decodes every request (otlp_decode) and answers it 200 with an empty

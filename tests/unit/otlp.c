@@ -313,3 +313,86 @@ Test(otlp, one_encoder_carries_large_batches_one_after_another)
 	free(raw);
 	otlp__encoder_free(enc);
 }
+
+/* A LogRecord's length is written in the two bytes kept for it, or the record moves: one over
+ * 16 KiB (three bytes; none is under 128: an empty event's JSON body alone is 160); a host name
+ * longer than the room kept before the records for the request's head moves them all. Every
+ * record decodes, in order, whole.
+ */
+Test(otlp, records_of_every_length_and_a_long_host_decode)
+{
+	static uint8_t raw[1 << 17], plain[1 << 19];
+	static char big[20000], host[700];
+	/* the host of the first record is the resource's */
+	const char *exes[] = { NULL, NULL, big, "/usr/bin/true" };
+	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+	Opentelemetry__Proto__Logs__V1__ScopeLogs *sl;
+	struct otlp_encoder *enc = otlp__encoder_new();
+	size_t n = 0, len, records;
+	uint64_t first, last;
+	uint8_t *gz = NULL;
+	z_stream z = { 0 };
+	char sid[33];
+	bool host_seen = false;
+
+	cr_assert(enc);
+	memset(big, 'b', sizeof(big) - 1);
+	memset(host, 'h', sizeof(host) - 1);
+	for (size_t i = 0; i < sizeof(exes) / sizeof(exes[0]); i++) {
+		Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+		Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
+		size_t l;
+
+		if (exes[i]) {
+			p.exe = (char *)exes[i];
+			ev.process = &p;
+		}
+		ev.seq = i + 1;
+		ev.host = i == 1 ? "h" : host;
+		l = egret__v1__event__get_packed_size(&ev);
+		cr_assert_lt(n + l + WIRE_VARINT_MAX, sizeof(raw));
+		n += wire__varint_put(l, raw + n);
+		n += egret__v1__event__pack(&ev, raw + n);
+	}
+	for (int round = 0; round < 2; round++) { /* the second with the encoder's kept room */
+		cr_assert_eq(otlp__encode(enc, raw, n, &gz, &len, &records, &first, &last, sid), 0);
+		cr_assert_eq(records, 4);
+		z = (z_stream){ .next_in = gz, .avail_in = (uInt)len };
+		z.next_out = plain;
+		z.avail_out = sizeof(plain);
+		cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
+		cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
+		req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
+			NULL, z.total_out, plain);
+		inflateEnd(&z);
+		free(gz);
+		cr_assert(req);
+		cr_assert_eq(req->n_resource_logs, 1);
+		for (size_t i = 0; i < req->resource_logs[0]->resource->n_attributes; i++) {
+			const Opentelemetry__Proto__Common__V1__KeyValue *kv =
+				req->resource_logs[0]->resource->attributes[i];
+
+			if (!strcmp(kv->key, "host.name"))
+				host_seen = !strcmp(kv->value->string_value, host);
+		}
+		cr_expect(host_seen, "host.name is the 699-byte host");
+		cr_assert_eq(req->resource_logs[0]->n_scope_logs, 1);
+		sl = req->resource_logs[0]->scope_logs[0];
+		cr_assert_eq(sl->n_log_records, 4);
+		cr_expect_str_eq(sl->scope->name, "egret");
+		cr_expect_gt(opentelemetry__proto__logs__v1__log_record__get_packed_size(
+				     sl->log_records[2]),
+			     16384, "the third is one whose length takes three");
+		for (size_t i = 0; i < 4; i++) {
+			const Opentelemetry__Proto__Logs__V1__LogRecord *lr = sl->log_records[i];
+
+			cr_expect(!exes[i] || strstr(lr->body->string_value, exes[i]),
+				  "record %zu's body", i);
+			cr_expect_eq(lr->time_unix_nano, 0);
+		}
+		opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(
+			req, NULL);
+		host_seen = false;
+	}
+	otlp__encoder_free(enc);
+}

@@ -315,7 +315,7 @@ bool utf8_valid(const char *s, size_t len)
 	const unsigned char *p = (const unsigned char *)s;
 
 	for (size_t i = 0; i < len;) {
-		size_t n = utf8_seq(p + i, len - i);
+		size_t n = p[i] < 0x80 ? 1 : utf8_seq(p + i, len - i);
 
 		if (!n)
 			return false;

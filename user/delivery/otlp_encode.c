@@ -63,6 +63,9 @@ enum {
 	ARRAY_VALUES = 1,
 };
 
+#define REQ_HEAD_ROOM 512 /* bytes kept before the records for the request's head */
+#define LR_LEN_KEPT 2 /* bytes kept for a LogRecord's length: up to 16 KiB need not move */
+
 #define SEVERITY_INFO 9	 /* SeverityNumber SEVERITY_NUMBER_INFO */
 #define SEVERITY_WARN 13 /* SEVERITY_NUMBER_WARN */
 
@@ -141,17 +144,22 @@ static void pb_fixed64(struct pb *b, unsigned int field, uint64_t v)
 	pb_raw(b, le, sizeof(le));
 }
 
-/* A nested message begins: its content's offset, for pb_close (one byte kept for its length) */
-static size_t pb_open(struct pb *b, unsigned int field)
+/* A nested message begins, `kept` bytes kept for its length: its content's offset, for
+ * pb_close_n with the same `kept`. A message whose length takes as many bytes as were kept is
+ * not moved when it closes: a LogRecord (hundreds of bytes to a few KiB) keeps two.
+ */
+static size_t pb_open_n(struct pb *b, unsigned int field, size_t kept)
 {
 	pb_key(b, field, PB_LEN);
-	if (pb_room(b, 1))
-		b->p[b->len++] = 0;
+	if (pb_room(b, kept)) {
+		memset(b->p + b->len, 0, kept);
+		b->len += kept;
+	}
 	return b->len;
 }
 
-/* The message pb_open began ends: its length in front of it, in as many bytes as it needs */
-static void pb_close(struct pb *b, size_t start)
+/* The message pb_open_n began ends: its length in front of it, in as many bytes as it needs */
+static void pb_close_n(struct pb *b, size_t start, size_t kept)
 {
 	uint8_t v[WIRE_VARINT_MAX];
 	size_t n, vl;
@@ -160,13 +168,23 @@ static void pb_close(struct pb *b, size_t start)
 		return;
 	n = b->len - start;
 	vl = wire__varint_put(n, v);
-	if (vl > 1) {
-		if (!pb_room(b, vl - 1))
-			return;
-		memmove(b->p + start + vl - 1, b->p + start, n);
-		b->len += vl - 1;
+	if (vl > kept && !pb_room(b, vl - kept))
+		return;
+	if (vl != kept) {
+		memmove(b->p + start + vl - kept, b->p + start, n);
+		b->len = b->len + vl - kept;
 	}
-	memcpy(b->p + start - 1, v, vl);
+	memcpy(b->p + start - kept, v, vl);
+}
+
+static size_t pb_open(struct pb *b, unsigned int field)
+{
+	return pb_open_n(b, field, 1);
+}
+
+static void pb_close(struct pb *b, size_t start)
+{
+	pb_close_n(b, start, 1);
 }
 
 /* ---- attributes -------------------------------------------------------------------------- */
@@ -178,17 +196,20 @@ struct rec {
 	const Egret__V1__Event *ev;
 };
 
+/* An attribute's key: a string literal and its length, counted when compiled */
+#define K(lit) ("" lit ""), (sizeof(lit) - 1)
+
 /* A KeyValue begins: the offsets pb_close needs, value open */
 struct kv {
 	size_t kv, value;
 };
 
-static struct kv attr_open(struct rec *r, const char *key)
+static struct kv attr_open(struct rec *r, const char *key, size_t kl)
 {
 	struct kv k;
 
 	k.kv = pb_open(r->b, r->field);
-	pb_str(r->b, KV_KEY, key);
+	pb_bytes(r->b, KV_KEY, key, kl);
 	k.value = pb_open(r->b, KV_VALUE);
 	return k;
 }
@@ -199,44 +220,45 @@ static void attr_close(struct rec *r, struct kv k)
 	pb_close(r->b, k.kv);
 }
 
-static void attr_strn(struct rec *r, const char *key, const char *v, size_t n)
+static void attr_strn(struct rec *r, const char *key, size_t kl, const char *v, size_t n)
 {
 	struct kv k;
 
 	if (!v || !n)
 		return;
-	k = attr_open(r, key);
+	k = attr_open(r, key, kl);
 	pb_bytes(r->b, AV_STRING, v, n);
 	attr_close(r, k);
 }
 
-static void attr_str(struct rec *r, const char *key, const char *v)
+static void attr_str(struct rec *r, const char *key, size_t kl, const char *v)
 {
-	attr_strn(r, key, v, v ? strlen(v) : 0);
+	attr_strn(r, key, kl, v, v ? strlen(v) : 0);
 }
 
-static void attr_int(struct rec *r, const char *key, int64_t v)
+static void attr_int(struct rec *r, const char *key, size_t kl, int64_t v)
 {
-	struct kv k = attr_open(r, key);
+	struct kv k = attr_open(r, key, kl);
 
 	pb_uint(r->b, AV_INT, (uint64_t)v);
 	attr_close(r, k);
 }
 
-static void attr_bool(struct rec *r, const char *key, bool v)
+static void attr_bool(struct rec *r, const char *key, size_t kl, bool v)
 {
-	struct kv k = attr_open(r, key);
+	struct kv k = attr_open(r, key, kl);
 
 	pb_uint(r->b, AV_BOOL, v);
 	attr_close(r, k);
 }
 
-static void attr_enum(struct rec *r, const char *key, const ProtobufCEnumDescriptor *d, int v)
+static void attr_enum(struct rec *r, const char *key, size_t kl, const ProtobufCEnumDescriptor *d,
+		      int v)
 {
 	const ProtobufCEnumValue *e = protobuf_c_enum_descriptor_get_value(d, v);
 
 	if (e && v)
-		attr_str(r, key, e->name);
+		attr_str(r, key, kl, e->name);
 }
 
 /* OpenTelemetry's container.* and k8s.* resource conventions, for a container sandbox. */
@@ -245,18 +267,18 @@ static void attr_container(struct rec *r, const Egret__V1__Container *c)
 	const char *tag = c->image ? c->image->tag : "";
 	unsigned int nl = 0;
 
-	attr_str(r, "container.id", c->uid);
-	attr_str(r, "container.name", c->name);
-	attr_str(r, "container.runtime.name", c->runtime);
+	attr_str(r, K("container.id"), c->uid);
+	attr_str(r, K("container.name"), c->name);
+	attr_str(r, K("container.runtime.name"), c->runtime);
 	if (c->image && c->image->name[0]) {
 		size_t len = strlen(c->image->name), tl = strlen(tag);
 
 		/* the name without ":TAG", the tag as container.image.tags */
 		if (tl && len > tl + 1 && c->image->name[len - tl - 1] == ':')
 			len -= tl + 1;
-		attr_strn(r, "container.image.name", c->image->name, len);
+		attr_strn(r, K("container.image.name"), c->image->name, len);
 		if (tl) {
-			struct kv k = attr_open(r, "container.image.tags");
+			struct kv k = attr_open(r, K("container.image.tags"));
 			size_t arr = pb_open(r->b, AV_ARRAY), one = pb_open(r->b, ARRAY_VALUES);
 
 			pb_str(r->b, AV_STRING, tag);
@@ -266,10 +288,10 @@ static void attr_container(struct rec *r, const Egret__V1__Container *c)
 		}
 	}
 	if (c->orchestrator[0]) {
-		attr_str(r, "k8s.pod.name", c->pod_name);
-		attr_str(r, "k8s.namespace.name", c->namespace_);
-		attr_str(r, "k8s.pod.uid", c->pod_uuid);
-		attr_str(r, "k8s.container.name", c->name);
+		attr_str(r, K("k8s.pod.name"), c->pod_name);
+		attr_str(r, K("k8s.namespace.name"), c->namespace_);
+		attr_str(r, K("k8s.pod.uid"), c->pod_uuid);
+		attr_str(r, K("k8s.container.name"), c->name);
 	}
 	for (size_t i = 0; i < c->n_labels && nl < MAX_LABELS; i++) {
 		const char *eq = strchr(c->labels[i], '=');
@@ -282,7 +304,7 @@ static void attr_container(struct rec *r, const Egret__V1__Container *c)
 			     c->labels[i]);
 		/* a key cut short could end inside a UTF-8 sequence: such a label is left out */
 		if (n > 0 && (size_t)n < sizeof(key))
-			attr_str(r, key, eq + 1);
+			attr_str(r, key, (size_t)n, eq + 1);
 		nl++;
 	}
 }
@@ -305,21 +327,21 @@ static bool is_warning(const Egret__V1__Event *ev)
 
 static void net_connect_attrs(struct rec *r, const Egret__V1__NetConnect *c)
 {
-	attr_enum(r, "egret.verdict", &egret__v1__net_connect__verdict__descriptor, c->verdict);
-	attr_enum(r, "egret.reason", &egret__v1__net_connect__reason__descriptor, c->reason);
-	attr_enum(r, "egret.hook", &egret__v1__net_connect__hook__descriptor, c->hook);
-	attr_str(r, "destination.address", c->dst_addr);
+	attr_enum(r, K("egret.verdict"), &egret__v1__net_connect__verdict__descriptor, c->verdict);
+	attr_enum(r, K("egret.reason"), &egret__v1__net_connect__reason__descriptor, c->reason);
+	attr_enum(r, K("egret.hook"), &egret__v1__net_connect__hook__descriptor, c->hook);
+	attr_str(r, K("destination.address"), c->dst_addr);
 	if (c->dst_port)
-		attr_int(r, "destination.port", c->dst_port);
-	attr_str(r, "network.transport", c->protocol);
+		attr_int(r, K("destination.port"), c->dst_port);
+	attr_str(r, K("network.transport"), c->protocol);
 	if (c->rule_id)
-		attr_int(r, "egret.rule_id", c->rule_id);
-	attr_str(r, "egret.rule", c->rule);
+		attr_int(r, K("egret.rule_id"), c->rule_id);
+	attr_str(r, K("egret.rule"), c->rule);
 	/* a device's packet: OpenTelemetry's network.interface.name, and its source */
-	attr_str(r, "network.interface.name", c->interface);
-	attr_str(r, "source.address", c->src_addr);
+	attr_str(r, K("network.interface.name"), c->interface);
+	attr_str(r, K("source.address"), c->src_addr);
 	if (c->src_port)
-		attr_int(r, "source.port", c->src_port);
+		attr_int(r, K("source.port"), c->src_port);
 }
 
 static void exec_attrs(struct rec *r, const Egret__V1__ProcessExec *x)
@@ -331,7 +353,7 @@ static void exec_attrs(struct rec *r, const Egret__V1__ProcessExec *x)
 		len += (i ? 1 : 0) + strlen(x->args[i]);
 	if (len) {
 		/* the arguments joined by spaces, written into the value as they are */
-		k = attr_open(r, "process.command_line");
+		k = attr_open(r, K("process.command_line"));
 		pb_key(r->b, AV_STRING, PB_LEN);
 		pb_varint(r->b, len);
 		for (size_t i = 0; i < x->n_args; i++) {
@@ -341,18 +363,18 @@ static void exec_attrs(struct rec *r, const Egret__V1__ProcessExec *x)
 		}
 		attr_close(r, k);
 	}
-	attr_str(r, "process.working_directory", x->cwd);
+	attr_str(r, K("process.working_directory"), x->cwd);
 }
 
 static void flow_attrs(struct rec *r, const Egret__V1__NetFlow *fl)
 {
-	attr_str(r, "network.transport", fl->protocol);
-	attr_str(r, "source.address", fl->src_addr);
-	attr_int(r, "source.port", fl->src_port);
-	attr_str(r, "destination.address", fl->dst_addr);
-	attr_int(r, "destination.port", fl->dst_port);
-	attr_int(r, "egret.flow.bytes_out", (int64_t)fl->bytes_out);
-	attr_int(r, "egret.flow.bytes_in", (int64_t)fl->bytes_in);
+	attr_str(r, K("network.transport"), fl->protocol);
+	attr_str(r, K("source.address"), fl->src_addr);
+	attr_int(r, K("source.port"), fl->src_port);
+	attr_str(r, K("destination.address"), fl->dst_addr);
+	attr_int(r, K("destination.port"), fl->dst_port);
+	attr_int(r, K("egret.flow.bytes_out"), (int64_t)fl->bytes_out);
+	attr_int(r, K("egret.flow.bytes_in"), (int64_t)fl->bytes_in);
 }
 
 static void payload_attrs(struct rec *r)
@@ -364,55 +386,55 @@ static void payload_attrs(struct rec *r)
 		net_connect_attrs(r, ev->net_connect);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_DNS_QUERY:
-		attr_str(r, "dns.question.name", ev->dns_query->name);
-		attr_str(r, "dns.question.type", ev->dns_query->type);
-		attr_str(r, "dns.response_code", ev->dns_query->rcode);
-		attr_bool(r, "egret.dns.allowed", ev->dns_query->allowed);
+		attr_str(r, K("dns.question.name"), ev->dns_query->name);
+		attr_str(r, K("dns.question.type"), ev->dns_query->type);
+		attr_str(r, K("dns.response_code"), ev->dns_query->rcode);
+		attr_bool(r, K("egret.dns.allowed"), ev->dns_query->allowed);
 		if (ev->dns_query->high_entropy)
-			attr_bool(r, "egret.dns.high_entropy", true);
+			attr_bool(r, K("egret.dns.high_entropy"), true);
 		if (ev->dns_query->budget && ev->dns_query->budget[0])
-			attr_str(r, "egret.dns.budget", ev->dns_query->budget);
+			attr_str(r, K("egret.dns.budget"), ev->dns_query->budget);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_EXEC:
 		exec_attrs(r, ev->exec);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_EXIT:
-		attr_int(r, "process.exit.code", ev->exit->exit_code);
+		attr_int(r, K("process.exit.code"), ev->exit->exit_code);
 		if (ev->exit->signal)
-			attr_int(r, "egret.exit.signal", ev->exit->signal);
+			attr_int(r, K("egret.exit.signal"), ev->exit->signal);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_FILE:
-		attr_enum(r, "egret.file.op", &egret__v1__file_activity__op__descriptor,
+		attr_enum(r, K("egret.file.op"), &egret__v1__file_activity__op__descriptor,
 			  ev->file->op);
-		attr_str(r, "file.path", ev->file->path);
-		attr_str(r, "egret.file.new_path", ev->file->new_path);
+		attr_str(r, K("file.path"), ev->file->path);
+		attr_str(r, K("egret.file.new_path"), ev->file->new_path);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_FLOW:
 		flow_attrs(r, ev->flow);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_TAMPER:
-		attr_enum(r, "egret.tamper.kind", &egret__v1__tamper__kind__descriptor,
+		attr_enum(r, K("egret.tamper.kind"), &egret__v1__tamper__kind__descriptor,
 			  ev->tamper->kind);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_LOSS:
-		attr_enum(r, "egret.loss.source", &egret__v1__loss__source__descriptor,
+		attr_enum(r, K("egret.loss.source"), &egret__v1__loss__source__descriptor,
 			  ev->loss->source);
-		attr_int(r, "egret.loss.count", (int64_t)ev->loss->count);
+		attr_int(r, K("egret.loss.count"), (int64_t)ev->loss->count);
 		if (ev->loss->itemized_case == EGRET__V1__LOSS__ITEMIZED_RECORD_KIND)
-			attr_enum(r, "egret.loss.record_kind",
+			attr_enum(r, K("egret.loss.record_kind"),
 				  &egret__v1__loss__record_kind__descriptor, ev->loss->record_kind);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE:
-		attr_enum(r, "egret.lifecycle", &egret__v1__sandbox_lifecycle__kind__descriptor,
+		attr_enum(r, K("egret.lifecycle"), &egret__v1__sandbox_lifecycle__kind__descriptor,
 			  ev->sandbox_lifecycle->kind);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_LIMIT:
-		attr_enum(r, "egret.limit.kind", &egret__v1__resource_limit__kind__descriptor,
+		attr_enum(r, K("egret.limit.kind"), &egret__v1__resource_limit__kind__descriptor,
 			  ev->limit->kind);
 		break;
 	case EGRET__V1__EVENT__PAYLOAD_POLICY_CHANGE:
-		attr_str(r, "egret.policy.action", ev->policy_change->action);
-		attr_bool(r, "egret.policy.ok", ev->policy_change->ok);
+		attr_str(r, K("egret.policy.action"), ev->policy_change->action);
+		attr_bool(r, K("egret.policy.ok"), ev->policy_change->ok);
 		break;
 	default:
 		break;
@@ -425,7 +447,7 @@ static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, s
 	const char *name = pbjson__event_name(ev);
 	bool warn = is_warning(ev);
 	struct rec r = { .b = b, .field = LR_ATTRIBUTES, .ev = ev };
-	size_t lr = pb_open(b, SL_LOG_RECORDS);
+	size_t lr = pb_open_n(b, SL_LOG_RECORDS, LR_LEN_KEPT);
 	char event_name[48];
 
 	/* in field order, as protobuf's own encoders write them */
@@ -437,42 +459,44 @@ static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, s
 	if (j->err) {
 		b->err = -ENOMEM;
 	} else {
-		size_t body = pb_open(b, LR_BODY);
+		uint8_t v[WIRE_VARINT_MAX];
 
+		/* the body's AnyValue: its length known before it is written */
+		pb_key(b, LR_BODY, PB_LEN);
+		pb_varint(b, 1 + wire__varint_put(j->len, v) + j->len);
 		pb_bytes(b, AV_STRING, j->p, j->len);
-		pb_close(b, body);
 	}
-	attr_str(&r, "egret.stream_id", ev->stream_id);
-	attr_int(&r, "egret.seq", (int64_t)ev->seq);
-	attr_str(&r, "egret.event", name);
+	attr_str(&r, K("egret.stream_id"), ev->stream_id);
+	attr_int(&r, K("egret.seq"), (int64_t)ev->seq);
+	attr_str(&r, K("egret.event"), name);
 	if (ev->class_uid)
-		attr_int(&r, "ocsf.class_uid", ev->class_uid);
+		attr_int(&r, K("ocsf.class_uid"), ev->class_uid);
 	if (ev->activity_id)
-		attr_int(&r, "ocsf.activity_id", ev->activity_id);
+		attr_int(&r, K("ocsf.activity_id"), ev->activity_id);
 	if (ev->sandbox) {
-		attr_str(&r, "egret.sandbox.name", ev->sandbox->name);
-		attr_int(&r, "egret.sandbox.cgroup_id", (int64_t)ev->sandbox->cgroup_id);
+		attr_str(&r, K("egret.sandbox.name"), ev->sandbox->name);
+		attr_int(&r, K("egret.sandbox.cgroup_id"), (int64_t)ev->sandbox->cgroup_id);
 		if (ev->sandbox->container)
 			attr_container(&r, ev->sandbox->container);
 	}
 	if (ev->process) {
-		attr_int(&r, "process.pid", ev->process->pid);
+		attr_int(&r, K("process.pid"), ev->process->pid);
 		if (ev->process->ppid)
-			attr_int(&r, "process.parent_pid", ev->process->ppid);
-		attr_str(&r, "process.executable.name", ev->process->comm);
-		attr_str(&r, "process.executable.path", ev->process->exe);
-		attr_int(&r, "process.real_user.id", ev->process->uid);
+			attr_int(&r, K("process.parent_pid"), ev->process->ppid);
+		attr_str(&r, K("process.executable.name"), ev->process->comm);
+		attr_str(&r, K("process.executable.path"), ev->process->exe);
+		attr_int(&r, K("process.real_user.id"), ev->process->uid);
 		if (ev->process->exec_id)
-			attr_int(&r, "egret.exec_id", (int64_t)ev->process->exec_id);
+			attr_int(&r, K("egret.exec_id"), (int64_t)ev->process->exec_id);
 		if (ev->process->lost_case == EGRET__V1__PROCESS__LOST_EXEC_LOST &&
 		    ev->process->exec_lost)
-			attr_bool(&r, "egret.exec_lost", true);
+			attr_bool(&r, K("egret.exec_lost"), true);
 	}
 	payload_attrs(&r);
 	pb_fixed64(b, LR_OBSERVED_TIME, now);
 	snprintf(event_name, sizeof(event_name), "egret.%s", *name ? name : "event");
 	pb_str(b, LR_EVENT_NAME, event_name);
-	pb_close(b, lr);
+	pb_close_n(b, lr, LR_LEN_KEPT);
 }
 
 /* The events of a batch are unpacked into an arena: one bump allocation each, nothing freed
@@ -664,32 +688,65 @@ static int encode_records(struct otlp_encoder *e, const uint8_t *raw, size_t n, 
 	return err;
 }
 
-/* One ExportLogsServiceRequest of the records (egret's resource and scope), gzipped. */
+/* n bytes of d put in front of *at, which moves back over them */
+static void put_before(uint8_t **at, const void *d, size_t n)
+{
+	*at -= n;
+	memcpy(*at, d, n);
+}
+
+static void varint_before(uint8_t **at, uint64_t v)
+{
+	uint8_t tmp[WIRE_VARINT_MAX];
+
+	put_before(at, tmp, wire__varint_put(v, tmp));
+}
+
+/* One ExportLogsServiceRequest of the records (egret's resource and scope), gzipped. The
+ * records were written after REQ_HEAD_ROOM bytes of recs: what goes before them (the
+ * ResourceLogs and ScopeLogs that hold them, whose lengths are known only now) is put there,
+ * so that the records are not copied again.
+ */
 static int pack_request(struct otlp_encoder *e, const char *host, uint8_t **out, size_t *outlen)
 {
-	const struct pb *recs = &e->recs;
-	struct pb *b = &e->req;
+	struct pb *recs = &e->recs, *b = &e->req;
 	struct rec res = { .b = b, .field = RES_ATTRIBUTES };
-	size_t rl, r, sl, sc;
+	size_t body = recs->len - REQ_HEAD_ROOM, room = REQ_HEAD_ROOM, r, sc, res_len, sl, rl, head;
+	uint8_t tmp[WIRE_VARINT_MAX], *at;
 
+	/* the Resource and the InstrumentationScope, whole, into req */
 	b->len = 0;
 	b->err = 0;
-	pb_room(b, recs->len + 512);
-	rl = pb_open(b, REQ_RESOURCE_LOGS);
 	r = pb_open(b, RL_RESOURCE);
-	attr_str(&res, "service.name", "egret");
-	attr_str(&res, "service.version", EGRET_VERSION);
-	attr_str(&res, "host.name", host);
+	attr_str(&res, K("service.name"), "egret");
+	attr_str(&res, K("service.version"), EGRET_VERSION);
+	attr_str(&res, K("host.name"), host);
 	pb_close(b, r);
-	sl = pb_open(b, RL_SCOPE_LOGS);
+	res_len = b->len;
 	sc = pb_open(b, SL_SCOPE);
 	pb_str(b, SCOPE_NAME, "egret");
 	pb_str(b, SCOPE_VERSION, EGRET_VERSION);
 	pb_close(b, sc);
-	pb_raw(b, recs->p, recs->len);
-	pb_close(b, sl);
-	pb_close(b, rl);
-	return b->err ? b->err : gzip(e, b->p, b->len, out, outlen);
+	if (b->err)
+		return b->err;
+	sl = b->len - res_len + body;			     /* the ScopeLogs' length */
+	rl = res_len + 1 + wire__varint_put(sl, tmp) + sl; /* the ResourceLogs' */
+	head = 1 + wire__varint_put(rl, tmp) + rl - body;
+	if (head > room) { /* a host name of hundreds of bytes: the records move */
+		if (!pb_room(recs, head - room))
+			return recs->err;
+		memmove(recs->p + head, recs->p + room, body);
+		recs->len += head - room;
+		room = head;
+	}
+	at = recs->p + room;
+	put_before(&at, b->p + res_len, b->len - res_len);
+	varint_before(&at, sl);
+	varint_before(&at, (uint64_t)RL_SCOPE_LOGS << 3 | PB_LEN);
+	put_before(&at, b->p, res_len);
+	varint_before(&at, rl);
+	varint_before(&at, (uint64_t)REQ_RESOURCE_LOGS << 3 | PB_LEN);
+	return gzip(e, at, head + body, out, outlen);
 }
 
 int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t **out,
@@ -705,7 +762,9 @@ int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t *
 		return -ENOMEM;
 	e->recs.len = 0;
 	e->recs.err = 0;
-	err = encode_records(e, raw, n, &nrec, first_seq, last_seq, stream_id, &host);
+	if (pb_room(&e->recs, REQ_HEAD_ROOM)) /* the request's head goes before the records */
+		e->recs.len = REQ_HEAD_ROOM;
+	err = e->recs.err ? e->recs.err : encode_records(e, raw, n, &nrec, first_seq, last_seq, stream_id, &host);
 	if (!err) {
 		*records = nrec;
 		err = pack_request(e, host ? host : "", out, outlen);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -61,6 +62,20 @@ static inline void put_n(jbuf *out, const void *p, size_t n)
 static inline void put_s(jbuf *out, const char *s)
 {
 	put_n(out, s, strlen(s));
+}
+
+/* A field's name (an identifier, tens of bytes): copied as it is read, no strlen call */
+static inline void put_name(jbuf *out, const char *s)
+{
+	size_t i = 0;
+
+	if (!room(out, 64))
+		return;
+	for (; s[i] && i < 64; i++)
+		out->p[out->len + i] = s[i];
+	out->len += i;
+	if (s[i])
+		put_s(out, s + i);
 }
 
 void pbjson__buf_free(struct pbjson_buf *b)
@@ -301,7 +316,7 @@ static void print_field(jbuf *out, const ProtobufCMessage *msg, const ProtobufCF
 
 	/* field names are identifiers: nothing to escape */
 	put(out, '"');
-	put_s(out, f->name);
+	put_name(out, f->name);
 	put_n(out, "\":", 2);
 	if (f->label != PROTOBUF_C_LABEL_REPEATED) {
 		print_value(out, f, member);
@@ -328,7 +343,7 @@ static void print_event_extra(jbuf *out, const ProtobufCMessage *msg,
 {
 	const Egret__V1__Event *ev = (const Egret__V1__Event *)msg;
 
-	if (f && !strcmp(f->name, "time_unix_nano")) {
+	if (f && f->offset == offsetof(Egret__V1__Event, time_unix_nano)) {
 		char t[PBJSON_TIME_LEN];
 
 		pbjson__rfc3339(ev->time_unix_nano, t, sizeof(t));
@@ -473,7 +488,13 @@ static int fix_string(char **sp, ProtobufCAllocator *a)
 {
 	char *fixed;
 
-	if (!*sp || pbjson__utf8_valid(*sp, strlen(*sp)))
+	const unsigned char *p = (const unsigned char *)*sp;
+
+	if (!p)
+		return 0;
+	while (*p && *p < 0x80) /* ASCII, most strings whole: no more to check */
+		p++;
+	if (!*p || utf8_valid((const char *)p, strlen((const char *)p)))
 		return 0;
 	fixed = utf8_fixed(*sp, a);
 	if (!fixed)
