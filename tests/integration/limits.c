@@ -330,13 +330,17 @@ Test(limits, bad_limits_are_refused_with_the_reason)
 #define SEND_SIZE (1u << 20)
 
 /* The receiver: in a new network namespace, behind the veth the test moves in, it counts what
- * one TCP connection brings in 6 s (or to its end) and writes the count to fd.
+ * one TCP connection brings in 6 s (or to its end) and writes the count to fd. With many, it
+ * counts for the whole 6 s every TCP connection it is given and every UDP datagram to
+ * PEER_PORT.
  */
-static void receiver(int ready, int result)
+static void receiver(int ready, int result, bool many)
 {
+	enum { MAX_FDS = 16 };
+	struct pollfd p[MAX_FDS];
 	char buf[65536], c;
 	uint64_t got = 0, end;
-	int l, a;
+	int l, u = -1, nfds = 0;
 	ssize_t n;
 
 	if (unshare(CLONE_NEWNET) || write(ready, "n", 1) != 1 || read(ready, &c, 1) != 1)
@@ -344,19 +348,44 @@ static void receiver(int ready, int result)
 	if (system("ip link set lo up && ip addr add " PEER "/24 dev vb0 && ip link set vb0 up"))
 		_exit(2);
 	l = tcp_listen(PEER, PEER_PORT);
+	if (many) {
+		struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PEER_PORT) };
+		int big = 8 << 20;
+
+		inet_pton(AF_INET, PEER, &sa.sin_addr);
+		u = socket(AF_INET, SOCK_DGRAM, 0);
+		setsockopt(u, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big));
+		if (u < 0 || bind(u, (struct sockaddr *)&sa, sizeof(sa)))
+			_exit(3);
+		p[nfds++] = (struct pollfd){ .fd = u, .events = POLLIN };
+	}
 	if (l < 0 || write(ready, "l", 1) != 1)
 		_exit(3);
-	a = accept(l, NULL, NULL);
+	p[nfds++] = (struct pollfd){ .fd = many ? l : accept(l, NULL, NULL), .events = POLLIN };
 	end = now_ns(CLOCK_MONOTONIC) + 6000000000ull;
-	while (a >= 0 && now_ns(CLOCK_MONOTONIC) < end) {
-		struct pollfd p = { .fd = a, .events = POLLIN };
-
-		if (poll(&p, 1, 200) != 1)
+	while ((many || p[0].fd >= 0) && now_ns(CLOCK_MONOTONIC) < end) {
+		if (poll(p, (nfds_t)nfds, 200) < 1)
 			continue;
-		n = read(a, buf, sizeof(buf));
-		if (n <= 0)
-			break;
-		got += (uint64_t)n;
+		for (int i = 0; i < nfds; i++) {
+			if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			if (many && p[i].fd == l) {
+				int a = accept(l, NULL, NULL);
+
+				if (a >= 0 && nfds < MAX_FDS)
+					p[nfds++] = (struct pollfd){ .fd = a, .events = POLLIN };
+				continue;
+			}
+			n = read(p[i].fd, buf, sizeof(buf));
+			if (n > 0) {
+				got += (uint64_t)n;
+			} else if (!many) {
+				end = 0; /* the one connection ended */
+			} else if (p[i].fd != u) {
+				close(p[i].fd);
+				p[i].fd = -p[i].fd - 1; /* poll skips it */
+			}
+		}
 	}
 	if (write(result, &got, sizeof(got)) != sizeof(got))
 		_exit(4);
@@ -366,7 +395,7 @@ static void receiver(int ready, int result)
 static pid_t rx_pid;
 
 /* A receiver behind a fresh veth; its result fd into *result. */
-static void start_receiver(int *result)
+static void start_receiver(int *result, bool many)
 {
 	int ready[2], res[2];
 	char c;
@@ -378,7 +407,7 @@ static void start_receiver(int *result)
 	if (rx_pid == 0) {
 		close(ready[0]);
 		close(res[0]);
-		receiver(ready[1], res[1]);
+		receiver(ready[1], res[1], many);
 	}
 	harness_kill_at_teardown(&rx_pid);
 	close(ready[1]);
@@ -436,13 +465,63 @@ static int send_mib(void *arg)
 	return 0;
 }
 
+/* UDP datagrams of 1,400 bytes to the receiver, as fast as they go, a MiB or 3 s (what the
+ * kernel refuses is counted as sent: the rate drops, the sender goes on)
+ */
+static int send_udp(void)
+{
+	static char buf[1400];
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PEER_PORT) };
+	uint64_t end = now_ns(CLOCK_MONOTONIC) + 3000000000ull;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	size_t sent = 0;
+
+	inet_pton(AF_INET, PEER, &sa.sin_addr);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return errno;
+	memset(buf, 'u', sizeof(buf));
+	while (sent < SEND_SIZE && now_ns(CLOCK_MONOTONIC) < end) {
+		if (send(fd, buf, sizeof(buf), 0) < 0 && errno != EPERM && errno != ENOBUFS)
+			return errno;
+		sent += sizeof(buf);
+	}
+	close(fd);
+	return 0;
+}
+
+/* An attacker spreading its sending: three processes, each a MiB over its own TCP connection,
+ * and a fourth sending UDP, all at once; 0 when every connect was taken.
+ */
+static int send_spread(void *arg)
+{
+	pid_t kids[4];
+	int rc = 0;
+
+	(void)arg;
+	for (int i = 0; i < 4; i++) {
+		kids[i] = fork();
+		if (kids[i] == 0)
+			_exit(i < 3 ? send_mib(NULL) : send_udp());
+	}
+	for (int i = 0; i < 4; i++) {
+		int st;
+
+		if (kids[i] < 0 || waitpid(kids[i], &st, 0) != kids[i] || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			rc = rc ? rc : kids[i] < 0 ? ECHILD : WEXITSTATUS(st);
+	}
+	return rc;
+}
+
 /* The policy: PEER allowed, and budget_line in sandbox box's block; reloaded. */
 static void box_budget(const char *budget_line)
 {
 	char policy[256], out[8192];
 
 	snprintf(policy, sizeof(policy),
-		 "mode enforce\nallow " PEER " tcp/9000\nsandbox box {\n    %s\n}\n", budget_line);
+		 "mode enforce\nallow " PEER " tcp/9000\nallow " PEER
+		 " udp/9000\nsandbox box {\n    %s\n}\n",
+		 budget_line);
 	cr_assert_eq(harness_policy(T, policy), 0);
 	cr_assert_eq(egretctl(T, out, sizeof(out), "reload", NULL), 0, "%s", out);
 }
@@ -452,7 +531,7 @@ static uint64_t mib_from(const char *name)
 {
 	int result;
 
-	start_receiver(&result);
+	start_receiver(&result, false);
 	cr_expect_eq(in_sandbox(T, name, send_mib, NULL), 0, "the connect was refused");
 	return received(result);
 }
@@ -538,6 +617,39 @@ Test(limits, over_its_egress_rate_a_sandbox_is_held_to_it)
 	got = mib_from("other");
 	cr_expect_eq(got, SEND_SIZE, "a sandbox without a rate: %llu bytes",
 		     (unsigned long long)got);
+}
+
+/* The same rate against an attacker that spreads its sending over three processes with a TCP
+ * connection each and a fourth sending UDP, all at once: the rate is the sandbox's, whatever
+ * carries it, so what arrives in 6 s is still at most the burst and 64 KiB a second. Sandbox
+ * other (no rate), the same senders: more than twice that arrives.
+ */
+Test(limits, an_egress_rate_holds_over_many_sockets_processes_and_udp)
+{
+	struct want w = { EGRET__V1__RESOURCE_LIMIT__KIND__KIND_EGRESS_RATE, -1, NULL };
+	const uint64_t most = 65536 + 65536 * 7;
+	struct events evs;
+	uint64_t got;
+	int result;
+
+	box_budget("budget egress-rate 64KiB/s");
+	start_receiver(&result, true);
+	cr_expect_eq(in_sandbox(T, "box", send_spread, NULL), 0, "a sender failed");
+	got = received(result);
+	cr_expect_leq(got, most, "%llu bytes arrived over four senders at 64 KiB/s in 6 s",
+		      (unsigned long long)got);
+	cr_expect_geq(got, 32768, "only %llu bytes arrived", (unsigned long long)got);
+	cr_assert_not_null(wait_limit(&evs, w.kind, -1), "no rate event for sandbox box");
+	events_free(&evs);
+	cr_log_info("four senders under 64KiB/s: %llu bytes arrived in 6 s",
+		    (unsigned long long)got);
+
+	start_receiver(&result, true);
+	cr_expect_eq(in_sandbox(T, "other", send_spread, NULL), 0, "a sender failed");
+	got = received(result);
+	cr_expect_gt(got, 2 * most, "without a rate the same senders brought only %llu bytes",
+		     (unsigned long long)got);
+	cr_log_info("the same senders without a rate: %llu bytes", (unsigned long long)got);
 }
 
 /* ---- the policy's limit lines, on sandboxes a runtime placed ---------------------------- */
