@@ -69,6 +69,24 @@ static void free_filled(ProtobufCMessage *m)
 	}
 }
 
+/* A request's body (gz, freed) gunzipped into plain and decoded as protoc's code decodes it */
+static Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *
+gunzip_decode(uint8_t *gz, size_t len, uint8_t *plain, size_t cap)
+{
+	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+	z_stream z = { .next_in = gz, .avail_in = (uInt)len, .next_out = plain,
+		       .avail_out = (uInt)cap };
+
+	cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
+	cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
+	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
+		NULL, z.total_out, plain);
+	inflateEnd(&z);
+	free(gz);
+	cr_assert(req);
+	return req;
+}
+
 /* ev alone as a request, through encoder e (NULL: a one-shot encode), decoded again */
 static Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *
 encode_decode(struct otlp_encoder *e, const Egret__V1__Event *ev)
@@ -78,26 +96,13 @@ encode_decode(struct otlp_encoder *e, const Egret__V1__Event *ev)
 	size_t len = egret__v1__event__get_packed_size(ev), n, records;
 	uint64_t first, last;
 	char sid[33];
-	z_stream z = { 0 };
-	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
 
 	cr_assert_lt(len + WIRE_VARINT_MAX, sizeof(raw));
 	n = wire__varint_put(len, raw);
 	egret__v1__event__pack(ev, raw + n);
 	cr_assert_eq(otlp__encode(e, raw, n + len, &gz, &len, &records, &first, &last, sid), 0);
 	cr_assert_eq(records, 1);
-	z.next_in = gz;
-	z.avail_in = (uInt)len;
-	z.next_out = plain;
-	z.avail_out = sizeof(plain);
-	cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
-	cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
-	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
-		NULL, z.total_out, plain);
-	inflateEnd(&z);
-	free(gz);
-	cr_assert(req);
-	return req;
+	return gunzip_decode(gz, len, plain, sizeof(plain));
 }
 
 /* each payload in turn, with bad bytes in every string of it, the envelope, sandbox, process;
@@ -266,7 +271,6 @@ Test(otlp, one_encoder_carries_large_batches_one_after_another)
 		uint64_t first, last;
 		size_t len, records;
 		uint8_t *gz = NULL;
-		z_stream z = { 0 };
 		char sid[33];
 
 		n = 0;
@@ -288,17 +292,7 @@ Test(otlp, one_encoder_carries_large_batches_one_after_another)
 		cr_expect_eq(records, EVENTS);
 		cr_expect_eq(first, (uint64_t)round * EVENTS + 1);
 		cr_expect_eq(last, (uint64_t)(round + 1) * EVENTS);
-		z.next_in = gz;
-		z.avail_in = (uInt)len;
-		z.next_out = plain;
-		z.avail_out = sizeof(plain);
-		cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
-		cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
-		req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
-			NULL, z.total_out, plain);
-		inflateEnd(&z);
-		free(gz);
-		cr_assert(req);
+		req = gunzip_decode(gz, len, plain, sizeof(plain));
 		cr_assert_eq(req->resource_logs[0]->scope_logs[0]->n_log_records, EVENTS);
 		for (size_t i = 0; i < EVENTS; i++) {
 			const Opentelemetry__Proto__Logs__V1__LogRecord *lr =
@@ -331,7 +325,6 @@ Test(otlp, records_of_every_length_and_a_long_host_decode)
 	size_t n = 0, len, records;
 	uint64_t first, last;
 	uint8_t *gz = NULL;
-	z_stream z = { 0 };
 	char sid[33];
 	bool host_seen = false;
 
@@ -357,16 +350,7 @@ Test(otlp, records_of_every_length_and_a_long_host_decode)
 	for (int round = 0; round < 2; round++) { /* the second with the encoder's kept room */
 		cr_assert_eq(otlp__encode(enc, raw, n, &gz, &len, &records, &first, &last, sid), 0);
 		cr_assert_eq(records, 4);
-		z = (z_stream){ .next_in = gz, .avail_in = (uInt)len };
-		z.next_out = plain;
-		z.avail_out = sizeof(plain);
-		cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
-		cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
-		req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
-			NULL, z.total_out, plain);
-		inflateEnd(&z);
-		free(gz);
-		cr_assert(req);
+		req = gunzip_decode(gz, len, plain, sizeof(plain));
 		cr_assert_eq(req->n_resource_logs, 1);
 		for (size_t i = 0; i < req->resource_logs[0]->resource->n_attributes; i++) {
 			const Opentelemetry__Proto__Common__V1__KeyValue *kv =
