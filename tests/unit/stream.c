@@ -595,6 +595,56 @@ Test(stream, file_rotation_keeps_whole_streams)
 	rig_free(&r);
 }
 
+/* --format json: batch after batch of events, each decoded into the sink's arena, as one JSON
+ * line each, in order; one event larger than the arena's first block among them.
+ */
+Test(stream, json_lines_batch_after_batch)
+{
+	static char big[300000];
+	struct rig r;
+	struct sink *k;
+	char path[128], *line = NULL;
+	size_t cap = 0, lines = 0;
+	bool big_seen = false;
+	ssize_t n;
+	FILE *f;
+
+	memset(big, 'b', sizeof(big) - 1);
+	rig_init(&r, SPOOL_DEFAULT_LIMIT);
+	snprintf(path, sizeof(path), "%s/ev.jsonl", r.dir);
+	k = rig_sink(&r, "file:%s", path);
+	k->format = SINK_JSON;
+	for (int i = 0; i < 30; i++) {
+		emit_n(&r.s, 100);
+		if (i == 10) {
+			Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+			Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
+
+			p.exe = big;
+			ev.process = &p;
+			stream__emit(&r.s, &ev);
+		}
+		stream__flush(&r.s);
+	}
+	stream__drain(&r.s, &r.loop);
+	f = fopen(path, "r");
+	cr_assert(f, "%s", path);
+	while ((n = getline(&line, &cap, f)) > 0) {
+		char want[32];
+
+		lines++;
+		snprintf(want, sizeof(want), "\"seq\":\"%zu\"", lines);
+		cr_expect(strstr(line, want), "line %zu is not seq %zu", lines, lines);
+		cr_expect(line[0] == '{' && line[n - 1] == '\n', "line %zu", lines);
+		big_seen |= strstr(line, big) != NULL;
+	}
+	free(line);
+	fclose(f);
+	cr_expect_eq(lines, 3001);
+	cr_expect(big_seen, "the 300 KB event's line");
+	rig_free(&r);
+}
+
 Test(stream, sink_uris)
 {
 	static const struct {

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <libdeflate.h>
 
+#include "arena.h"
 #include "egret/v1/events.pb-c.h"
 #include "otlp.h"
 #include "pbjson.h"
@@ -499,96 +500,10 @@ static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, s
 	pb_close_n(b, lr, LR_LEN_KEPT);
 }
 
-/* The events of a batch are unpacked into an arena: one bump allocation each, nothing freed
- * until the batch is done (a malloc and a free per string and message cost more than the
- * decoding). A block too small for an event gets another behind it; the next batch then gets
- * one block of the size they made together.
- */
-struct arena_block {
-	struct arena_block *next;
-	size_t cap, used;
-	max_align_t data[];
-};
-
-struct arena {
-	struct arena_block *head;
-	bool failed; /* an allocation failed: the batch is given up */
-};
-
-#define ARENA_MIN (256u << 10)
-
-static void *arena_alloc(void *data, size_t size)
-{
-	struct arena *a = data;
-	struct arena_block *b = a->head;
-
-	if (size > SIZE_MAX / 2) { /* no event asks this much; its rounding would wrap */
-		a->failed = true;
-		return NULL;
-	}
-	size = (size + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1);
-	if (!b || b->cap - b->used < size) {
-		size_t cap = size > ARENA_MIN ? size : ARENA_MIN;
-
-		b = malloc(sizeof(*b) + cap);
-		if (!b) {
-			a->failed = true;
-			return NULL;
-		}
-		b->cap = cap;
-		b->used = 0;
-		b->next = a->head;
-		a->head = b;
-	}
-	b->used += size;
-	return (char *)b->data + b->used - size;
-}
-
-static void arena_free(void *data, void *p)
-{
-	(void)data;
-	(void)p; /* all at once, in arena_reset */
-}
-
-/* Empty, its room kept: several blocks become one of their size together. */
-static void arena_reset(struct arena *a)
-{
-	size_t total = 0;
-
-	a->failed = false;
-	if (a->head && !a->head->next) {
-		a->head->used = 0;
-		return;
-	}
-	while (a->head) {
-		struct arena_block *b = a->head;
-
-		total += b->cap;
-		a->head = b->next;
-		free(b);
-	}
-	if (total) {
-		a->head = malloc(sizeof(*a->head) + total);
-		if (a->head)
-			*a->head = (struct arena_block){ .cap = total };
-	}
-}
-
-static void arena_release(struct arena *a)
-{
-	while (a->head) {
-		struct arena_block *b = a->head;
-
-		a->head = b->next;
-		free(b);
-	}
-}
-
 struct otlp_encoder {
 	struct pb recs, req;	/* lengths 0 between encodes, their room kept */
 	struct pbjson_buf json; /* an event's body, its room kept */
-	struct arena arena;
-	ProtobufCAllocator alloc;	  /* from the arena */
+	struct arena arena;	/* the batch's events are unpacked into it */
 	struct libdeflate_compressor *gz; /* made at the first request */
 };
 
@@ -597,9 +512,7 @@ struct otlp_encoder *otlp__encoder_new(void)
 	struct otlp_encoder *e = calloc(1, sizeof(struct otlp_encoder));
 
 	if (e)
-		e->alloc = (ProtobufCAllocator){ .alloc = arena_alloc,
-						 .free = arena_free,
-						 .allocator_data = &e->arena };
+		arena__init(&e->arena);
 	return e;
 }
 
@@ -609,7 +522,7 @@ void otlp__encoder_free(struct otlp_encoder *e)
 		return;
 	if (e->gz)
 		libdeflate_free_compressor(e->gz);
-	arena_release(&e->arena);
+	arena__release(&e->arena);
 	pbjson__buf_free(&e->json);
 	free(e->recs.p);
 	free(e->req.p);
@@ -658,7 +571,7 @@ static int encode_records(struct otlp_encoder *e, const uint8_t *raw, size_t n, 
 	*host = NULL;
 	while (!err && off < n && wire__frame(raw + off, n - off, &total, &msg) == 1) {
 		Egret__V1__Event *ev =
-			egret__v1__event__unpack(&e->alloc, total - msg, raw + off + msg);
+			egret__v1__event__unpack(&e->arena.pb, total - msg, raw + off + msg);
 
 		off += total;
 		if (e->arena.failed) {
@@ -668,7 +581,7 @@ static int encode_records(struct otlp_encoder *e, const uint8_t *raw, size_t n, 
 		if (!ev)
 			continue;
 		/* protobuf requires valid UTF-8 in string fields; kernel bytes need not be */
-		err = pbjson__make_utf8(&ev->base, &e->alloc);
+		err = pbjson__make_utf8(&ev->base, &e->arena.pb);
 		if (!err) {
 			log_record(recs, ev, now, &e->json);
 			err = recs->err;
@@ -684,7 +597,7 @@ static int encode_records(struct otlp_encoder *e, const uint8_t *raw, size_t n, 
 			(*nrec)++;
 		}
 	}
-	arena_reset(&e->arena);
+	arena__reset(&e->arena);
 	return err;
 }
 

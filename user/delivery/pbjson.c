@@ -415,6 +415,12 @@ void pbjson__event_buf(struct pbjson_buf *b, const Egret__V1__Event *ev)
 	print_message(b, &ev->base, true);
 }
 
+void pbjson__event_line(struct pbjson_buf *b, const Egret__V1__Event *ev)
+{
+	print_message(b, &ev->base, true);
+	put(b, '\n');
+}
+
 const char *pbjson__event_name(const Egret__V1__Event *ev)
 {
 	const ProtobufCFieldDescriptor *f;

@@ -36,6 +36,8 @@ struct pbjson_buf {
 };
 
 void pbjson__event_buf(struct pbjson_buf *b, const Egret__V1__Event *ev);
+/* The same and a newline, appended: a JSON line */
+void pbjson__event_line(struct pbjson_buf *b, const Egret__V1__Event *ev);
 void pbjson__buf_free(struct pbjson_buf *b);
 
 /* The name of the event's payload ("net_connect", "exec", ...), "" when none is set. */

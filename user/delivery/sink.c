@@ -23,6 +23,7 @@
 
 #include "egret/v1/events.pb-c.h"
 #include "log.h"
+#include "arena.h"
 #include "pbjson.h"
 #include "sink.h"
 #include "util.h"
@@ -292,26 +293,33 @@ static bool collect(struct sink *s)
 
 /* ---- the framed stream ---------------------------------------------------------------------- */
 
-/* Records as JSON lines into out; returns the new length or 0 on failure. */
-static size_t to_json(const uint8_t *raw, size_t n, char **out)
+/* The records in raw[0, n) as JSON lines into s->json, each event decoded into s->arena;
+ * 0 or -ENOMEM.
+ */
+static int to_json(struct sink *s, const uint8_t *raw, size_t n)
 {
-	size_t off = 0, total, msg, len = 0;
-	FILE *f = open_memstream(out, &len);
+	size_t off = 0, total, msg;
 
-	if (!f)
-		return 0;
+	if (!s->arena) {
+		s->arena = malloc(sizeof(*s->arena));
+		if (!s->arena)
+			return -ENOMEM;
+		arena__init(s->arena);
+	}
+	s->json.len = 0;
+	s->json.err = false;
 	while (off < n && wire__frame(raw + off, n - off, &total, &msg) == 1) {
-		Egret__V1__Event *ev = egret__v1__event__unpack(NULL, total - msg, raw + off + msg);
+		Egret__V1__Event *ev =
+			egret__v1__event__unpack(&s->arena->pb, total - msg, raw + off + msg);
 
-		if (ev) {
-			pbjson__event(f, ev);
-			fputc('\n', f);
-			egret__v1__event__free_unpacked(ev, NULL);
-		}
+		if (s->arena->failed)
+			break;
+		if (ev)
+			pbjson__event_line(&s->json, ev);
 		off += total;
 	}
-	fclose(f);
-	return len;
+	arena__reset(s->arena);
+	return s->arena->failed || s->json.err ? -ENOMEM : 0;
 }
 
 /* Take the next batch from the spool into s->buf (or its JSON); false when there is none. */
@@ -351,22 +359,21 @@ static bool fill(struct sink *s)
 	}
 	if (n == 0)
 		return false;
+	if (s->format == SINK_JSON && to_json(s, s->buf, (size_t)n)) {
+		sink__set_error(s, -ENOMEM, "no memory for the JSON of a batch");
+		return false; /* taken again next time */
+	}
 	pos.off += (uint64_t)n;
 	s->next = pos;
 	s->buf_records = count;
 	s->off = 0;
-	s->len = (size_t)n;
-	if (s->format == SINK_JSON) {
-		free(s->json);
-		s->json = NULL;
-		s->len = to_json(s->buf, (size_t)n, &s->json);
-	}
+	s->len = s->format == SINK_JSON ? s->json.len : (size_t)n;
 	return true;
 }
 
 static const uint8_t *out_bytes(const struct sink *s)
 {
-	return s->format == SINK_JSON ? (const uint8_t *)s->json : s->buf;
+	return s->format == SINK_JSON ? (const uint8_t *)s->json.p : s->buf;
 }
 
 /* A batch is out: a file has it; a socket's receiver will confirm it. */
@@ -563,6 +570,10 @@ void sink__close(struct sink *s)
 	sink__disconnect(s);
 	free(s->buf);
 	s->buf = NULL;
-	free(s->json);
-	s->json = NULL;
+	pbjson__buf_free(&s->json);
+	if (s->arena) {
+		arena__release(s->arena);
+		free(s->arena);
+		s->arena = NULL;
+	}
 }

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "loop.h"
+#include "pbjson.h"
 #include "spool.h"
 
 #define SINK_READ_BYTES	    (1u << 20) /* spool bytes taken per write */
@@ -71,6 +72,8 @@ struct sink_inflight {
 	struct spool_pos end;  /* spool position after it */
 };
 
+struct arena;
+
 struct sink {
 	const struct sink_ops *ops;
 	enum sink_kind kind;
@@ -98,7 +101,8 @@ struct sink {
 	struct spool_pos acked; /* delivered: everything before it */
 	struct spool_pos next;	/* read from the spool: everything before it */
 	uint8_t *buf;		/* bytes taken from the spool, not yet written */
-	char *json;		/* or, for --format json, their JSON lines */
+	struct pbjson_buf json; /* or, for --format json, their JSON lines (room kept) */
+	struct arena *arena;	/* --format json: the batch's events are decoded into it */
 	size_t len, off;	/* of what is being written */
 	size_t buf_records;
 	uint64_t file_bytes; /* the open file's size, for rotation */
