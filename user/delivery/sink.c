@@ -299,6 +299,7 @@ static bool collect(struct sink *s)
 static int to_json(struct sink *s, const uint8_t *raw, size_t n)
 {
 	size_t off = 0, total, msg;
+	bool failed;
 
 	if (!s->arena) {
 		s->arena = malloc(sizeof(*s->arena));
@@ -318,8 +319,9 @@ static int to_json(struct sink *s, const uint8_t *raw, size_t n)
 			pbjson__event_line(&s->json, ev);
 		off += total;
 	}
+	failed = s->arena->failed || s->json.err;
 	arena__reset(s->arena);
-	return s->arena->failed || s->json.err ? -ENOMEM : 0;
+	return failed ? -ENOMEM : 0;
 }
 
 /* Take the next batch from the spool into s->buf (or its JSON); false when there is none. */
