@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "arena.h"
 #include "bench.h"
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
 #include "loop.h"
@@ -138,32 +139,10 @@ static struct otlp_rx {
 	uint64_t records, requests, bad;
 } * rx;
 
-/* The receiver's decoding allocates from a bump arena emptied after each request, as a
- * collector's decoder reuses its memory (malloc and free of every KeyValue were half its time).
+/* The receiver decodes each request into an arena emptied after it (egret's own, arena.h), as
+ * a collector's decoder reuses its memory: malloc and free of every KeyValue were half its time.
  */
-static struct {
-	uint8_t mem[256 << 20];
-	size_t used;
-} rx_arena;
-
-static void *rx_alloc(void *data, size_t size)
-{
-	size_t at = (rx_arena.used + 15) & ~(size_t)15;
-
-	(void)data;
-	if (size > sizeof(rx_arena.mem) - at)
-		return NULL; /* the request is counted bad */
-	rx_arena.used = at + size;
-	return rx_arena.mem + at;
-}
-
-static void rx_free(void *data, void *p)
-{
-	(void)data;
-	(void)p;
-}
-
-static ProtobufCAllocator rx_allocator = { .alloc = rx_alloc, .free = rx_free };
+static struct arena rx_arena;
 
 /* A request body as a collector reads it: gunzipped and decoded as an OTLP protobuf request;
  * its log records counted in rx.
@@ -189,17 +168,17 @@ static void otlp_decode(const uint8_t *body, size_t len)
 	}
 	n = z.total_out;
 	inflateEnd(&z);
-	rx_arena.used = 0;
+	if (!rx_arena.pb.alloc)
+		arena__init(&rx_arena);
 	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
-		&rx_allocator, n, plain);
-	if (!req) {
+		&rx_arena.pb, n, plain);
+	if (!req)
 		rx->bad++;
-		return;
-	}
-	for (size_t i = 0; i < req->n_resource_logs; i++) {
+	for (size_t i = 0; req && i < req->n_resource_logs; i++) {
 		for (size_t j = 0; j < req->resource_logs[i]->n_scope_logs; j++)
 			rx->records += req->resource_logs[i]->scope_logs[j]->n_log_records;
 	}
+	arena__reset(&rx_arena);
 }
 
 /* An HTTP server that decodes every request (otlp_decode) and answers it 200 with an empty

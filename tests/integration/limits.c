@@ -336,7 +336,9 @@ Test(limits, bad_limits_are_refused_with_the_reason)
  */
 static void receiver(int ready, int result, bool many)
 {
-	enum { MAX_FDS = 16 };
+	enum {
+		MAX_FDS = 16
+	};
 	struct pollfd p[MAX_FDS];
 	char buf[65536], c;
 	uint64_t got = 0, end;

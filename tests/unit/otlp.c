@@ -74,8 +74,9 @@ static Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *
 gunzip_decode(uint8_t *gz, size_t len, uint8_t *plain, size_t cap)
 {
 	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
-	z_stream z = { .next_in = gz, .avail_in = (uInt)len, .next_out = plain,
-		       .avail_out = (uInt)cap };
+	z_stream z = {
+		.next_in = gz, .avail_in = (uInt)len, .next_out = plain, .avail_out = (uInt)cap
+	};
 
 	cr_assert_eq(inflateInit2(&z, 15 + 16), Z_OK);
 	cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END);

@@ -49,7 +49,9 @@ static void arena_free(void *data, void *p)
 
 void arena__init(struct arena *a)
 {
-	*a = (struct arena){ .pb = { .alloc = arena_alloc, .free = arena_free, .allocator_data = a } };
+	*a = (struct arena){
+		.pb = { .alloc = arena_alloc, .free = arena_free, .allocator_data = a }
+	};
 }
 
 void arena__reset(struct arena *a)

@@ -15,7 +15,7 @@ struct arena_block;
 
 struct arena {
 	struct arena_block *head;
-	bool failed; /* an allocation failed: the batch is given up */
+	bool failed;	       /* an allocation failed: the batch is given up */
 	ProtobufCAllocator pb; /* from this arena, after arena__init */
 };
 

@@ -65,7 +65,7 @@ enum {
 };
 
 #define REQ_HEAD_ROOM 512 /* bytes kept before the records for the request's head */
-#define LR_LEN_KEPT 2 /* bytes kept for a LogRecord's length: up to 16 KiB need not move */
+#define LR_LEN_KEPT   2	  /* bytes kept for a LogRecord's length: up to 16 KiB need not move */
 
 #define SEVERITY_INFO 9	 /* SeverityNumber SEVERITY_NUMBER_INFO */
 #define SEVERITY_WARN 13 /* SEVERITY_NUMBER_WARN */
@@ -501,9 +501,9 @@ static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, s
 }
 
 struct otlp_encoder {
-	struct pb recs, req;	/* lengths 0 between encodes, their room kept */
-	struct pbjson_buf json; /* an event's body, its room kept */
-	struct arena arena;	/* the batch's events are unpacked into it */
+	struct pb recs, req;		  /* lengths 0 between encodes, their room kept */
+	struct pbjson_buf json;		  /* an event's body, its room kept */
+	struct arena arena;		  /* the batch's events are unpacked into it */
 	struct libdeflate_compressor *gz; /* made at the first request */
 };
 
@@ -642,7 +642,7 @@ static int pack_request(struct otlp_encoder *e, const char *host, uint8_t **out,
 	pb_close(b, sc);
 	if (b->err)
 		return b->err;
-	sl = b->len - res_len + body;			     /* the ScopeLogs' length */
+	sl = b->len - res_len + body;			   /* the ScopeLogs' length */
 	rl = res_len + 1 + wire__varint_put(sl, tmp) + sl; /* the ResourceLogs' */
 	head = 1 + wire__varint_put(rl, tmp) + rl - body;
 	if (head > room) { /* a host name of hundreds of bytes: the records move */
@@ -677,7 +677,8 @@ int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t *
 	e->recs.err = 0;
 	if (pb_room(&e->recs, REQ_HEAD_ROOM)) /* the request's head goes before the records */
 		e->recs.len = REQ_HEAD_ROOM;
-	err = e->recs.err ? e->recs.err : encode_records(e, raw, n, &nrec, first_seq, last_seq, stream_id, &host);
+	err = e->recs.err ? e->recs.err
+			  : encode_records(e, raw, n, &nrec, first_seq, last_seq, stream_id, &host);
 	if (!err) {
 		*records = nrec;
 		err = pack_request(e, host ? host : "", out, outlen);
