@@ -27,9 +27,37 @@ static __always_inline void meta_set_flow(struct egret_sock_meta *m, const struc
 	m->last_proto = f->protocol;
 }
 
-/* Start measuring a socket's traffic (its flow record is sent when it closes). */
+/* Who starts a flow and when: from the header of the record that reports it when there is one
+ * (the same clock and ids, not asked again), else from the task.
+ */
+static __always_inline void flow_start_fill(struct egret_flow_start *st,
+					    const struct egret_event_hdr *h, __u64 sandbox_id)
+{
+	__u64 uid_gid;
+
+	st->sandbox_id = sandbox_id;
+	st->pad = 0;
+	if (h) {
+		st->start_ns = h->ts_ns;
+		st->pid = h->pid;
+		st->uid = h->uid;
+		st->gid = h->gid;
+		__builtin_memcpy(st->comm, h->comm, sizeof(st->comm));
+		return;
+	}
+	uid_gid = bpf_get_current_uid_gid();
+	st->start_ns = bpf_ktime_get_boot_ns();
+	st->pid = bpf_get_current_pid_tgid() >> 32;
+	st->uid = (__u32)uid_gid;
+	st->gid = uid_gid >> 32;
+	bpf_get_current_comm(st->comm, sizeof(st->comm));
+}
+
+/* Start measuring a socket's traffic (its flow record is sent when it closes). h: the header of
+ * this flow's connect record, NULL when none is sent.
+ */
 static __always_inline void flow_begin(struct bpf_sock_addr *ctx, const struct flow *f,
-				       __u64 sandbox_id)
+				       __u64 sandbox_id, const struct egret_event_hdr *h)
 {
 	struct bpf_sock *sk = ctx->sk;
 	struct egret_flow *fl;
@@ -38,17 +66,13 @@ static __always_inline void flow_begin(struct bpf_sock_addr *ctx, const struct f
 		return;
 	/* the socket's flow, created zeroed; one already started is left as it is */
 	fl = bpf_sk_storage_get(&sock_flows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!fl || fl->start_ns)
+	if (!fl || fl->st.start_ns)
 		return;
-	fl->start_ns = bpf_ktime_get_boot_ns();
+	flow_start_fill(&fl->st, h, sandbox_id);
 	fl->family = f->family;
 	fl->protocol = f->protocol;
 	fl->dport = f->port;
 	__builtin_memcpy(fl->daddr, f->addr, sizeof(fl->daddr));
-	fl->sandbox_id = sandbox_id;
-	fl->pid = bpf_get_current_pid_tgid() >> 32;
-	fl->uid = (__u32)bpf_get_current_uid_gid();
-	bpf_get_current_comm(fl->comm, sizeof(fl->comm));
 }
 
 /* The peer a socket is connected to (its bpf_sock), as a flow: false when it has none. Reads
@@ -92,6 +116,7 @@ static __always_inline bool flow_unset(const struct flow *f)
 static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int family, __u8 hook)
 {
 	const bool datagrams = hook == EGRET_HOOK_SENDMSG4 || hook == EGRET_HOOK_SENDMSG6;
+	struct egret_connect_event *e = NULL;
 	struct egret_sock_meta *m = NULL;
 	__u64 sandbox_id = sandbox_of_current();
 	struct decision d;
@@ -126,10 +151,12 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 	if (datagrams && ctx->sk)
 		m = bpf_sk_storage_get(&sock_meta, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!m || !meta_is_flow(m, &f))
-		egress_report(&f, sandbox_id, hook, &d, (__u16)ctx->type);
+		e = egress_event(&f, sandbox_id, hook, &d, (__u16)ctx->type);
 	if (m)
 		meta_set_flow(m, &f);
-	flow_begin(ctx, &f, sandbox_id);
+	flow_begin(ctx, &f, sandbox_id, e ? &e->hdr : NULL);
+	if (e)
+		event_submit(e);
 	return SK_PASS;
 }
 

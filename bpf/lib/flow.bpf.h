@@ -7,38 +7,34 @@
 
 #include "lib/events.bpf.h"
 
-/* The flow record, from what flow_begin() noted and the socket's own addresses. */
-static __always_inline void flow_report(struct egret_flow *fl, __u8 family, __u8 protocol,
-					const __u32 *saddr, const __u32 *daddr, __u16 sport,
-					__u16 dport, struct egret_sock_meta *m)
+/* The flow record of the flow st started, reserved, its header and duration filled: the
+ * starter's ids, not those of whoever runs when it ends. NULL when the ring is full (counted).
+ */
+static __always_inline struct egret_flow_event *flow_record(const struct egret_flow_start *st,
+							    __u8 family, __u8 protocol)
 {
-	struct egret_flow_event *e = event_reserve_for(sizeof(*e), EGRET_EV_FLOW, fl->sandbox_id);
+	struct egret_flow_event *e = event_reserve_for(sizeof(*e), EGRET_EV_FLOW, st->sandbox_id);
 
 	if (!e)
-		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_FLOW, fl->sandbox_id);
-	/* who started the flow, not whoever runs when it ends */
-	event_hdr_task(&e->hdr, fl->pid, fl->pid);
-	e->hdr.uid = fl->uid;
-	__builtin_memcpy(e->hdr.comm, fl->comm, sizeof(e->hdr.comm));
+		return NULL;
+	event_set_hdr(&e->hdr, EGRET_EV_FLOW, st->sandbox_id, (__u64)st->pid << 32 | st->pid,
+		      (__u64)st->gid << 32 | st->uid);
+	__builtin_memcpy(e->hdr.comm, st->comm, sizeof(e->hdr.comm));
 	e->exec_id = 0;
-	e->duration_ns = bpf_ktime_get_boot_ns() - fl->start_ns;
-	e->bytes_out = fl->bytes_out;
-	e->bytes_in = fl->bytes_in;
-	e->packets_out = fl->packets_out;
-	e->packets_in = fl->packets_in;
+	e->duration_ns = e->hdr.ts_ns - st->start_ns;
 	e->protocol = protocol;
 	e->family = family;
-	e->sport = sport;
-	e->dport = dport;
-	__builtin_memcpy(e->saddr, saddr, sizeof(e->saddr));
-	__builtin_memcpy(e->daddr, daddr, sizeof(e->daddr));
-	/* a DNS socket steered to the resolver: the flow went to the server it asked */
+	e->pad[0] = e->pad[1] = 0;
+	return e;
+}
+
+/* Send it; a DNS socket steered to the resolver: the flow went to the server it asked. */
+static __always_inline void flow_send(struct egret_flow_event *e, const struct egret_sock_meta *m)
+{
 	if (m && m->dns_orig_port) {
 		__builtin_memcpy(e->daddr, m->dns_orig, sizeof(e->daddr));
 		e->dport = bpf_ntohs(m->dns_orig_port);
 	}
-	e->pad[0] = e->pad[1] = 0;
 	event_submit(e);
 }
 
@@ -48,41 +44,60 @@ static __always_inline void flow_report(struct egret_flow *fl, __u8 family, __u8
 static __always_inline void flow_end_udp(struct bpf_sock *sk)
 {
 	struct egret_flow *fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
+	struct egret_flow_event *e;
 
 	if (!fl || fl->protocol != IPPROTO_UDP)
 		return;
-	flow_report(fl, fl->family, fl->protocol, fl->saddr, fl->daddr, fl->sport, fl->dport,
-		    bpf_sk_storage_get(&sock_meta, sk, 0, 0));
+	e = flow_record(&fl->st, fl->family, IPPROTO_UDP);
+	if (!e)
+		return;
+	e->bytes_out = fl->bytes_out;
+	e->bytes_in = fl->bytes_in;
+	e->packets_out = fl->packets_out;
+	e->packets_in = fl->packets_in;
+	__builtin_memcpy(e->saddr, fl->saddr, sizeof(e->saddr));
+	__builtin_memcpy(e->daddr, fl->daddr, sizeof(e->daddr));
+	e->sport = fl->sport;
+	e->dport = fl->dport;
+	flow_send(e, bpf_sk_storage_get(&sock_meta, sk, 0, 0));
 }
 
-/* A TCP socket goes: its own counters say what it carried. */
+/* A TCP socket goes: its own counters say what it carried. The tracepoint's socket is a BTF
+ * pointer: its fields are read with plain loads (the verifier guards them), not a helper call a
+ * field, and bpf_skc_to_tcp_sock() gives the tcp_sock's counters the same way.
+ */
 static __always_inline void flow_end_tcp(struct sock *sk)
 {
-	struct tcp_sock *tp = (struct tcp_sock *)sk;
-	__u32 saddr[4] = { 0, 0, bpf_htonl(0x0000ffff), 0 },
-	      daddr[4] = { 0, 0, bpf_htonl(0x0000ffff), 0 };
-	struct egret_flow *fl;
+	struct egret_flow *fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
+	struct egret_flow_event *e;
+	struct tcp_sock *tp;
 	__u16 family;
 
-	fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
 	if (!fl)
 		return;
-	fl->bytes_out = BPF_CORE_READ(tp, bytes_acked);
-	fl->bytes_in = BPF_CORE_READ(tp, bytes_received);
-	fl->packets_out = BPF_CORE_READ(tp, segs_out);
-	fl->packets_in = BPF_CORE_READ(tp, segs_in);
-	family = BPF_CORE_READ(sk, __sk_common.skc_family);
+	family = sk->__sk_common.skc_family;
+	e = flow_record(&fl->st, (__u8)family, IPPROTO_TCP);
+	if (!e)
+		return;
+	tp = bpf_skc_to_tcp_sock(sk);
+	e->bytes_out = tp ? tp->bytes_acked : 0;
+	e->bytes_in = tp ? tp->bytes_received : 0;
+	e->packets_out = tp ? tp->segs_out : 0;
+	e->packets_in = tp ? tp->segs_in : 0;
 	if (family == AF_INET) {
-		saddr[3] = BPF_CORE_READ(sk, __sk_common.skc_rcv_saddr);
-		daddr[3] = BPF_CORE_READ(sk, __sk_common.skc_daddr);
+		e->saddr[0] = e->saddr[1] = e->daddr[0] = e->daddr[1] = 0;
+		e->saddr[2] = e->daddr[2] = bpf_htonl(0x0000ffff);
+		e->saddr[3] = sk->__sk_common.skc_rcv_saddr;
+		e->daddr[3] = sk->__sk_common.skc_daddr;
 	} else {
-		BPF_CORE_READ_INTO(&saddr, sk, __sk_common.skc_v6_rcv_saddr);
-		BPF_CORE_READ_INTO(&daddr, sk, __sk_common.skc_v6_daddr);
+		for (int i = 0; i < 4; i++) {
+			e->saddr[i] = sk->__sk_common.skc_v6_rcv_saddr.in6_u.u6_addr32[i];
+			e->daddr[i] = sk->__sk_common.skc_v6_daddr.in6_u.u6_addr32[i];
+		}
 	}
-	flow_report(fl, (__u8)family, IPPROTO_TCP, saddr, daddr,
-		    BPF_CORE_READ(sk, __sk_common.skc_num),
-		    bpf_ntohs(BPF_CORE_READ(sk, __sk_common.skc_dport)),
-		    bpf_sk_storage_get(&sock_meta, sk, 0, 0));
+	e->sport = sk->__sk_common.skc_num;
+	e->dport = bpf_ntohs(sk->__sk_common.skc_dport);
+	flow_send(e, bpf_sk_storage_get(&sock_meta, sk, 0, 0));
 }
 
 /* what a UDP socket receives (TCP keeps its own counters) */

@@ -137,10 +137,20 @@ struct egret_flow_event {
 	__u8 pad[2];
 };
 
-/* per-socket counters (`flows`, keyed by socket cookie), from the first connect/send on */
-struct egret_flow {
+/* Who started a flow and when: noted by the connect or send that began it. */
+struct egret_flow_start {
 	__u64 start_ns;
 	__u64 sandbox_id;
+	__u32 pid; /* the process that started the flow */
+	__u32 uid;
+	__u32 gid;
+	__u32 pad;
+	__u8 comm[EGRET_COMM_LEN];
+};
+
+/* A socket's flow in its storage (`sock_flows`), from its first allowed connect or send on */
+struct egret_flow {
+	struct egret_flow_start st;
 	__u64 bytes_out, bytes_in; /* UDP: counted by the skb programs; TCP: from tcp_sock */
 	__u64 packets_out, packets_in;
 	__u32 saddr[4]; /* UDP: the addresses, as the first connect/send saw them */
@@ -148,9 +158,6 @@ struct egret_flow {
 	__u16 sport, dport; /* host order; sport filled from the first packet if unbound */
 	__u8 family, protocol;
 	__u8 pad[2];
-	__u32 pid; /* the process that started the flow */
-	__u32 uid;
-	__u8 comm[EGRET_COMM_LEN];
 };
 
 /* egret_limit_event.kind; mirrors ResourceLimit.Kind */

@@ -627,6 +627,81 @@ Test(audit, udp_flows_are_measured)
 	events_free(&evs);
 }
 
+/* A TCP connection and a UDP socket started by a process named "flowstart", handed to a child
+ * that takes another name and uid and closes them last: the flow records must name the starter.
+ */
+static int flows_handed_over(void *arg)
+{
+	struct sockaddr_in web = { .sin_family = AF_INET, .sin_port = htons(8080) },
+			   dgram = { .sin_family = AF_INET, .sin_port = htons(5000) };
+	int tcp = socket(AF_INET, SOCK_STREAM, 0), udp = socket(AF_INET, SOCK_DGRAM, 0), status;
+	char buf[64];
+	pid_t kid;
+
+	(void)arg;
+	inet_pton(AF_INET, "192.0.2.10", &web.sin_addr);
+	inet_pton(AF_INET, "192.0.2.10", &dgram.sin_addr);
+	prctl(PR_SET_NAME, "flowstart");
+	if (tcp < 0 || udp < 0 || connect(tcp, (struct sockaddr *)&web, sizeof(web)) ||
+	    send(tcp, "GET / HTTP/1.0\r\n\r\n", 18, 0) != 18 ||
+	    recv(tcp, buf, sizeof(buf), 0) <= 0 ||
+	    sendto(udp, "12345678", 8, 0, (struct sockaddr *)&dgram, sizeof(dgram)) != 8)
+		return 1;
+	kid = fork();
+	if (kid == 0) {
+		prctl(PR_SET_NAME, "flowend");
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		usleep(100 * 1000); /* the parent's copies are closed: these are the last */
+		close(tcp);
+		close(udp);
+		_exit(0);
+	}
+	close(tcp);
+	close(udp);
+	if (kid < 0 || waitpid(kid, &status, 0) != kid || !WIFEXITED(status))
+		return 3;
+	return WEXITSTATUS(status);
+}
+
+static bool is_flow_to(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FLOW &&
+	       ev->flow->dst_port == (uint32_t)(long)arg;
+}
+
+Test(audit, a_flow_record_names_who_started_it_not_who_closed_it)
+{
+	const Egret__V1__Event *conn = NULL, *ev;
+	struct events evs;
+
+	cr_assert_eq(in_sandbox(T, "box", flows_handed_over, NULL), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)5000L, 5000, &evs), 0);
+	events_free(&evs);
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)8080L, 5000, &evs), 0);
+	for (size_t i = 0; i < evs.n && !conn; i++) {
+		ev = evs.ev[i];
+		if (ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+		    ev->net_connect->dst_port == 8080 && !strcmp(ev->process->comm, "flowstart"))
+			conn = ev;
+	}
+	cr_assert(conn, "no connect record of flowstart's connection");
+	for (long port = 8080; port >= 5000; port -= 3080) {
+		ev = events_find(&evs, is_flow_to, (void *)port, NULL);
+		cr_assert(ev);
+		cr_expect_str_eq(ev->process->comm, "flowstart", "port %ld", port);
+		cr_expect_eq(ev->process->pid, conn->process->pid, "port %ld", port);
+		cr_expect_eq(ev->process->uid, conn->process->uid, "port %ld", port);
+		cr_expect_eq(ev->process->gid, conn->process->gid, "port %ld", port);
+		cr_expect_neq(ev->process->uid, 65534, "port %ld: the closer's uid", port);
+		cr_expect_gt(ev->flow->duration_ns, 0);
+		cr_expect_gt(ev->flow->bytes_out, 0);
+		cr_assert(ev->sandbox && conn->sandbox);
+		cr_expect_eq(ev->sandbox->cgroup_id, conn->sandbox->cgroup_id);
+	}
+	events_free(&evs);
+}
+
 static bool is_exec_of_marker(const Egret__V1__Event *ev, const void *arg)
 {
 	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_EXEC && ev->exec->n_args > 1 &&
