@@ -27,40 +27,31 @@ static __always_inline void meta_set_flow(struct egret_sock_meta *m, const struc
 	m->last_proto = f->protocol;
 }
 
-/* Who starts a flow and when: from the header of the record that reports it when there is one
- * (the same clock and ids, not asked again), else from the task.
+/* Who starts a flow and when, from the header of the record that reports it: the same clock and
+ * ids, not asked again.
  */
-static __always_inline void flow_start_fill(struct egret_flow_start *st,
-					    const struct egret_event_hdr *h, __u64 sandbox_id)
+static __always_inline void flow_start_of(struct egret_flow_start *st,
+					  const struct egret_event_hdr *h, __u64 sandbox_id)
 {
-	__u64 uid_gid;
-
+	st->start_ns = h->ts_ns;
 	st->sandbox_id = sandbox_id;
+	st->pid = h->pid;
+	st->uid = h->uid;
+	st->gid = h->gid;
 	st->pad = 0;
-	if (h) {
-		st->start_ns = h->ts_ns;
-		st->pid = h->pid;
-		st->uid = h->uid;
-		st->gid = h->gid;
-		__builtin_memcpy(st->comm, h->comm, sizeof(st->comm));
-		return;
-	}
-	uid_gid = bpf_get_current_uid_gid();
-	st->start_ns = bpf_ktime_get_boot_ns();
-	st->pid = bpf_get_current_pid_tgid() >> 32;
-	st->uid = (__u32)uid_gid;
-	st->gid = uid_gid >> 32;
-	bpf_get_current_comm(st->comm, sizeof(st->comm));
+	__builtin_memcpy(st->comm, h->comm, sizeof(st->comm));
 }
 
-/* Start measuring a socket's traffic (its flow record is sent when it closes). h: the header of
- * this flow's connect record, NULL when none is sent.
+/* Start measuring a socket's traffic (its flow record is sent when it closes). start: who
+ * started it, from its connect record; NULL when none was sent (the ring full, or the flow
+ * reported already), then asked of the task.
  */
 static __always_inline void flow_begin(struct bpf_sock_addr *ctx, const struct flow *f,
-				       __u64 sandbox_id, const struct egret_event_hdr *h)
+				       __u64 sandbox_id, const struct egret_flow_start *start)
 {
 	struct bpf_sock *sk = ctx->sk;
 	struct egret_flow *fl;
+	__u64 uid_gid;
 
 	if (!sk)
 		return;
@@ -68,7 +59,17 @@ static __always_inline void flow_begin(struct bpf_sock_addr *ctx, const struct f
 	fl = bpf_sk_storage_get(&sock_flows, sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!fl || fl->st.start_ns)
 		return;
-	flow_start_fill(&fl->st, h, sandbox_id);
+	if (start) {
+		fl->st = *start;
+	} else {
+		uid_gid = bpf_get_current_uid_gid();
+		fl->st.start_ns = bpf_ktime_get_boot_ns();
+		fl->st.sandbox_id = sandbox_id;
+		fl->st.pid = bpf_get_current_pid_tgid() >> 32;
+		fl->st.uid = (__u32)uid_gid;
+		fl->st.gid = uid_gid >> 32;
+		bpf_get_current_comm(fl->st.comm, sizeof(fl->st.comm));
+	}
 	fl->family = f->family;
 	fl->protocol = f->protocol;
 	fl->dport = f->port;
@@ -116,9 +117,11 @@ static __always_inline bool flow_unset(const struct flow *f)
 static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int family, __u8 hook)
 {
 	const bool datagrams = hook == EGRET_HOOK_SENDMSG4 || hook == EGRET_HOOK_SENDMSG6;
+	const struct egret_flow_start *from = NULL;
 	struct egret_connect_event *e = NULL;
 	struct egret_sock_meta *m = NULL;
 	__u64 sandbox_id = sandbox_of_current();
+	struct egret_flow_start start;
 	struct decision d;
 	struct flow f;
 
@@ -150,13 +153,17 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 	}
 	if (datagrams && ctx->sk)
 		m = bpf_sk_storage_get(&sock_meta, ctx->sk, 0, BPF_SK_STORAGE_GET_F_CREATE);
-	if (!m || !meta_is_flow(m, &f))
+	if (!m || !meta_is_flow(m, &f)) {
 		e = egress_event(&f, sandbox_id, hook, &d, (__u16)ctx->type);
+		if (e) {
+			flow_start_of(&start, &e->hdr, sandbox_id);
+			event_submit(e);
+			from = &start;
+		}
+	}
 	if (m)
 		meta_set_flow(m, &f);
-	flow_begin(ctx, &f, sandbox_id, e ? &e->hdr : NULL);
-	if (e)
-		event_submit(e);
+	flow_begin(ctx, &f, sandbox_id, from);
 	return SK_PASS;
 }
 
