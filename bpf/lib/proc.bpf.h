@@ -58,8 +58,8 @@ static __always_inline void exec_fill_task(struct egret_exec_event *e, struct eg
 	e->exec_id = ti->exec_id;
 	e->parent_exec_id = pti ? pti->exec_id : 0;
 	e->ppid = parent->tgid;
-	e->euid = BPF_CORE_READ(task, cred, euid.val);
-	e->egid = BPF_CORE_READ(task, cred, egid.val);
+	e->euid = task->cred->euid.val;
+	e->egid = task->cred->egid.val;
 	e->flags = 0;
 	e->argc = (__u16)bprm->argc;
 	/* the new image's creds: begin_new_exec() committed them before this tracepoint */
@@ -82,11 +82,11 @@ static __always_inline __u32 exec_env(struct egret_exec_event *e, struct task_st
 	__u32 n;
 
 	bpf_probe_read_kernel_str(key.name, sizeof(key.name),
-				  BPF_CORE_READ(bprm, file, f_path.dentry, d_name.name));
+				  bprm->file->f_path.dentry->d_name.name);
 	if (!bpf_map_lookup_elem(&env_programs, &key))
 		return 0;
-	start = BPF_CORE_READ(task, mm, env_start);
-	end = BPF_CORE_READ(task, mm, env_end);
+	start = task->mm->env_start;
+	end = task->mm->env_end;
 	n = end > start ? end - start : 0;
 	if (n > EGRET_ENV_MAX - 1) {
 		n = EGRET_ENV_MAX - 1;
@@ -110,8 +110,8 @@ static __always_inline bool exec_send(struct egret_exec_event *e, struct task_st
 	__u32 n, off;
 	bool cut;
 
-	arg_start = BPF_CORE_READ(task, mm, arg_start);
-	arg_end = BPF_CORE_READ(task, mm, arg_end);
+	arg_start = task->mm->arg_start;
+	arg_end = task->mm->arg_end;
 	n = arg_end > arg_start ? arg_end - arg_start : 0;
 	if (n > EGRET_ARGS_MAX) {
 		n = EGRET_ARGS_MAX;
@@ -226,7 +226,7 @@ static __always_inline void exit_send(struct task_struct *task)
  */
 static __always_inline void exit_report(struct task_struct *task)
 {
-	if (BPF_CORE_READ(task, signal, live.counter) != 0)
+	if (task->signal->live.counter != 0)
 		return;
 	if (in_scope())
 		exit_send(task);
