@@ -30,12 +30,35 @@ struct pkt {
 	__u8 icmp_type;	 /* ICMP and ICMPv6 */
 };
 
+/* Headers further than this into a packet are always copied by the helper (a mask: 2^n - 1). */
+#define PKT_DIRECT_MAX 255
+
+/* n bytes at off into to: read straight from the packet's linear part when they lie there (a
+ * socket's own packets' headers always do: no helper call), else copied by bpf_skb_load_bytes
+ * (a header in a fragment page, past PKT_DIRECT_MAX). 0 or -errno.
+ */
+static __always_inline long pkt_load(struct __sk_buff *skb, __u32 off, void *to, const __u32 n)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end, *at;
+
+	if (off <= PKT_DIRECT_MAX) {
+		/* the verifier bounds the pointer by the mask it sees, not by a check on a copy */
+		barrier_var(off);
+		at = data + (off & PKT_DIRECT_MAX);
+		if (at + n <= end) {
+			__builtin_memcpy(to, at, n);
+			return 0;
+		}
+	}
+	return bpf_skb_load_bytes(skb, off, to, n);
+}
+
 static __always_inline bool pkt_ipv4(struct __sk_buff *skb, __u32 l3, struct pkt *p)
 {
 	struct iphdr ip;
 	__u16 frag;
 
-	if (bpf_skb_load_bytes(skb, l3, &ip, sizeof(ip)) || ip.version != 4 || ip.ihl < 5)
+	if (pkt_load(skb, l3, &ip, sizeof(ip)) || ip.version != 4 || ip.ihl < 5)
 		return false;
 	p->f.family = AF_INET;
 	p->f.addr[0] = p->saddr[0] = 0;
@@ -59,7 +82,7 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 	__u32 off = l3 + sizeof(ip6);
 	__u8 nh;
 
-	if (bpf_skb_load_bytes(skb, l3, &ip6, sizeof(ip6)) || ip6.version != 6)
+	if (pkt_load(skb, l3, &ip6, sizeof(ip6)) || ip6.version != 6)
 		return false;
 	p->f.family = AF_INET6;
 	__builtin_memcpy(p->f.addr, &ip6.daddr, sizeof(p->f.addr));
@@ -75,7 +98,7 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 		    nh != IPV6_DSTOPTS)
 			break;
 		if (nh == IPV6_FRAGMENT) {
-			if (bpf_skb_load_bytes(skb, off, &fh, sizeof(fh)))
+			if (pkt_load(skb, off, &fh, sizeof(fh)))
 				return false;
 			p->later_frag = (bpf_ntohs(fh.frag_off) & 0xfff8) != 0;
 			p->fragment = 1;
@@ -84,7 +107,7 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 			off += sizeof(fh);
 			continue;
 		}
-		if (bpf_skb_load_bytes(skb, off, &oh, sizeof(oh)))
+		if (pkt_load(skb, off, &oh, sizeof(oh)))
 			return false;
 		off += (oh.hdrlen + 1) * 8;
 		nh = oh.nexthdr;
@@ -125,12 +148,12 @@ __noinline bool pkt_parse(struct __sk_buff *skb, __u32 l3, __u32 proto, struct p
 	if (p->later_frag)
 		return true;
 	if (p->f.protocol == IPPROTO_TCP || p->f.protocol == IPPROTO_UDP) {
-		if (!bpf_skb_load_bytes(skb, p->l4, ports, sizeof(ports))) {
+		if (!pkt_load(skb, p->l4, ports, sizeof(ports))) {
 			p->sport = bpf_ntohs(ports[0]);
 			p->f.port = bpf_ntohs(ports[1]);
 		}
 	} else if (p->f.protocol == IPPROTO_ICMP || p->f.protocol == IPPROTO_ICMPV6) {
-		bpf_skb_load_bytes(skb, p->l4, &p->icmp_type, 1);
+		pkt_load(skb, p->l4, &p->icmp_type, 1);
 	}
 	return true;
 }

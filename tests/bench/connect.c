@@ -9,8 +9,10 @@
  *   nft-100k       the same with 100,000 set elements
  * Rounds are interleaved and each configuration's median rate is printed as a ratio to the
  * baseline's (these machines differ 10-15% between identical runs, so only ratios from one run
- * mean anything). Then, with kernel.bpf_stats_enabled for a separate pass, the exact kernel time
- * egret's programs add per connect, which does not depend on the noise. Run as root:
+ * mean anything). Then, with kernel.bpf_stats_enabled for a pass per round (the median of each
+ * figure printed), the kernel time egret's programs add per connect, which depends far less on
+ * the noise (a vCPU descheduled inside a program counts its wait: hence the passes). Run as
+ * root:
  *   egret_bench_connect [--rounds N] [--connects N]
  */
 #include <errno.h>
@@ -229,6 +231,12 @@ int main(int argc, char **argv)
 	struct egret_instance *insts[2] = { &inst10, &inst100k };
 	struct bench_prog_stats nop0, nop1;
 	struct bench_nop nop;
+	/* per egretd, per pass: each program's ns and runs per connect, their total, net of
+	 * bpf_stats' own cost, and that cost a run
+	 */
+	static struct {
+		double ns[NPROGS][64], runs[NPROGS][64], total[64], net[64], floor[64];
+	} stats[2];
 	double base, floor;
 	int err;
 	pid_t server;
@@ -291,42 +299,59 @@ int main(int argc, char **argv)
 		printf("%-12s %12.0f %10.3f\n", configs[c].name, m, m / base);
 	}
 
-	/* kernel time per connect, from bpf_stats (a separate pass: stats cost time) */
+	/* kernel time per connect, from bpf_stats (separate passes: stats cost time), a pass per
+	 * round and the median of each figure: a vCPU descheduled inside a program counts its wait
+	 */
 	err = bench_nop_open(&nop);
 	if (err)
 		fprintf(stderr, "bench: no empty program to measure bpf_stats' own cost: %s\n",
 			strerror(-err));
 	bench_stats_on();
-	bench_nop_stats(&nop, &nop0);
-	for (int i = 0; i < 2; i++) {
-		bpf_runtime(insts[i], s0[i]);
-		measure(configs[1 + i].cgroup, connects);
-		bpf_runtime(insts[i], s1[i]);
+	for (int r = 0; r < rounds; r++) {
+		for (int i = 0; i < 2; i++) {
+			double total = 0, runs = 0, nop_ns;
+
+			bench_nop_stats(&nop, &nop0);
+			bpf_runtime(insts[i], s0[i]);
+			measure(configs[1 + i].cgroup, connects);
+			bpf_runtime(insts[i], s1[i]);
+			bench_nop_stats(&nop, &nop1);
+			nop_ns = nop0.found && nop1.found ? bench_ns_per_run(&nop0, &nop1) : 0;
+			for (int p = 0; p < NPROGS; p++) {
+				double per = (double)(s1[i][p].ns - s0[i][p].ns) / connects,
+				       n = (double)(s1[i][p].cnt - s0[i][p].cnt) / connects;
+
+				stats[i].ns[p][r] = per;
+				stats[i].runs[p][r] = n;
+				total += per;
+				runs += n;
+			}
+			stats[i].total[r] = total;
+			stats[i].net[r] = total - nop_ns * runs;
+			stats[i].floor[r] = nop_ns;
+		}
 	}
-	bench_nop_stats(&nop, &nop1);
 	bench_stats_off();
 	bench_nop_close(&nop);
-	floor = nop0.found && nop1.found ? bench_ns_per_run(&nop0, &nop1) : 0;
-	printf("\negret's BPF programs, kernel time per connect (bpf_stats):\n");
+	printf("\negret's BPF programs, kernel time per connect (bpf_stats; medians of %d passes of "
+	       "%d connects):\n",
+	       rounds, connects);
 	printf("%-12s", "config");
 	for (int p = 0; p < NPROGS; p++)
 		printf(" %16s", progs[p]);
 	printf(" %10s %8s %10s %8s\n", "total", "of base", "net", "of base");
 	for (int i = 0; i < 2; i++) {
-		double total = 0, runs = 0;
+		double total = bench_median(stats[i].total, rounds),
+		       net = bench_median(stats[i].net, rounds);
 
 		printf("%-12s", configs[1 + i].name);
-		for (int p = 0; p < NPROGS; p++) {
-			double per = (double)(s1[i][p].ns - s0[i][p].ns) / connects;
-
-			total += per;
-			runs += (double)(s1[i][p].cnt - s0[i][p].cnt) / connects;
-			printf(" %10.0f ns x%.0f", per,
-			       (double)(s1[i][p].cnt - s0[i][p].cnt) / connects);
-		}
-		printf(" %7.0f ns %7.1f%% %7.0f ns %7.1f%%\n", total, total * base / 1e7,
-		       total - floor * runs, (total - floor * runs) * base / 1e7);
+		for (int p = 0; p < NPROGS; p++)
+			printf(" %10.0f ns x%.0f", bench_median(stats[i].ns[p], rounds),
+			       bench_median(stats[i].runs[p], rounds));
+		printf(" %7.0f ns %7.1f%% %7.0f ns %7.1f%%\n", total, total * base / 1e7, net,
+		       net * base / 1e7);
 	}
+	floor = (bench_median(stats[0].floor, rounds) + bench_median(stats[1].floor, rounds)) / 2;
 	printf("baseline connect+close takes %.0f ns; net: without bpf_stats' own clock reads, "
 	       "%.0f ns a run (an empty program's)\n",
 	       1e9 / base, floor);
