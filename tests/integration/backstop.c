@@ -3,7 +3,9 @@
  * Each attack runs from a sandbox with its positive control from outside egret's root (the
  * same packet, which must reach the address the test put in its own network namespace, so the
  * case can fail). And the false positive the hooks had: a connected UDP socket's datagram with
- * ancillary data (IP_TOS, IPV6_TCLASS) goes to its connected, allowed peer and must pass.
+ * ancillary data (IP_TOS, IPV6_TCLASS) goes to its connected, allowed peer and must pass. A
+ * source route whose first hop is the metadata address is judged by that hop; a datagram whose
+ * UDP header lies past 256 bytes of IPv6 options is judged by its real port.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -297,4 +301,133 @@ Test(backstop_dnat, dns_query_with_ip_tos_reaches_egrets_resolver)
 
 	cr_expect_eq(err, 0, "a DNS query sent with IP_TOS on a connected socket: %s",
 		     strerror(err));
+}
+
+/* A datagram to ALLOWED:9 with an IPv4 loose source route whose first hop is the metadata
+ * address: the packet leaves for 169.254.169.254 (the route's first hop is its destination on
+ * the wire) and carries ALLOWED as the final one. sendmsg's hook saw only ALLOWED:9; the
+ * backstop judges the header's destination, and a packet with options that route is never
+ * passed as its socket's known flow. (This kernel drops the packet where it arrives, source
+ * routing being off: the control watches it leave, on the namespace's loopback.)
+ */
+static int send_source_routed(void *arg)
+{
+	/* NOP, then LSRR (131), length 7, pointer 4, the first hop; the kernel puts the final
+	 * destination (sendto's) in the slot it keeps at the end
+	 */
+	unsigned char opts[8] = { 1, 131, 7, 4 };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	(void)arg;
+	inet_pton(AF_INET, META, &opts[4]);
+	inet_pton(AF_INET, ALLOWED, &sa.sin_addr);
+	if (fd < 0)
+		return errno;
+	if (setsockopt(fd, IPPROTO_IP, IP_OPTIONS, opts, sizeof(opts)) ||
+	    sendto(fd, "lsr", 3, 0, (struct sockaddr *)&sa, sizeof(sa)) != 3)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+static bool is_skb_meta_udp_deny(const Egret__V1__Event *ev, const void *arg)
+{
+	(void)arg;
+	return is_skb_meta_deny(ev, "udp") && ev->net_connect->dst_port == 9;
+}
+
+/* An AF_PACKET socket on the namespace's loopback: what leaves for the metadata address. */
+static int sniff_open(void)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET,
+				   .sll_protocol = htons(ETH_P_IP),
+				   .sll_ifindex = 1 };
+	int fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, htons(ETH_P_IP));
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sll, sizeof(sll))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Whether a UDP packet to META:9 went by within ms (its options skipped by the header length). */
+static bool sniffed_to_meta(int fd, int ms)
+{
+	unsigned char pkt[256];
+	struct in_addr meta;
+
+	inet_pton(AF_INET, META, &meta);
+	while (readable(fd, ms)) {
+		ssize_t n = recv(fd, pkt, sizeof(pkt), 0);
+		size_t ihl;
+
+		if (n < 20)
+			continue;
+		ihl = (size_t)(pkt[0] & 0xf) * 4;
+		if (pkt[9] == IPPROTO_UDP && !memcmp(&pkt[16], &meta, 4) && (size_t)n >= ihl + 4 &&
+		    pkt[ihl + 2] == 0 && pkt[ihl + 3] == 9)
+			return true;
+	}
+	return false;
+}
+
+Test(backstop_dnat, a_source_route_through_metadata_is_dropped)
+{
+	struct events evs;
+	int err, sniff = sniff_open();
+
+	harness_close_at_teardown(&sniff);
+	cr_assert(sniff >= 0, "AF_PACKET socket on lo: %s", strerror(errno));
+	err = in_sandbox(T, NULL, send_source_routed, NULL);
+	cr_assert_eq(err, 0, "control: the source-routed datagram from the host: %s",
+		     strerror(err));
+	cr_assert(sniffed_to_meta(sniff, 1000),
+		  "control: no packet left for the metadata address (the route's first hop)");
+
+	err = in_sandbox(T, "box", send_source_routed, NULL);
+	cr_expect(!sniffed_to_meta(sniff, 500),
+		  "the sandbox's datagram left for the metadata address (sendto: %s)",
+		  strerror(err));
+	cr_assert_eq(events_wait(T->sink_path, is_skb_meta_udp_deny, NULL, 5000, &evs), 0,
+		     "no egress-backstop denial of the source-routed datagram's first hop");
+	events_free(&evs);
+}
+
+/* An IPv6 datagram whose UDP header lies past the first 256 bytes (a 248-byte destination
+ * options header: one unknown option the receiver skips) is judged by its real port, read
+ * with the helper instead of in place: to an allowed port it arrives.
+ */
+static int send_long_dstopts(void *arg)
+{
+	unsigned char dst[248] = { 0, 30, 0x1e, 244 }; /* (30 + 1) * 8 bytes; option 0x1e: skip */
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(9) };
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	(void)arg;
+	inet_pton(AF_INET6, ALLOWED6, &sa.sin6_addr);
+	if (fd < 0)
+		return errno;
+	if (setsockopt(fd, IPPROTO_IPV6, IPV6_DSTOPTS, dst, sizeof(dst)) ||
+	    sendto(fd, "opt", 3, 0, (struct sockaddr *)&sa, sizeof(sa)) != 3)
+		err = errno;
+	close(fd);
+	return err;
+}
+
+Test(backstop_dnat, an_ipv6_datagram_with_long_options_reaches_its_allowed_port)
+{
+	int err;
+
+	drain(allowed6_udp, false);
+	err = in_sandbox(T, NULL, send_long_dstopts, NULL);
+	cr_assert_eq(err, 0, "control: from the host: %s", strerror(err));
+	cr_assert(readable(allowed6_udp, 1000), "control: the datagram did not arrive");
+	drain(allowed6_udp, false);
+
+	err = in_sandbox(T, "box", send_long_dstopts, NULL);
+	cr_expect_eq(err, 0, "sendto from the sandbox: %s", strerror(err));
+	cr_expect(readable(allowed6_udp, 1000),
+		  "the sandbox's datagram with 248 bytes of options did not arrive");
 }
