@@ -303,33 +303,53 @@ Test(backstop_dnat, dns_query_with_ip_tos_reaches_egrets_resolver)
 		     strerror(err));
 }
 
+/* A datagram to port 9 of `to` whose shape a socket option sets. */
+struct opt_send {
+	int family, level, name; /* the socket option that shapes the datagram */
+	const void *opt;
+	socklen_t len;
+	const char *to; /* port 9 there */
+};
+
+/* A datagram sent with a socket option set: 0 or the errno. */
+static int send_with_option(void *arg)
+{
+	const struct opt_send *o = arg;
+	struct sockaddr_storage ss = { .ss_family = (sa_family_t)o->family };
+	struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+	int fd = socket(o->family, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+	socklen_t len = o->family == AF_INET ? sizeof(*s4) : sizeof(*s6);
+
+	if (o->family == AF_INET) {
+		s4->sin_port = htons(9);
+		inet_pton(AF_INET, o->to, &s4->sin_addr);
+	} else {
+		s6->sin6_port = htons(9);
+		inet_pton(AF_INET6, o->to, &s6->sin6_addr);
+	}
+	if (fd < 0)
+		return errno;
+	if (setsockopt(fd, o->level, o->name, o->opt, o->len) ||
+	    sendto(fd, "opt", 3, 0, (struct sockaddr *)&ss, len) != 3)
+		err = errno;
+	close(fd);
+	return err;
+}
+
 /* A datagram to ALLOWED:9 with an IPv4 loose source route whose first hop is the metadata
  * address: the packet leaves for 169.254.169.254 (the route's first hop is its destination on
  * the wire) and carries ALLOWED as the final one. sendmsg's hook saw only ALLOWED:9; the
  * backstop judges the header's destination, and a packet with options that route is never
  * passed as its socket's known flow. (This kernel drops the packet where it arrives, source
- * routing being off: the control watches it leave, on the namespace's loopback.)
+ * routing being off: the control watches it leave, on the namespace's loopback.) The option:
+ * NOP, then LSRR (131), length 7, pointer 4, the first hop (META); the kernel puts the final
+ * destination (sendto's) in the slot it keeps at the end.
  */
-static int send_source_routed(void *arg)
-{
-	/* NOP, then LSRR (131), length 7, pointer 4, the first hop; the kernel puts the final
-	 * destination (sendto's) in the slot it keeps at the end
-	 */
-	unsigned char opts[8] = { 1, 131, 7, 4 };
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(9) };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
-
-	(void)arg;
-	inet_pton(AF_INET, META, &opts[4]);
-	inet_pton(AF_INET, ALLOWED, &sa.sin_addr);
-	if (fd < 0)
-		return errno;
-	if (setsockopt(fd, IPPROTO_IP, IP_OPTIONS, opts, sizeof(opts)) ||
-	    sendto(fd, "lsr", 3, 0, (struct sockaddr *)&sa, sizeof(sa)) != 3)
-		err = errno;
-	close(fd);
-	return err;
-}
+static const unsigned char lsrr_via_meta[8] = { 1, 131, 7, 4, 169, 254, 169, 254 };
+static const struct opt_send source_routed = {
+	AF_INET, IPPROTO_IP, IP_OPTIONS, lsrr_via_meta, sizeof(lsrr_via_meta), ALLOWED
+};
 
 static bool is_skb_meta_udp_deny(const Egret__V1__Event *ev, const void *arg)
 {
@@ -380,13 +400,13 @@ Test(backstop_dnat, a_source_route_through_metadata_is_dropped)
 
 	harness_close_at_teardown(&sniff);
 	cr_assert(sniff >= 0, "AF_PACKET socket on lo: %s", strerror(errno));
-	err = in_sandbox(T, NULL, send_source_routed, NULL);
+	err = in_sandbox(T, NULL, send_with_option, (void *)&source_routed);
 	cr_assert_eq(err, 0, "control: the source-routed datagram from the host: %s",
 		     strerror(err));
 	cr_assert(sniffed_to_meta(sniff, 1000),
 		  "control: no packet left for the metadata address (the route's first hop)");
 
-	err = in_sandbox(T, "box", send_source_routed, NULL);
+	err = in_sandbox(T, "box", send_with_option, (void *)&source_routed);
 	cr_expect(!sniffed_to_meta(sniff, 500),
 		  "the sandbox's datagram left for the metadata address (sendto: %s)",
 		  strerror(err));
@@ -399,34 +419,22 @@ Test(backstop_dnat, a_source_route_through_metadata_is_dropped)
  * options header: one unknown option the receiver skips) is judged by its real port, read
  * with the helper instead of in place: to an allowed port it arrives.
  */
-static int send_long_dstopts(void *arg)
-{
-	unsigned char dst[248] = { 0, 30, 0x1e, 244 }; /* (30 + 1) * 8 bytes; option 0x1e: skip */
-	struct sockaddr_in6 sa = { .sin6_family = AF_INET6, .sin6_port = htons(9) };
-	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
-
-	(void)arg;
-	inet_pton(AF_INET6, ALLOWED6, &sa.sin6_addr);
-	if (fd < 0)
-		return errno;
-	if (setsockopt(fd, IPPROTO_IPV6, IPV6_DSTOPTS, dst, sizeof(dst)) ||
-	    sendto(fd, "opt", 3, 0, (struct sockaddr *)&sa, sizeof(sa)) != 3)
-		err = errno;
-	close(fd);
-	return err;
-}
+static const unsigned char long_dstopts[248] = { 0, 30, 0x1e, 244 }; /* (30 + 1) * 8 bytes;
+									 * option 0x1e: skip */
+static const struct opt_send long_options = { AF_INET6,	    IPPROTO_IPV6,	  IPV6_DSTOPTS,
+					      long_dstopts, sizeof(long_dstopts), ALLOWED6 };
 
 Test(backstop_dnat, an_ipv6_datagram_with_long_options_reaches_its_allowed_port)
 {
 	int err;
 
 	drain(allowed6_udp, false);
-	err = in_sandbox(T, NULL, send_long_dstopts, NULL);
+	err = in_sandbox(T, NULL, send_with_option, (void *)&long_options);
 	cr_assert_eq(err, 0, "control: from the host: %s", strerror(err));
 	cr_assert(readable(allowed6_udp, 1000), "control: the datagram did not arrive");
 	drain(allowed6_udp, false);
 
-	err = in_sandbox(T, "box", send_long_dstopts, NULL);
+	err = in_sandbox(T, "box", send_with_option, (void *)&long_options);
 	cr_expect_eq(err, 0, "sendto from the sandbox: %s", strerror(err));
 	cr_expect(readable(allowed6_udp, 1000),
 		  "the sandbox's datagram with 248 bytes of options did not arrive");
