@@ -494,7 +494,7 @@ static int read_store(int nfd, struct store *st)
 {
 	uint64_t start = ms_now();
 
-	while (ms_now() - start < 30000ull * harness_timeout_scale()) { /* as harness_start */
+	while (ms_now() - start < 60000ull * harness_timeout_scale()) { /* as harness_start */
 		union {
 			char buf[CMSG_SPACE(sizeof(int))];
 			struct cmsghdr align;

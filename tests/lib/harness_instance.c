@@ -216,13 +216,15 @@ static int notify_socket(const char *path)
 }
 
 /* Start egretd on the instance and wait for READY=1 on a private NOTIFY_SOCKET. Returns 0 when
- * ready, else egretd's exit status (it exited) or -errno.
+ * ready, else egretd's exit status (it exited) or -errno. The wait is long: under qemu's
+ * emulation (EGRET_TEST_TIMEOUT_SCALE 4) an egretd verifying its programs while another test
+ * starts several at once took over the 120 s this gave before; one that exits is seen at once.
  */
 int harness_start(struct egret_instance *e, const char *const extra[])
 {
 	int nfd = harness_spawn(e, extra, -1);
 
-	return nfd < 0 ? nfd : harness_wait_ready(e, nfd, 30000);
+	return nfd < 0 ? nfd : harness_wait_ready(e, nfd, 60000);
 }
 
 /* Fork and exec egretd on the instance without waiting: the notify socket to hand to
