@@ -122,9 +122,12 @@ if [ "${EGRET_QUEUE:-0}" = 1 ]; then
 	while read -r s; do
 		mkdir "/egret-queue/taken-$s" 2>/dev/null || continue
 		console "suite $s"
+		t0=$(cut -d. -f1 /proc/uptime)
 		./egret_integration --jobs 2 --verbose --tap="$out/tap-$s" --filter "$s/*" \
 			</dev/null >>"$out/suite.log" 2>&1
 		r=$?
+		# each suite's time, for whoever has to fit the guests into CI's budget
+		console "suite $s: exit $r in $(($(cut -d. -f1 /proc/uptime) - t0)) s"
 		[ "$r" -gt "$rc" ] && rc=$r
 		cat "$out/tap-$s" >>"$out/suite.tap"
 	done </egret-queue/suites

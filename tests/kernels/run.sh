@@ -293,6 +293,10 @@ if [ ! -f "$out/suite.rc" ]; then
 	die "the guest did not finish the suite ($why); see $out/console.log"
 fi
 phase=reported
+# each queued suite's time in the guest (guest.sh), the longest first
+times=$(sed -n 's/^suite \([a-z0-9_]*\): exit [0-9]* in \([0-9]*\) s$/\2 \1/p' "$out/guest.log" |
+	sort -rn | awk '{ printf "%s%s %s s", (NR > 1 ? ", " : ""), $2, $1 }')
+[ -z "$times" ] || echo "kernels: suites by time: $times"
 rc=0
 "$here/report.sh" "$out" || rc=$?
 # the suite's own time, from the guest's clock; the rest is booting and setting up
