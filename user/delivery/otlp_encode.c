@@ -24,6 +24,7 @@
 #include "arena.h"
 #include "egret/v1/events.pb-c.h"
 #include "otlp.h"
+#include "pbdecode.h"
 #include "pbjson.h"
 #include "util.h"
 #include "wire.h"
@@ -570,8 +571,8 @@ static int encode_records(struct otlp_encoder *e, const uint8_t *raw, size_t n, 
 	stream_id[0] = '\0';
 	*host = NULL;
 	while (!err && off < n && wire__frame(raw + off, n - off, &total, &msg) == 1) {
-		Egret__V1__Event *ev =
-			egret__v1__event__unpack(&e->arena.pb, total - msg, raw + off + msg);
+		Egret__V1__Event *ev = (Egret__V1__Event *)pbdecode__unpack_any(
+			&egret__v1__event__descriptor, &e->arena.pb, total - msg, raw + off + msg);
 
 		off += total;
 		if (e->arena.failed) {

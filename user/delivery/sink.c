@@ -24,6 +24,7 @@
 #include "egret/v1/events.pb-c.h"
 #include "log.h"
 #include "arena.h"
+#include "pbdecode.h"
 #include "pbjson.h"
 #include "sink.h"
 #include "util.h"
@@ -310,8 +311,8 @@ static int to_json(struct sink *s, const uint8_t *raw, size_t n)
 	s->json.len = 0;
 	s->json.err = false;
 	while (off < n && wire__frame(raw + off, n - off, &total, &msg) == 1) {
-		Egret__V1__Event *ev =
-			egret__v1__event__unpack(&s->arena->pb, total - msg, raw + off + msg);
+		Egret__V1__Event *ev = (Egret__V1__Event *)pbdecode__unpack_any(
+			&egret__v1__event__descriptor, &s->arena->pb, total - msg, raw + off + msg);
 
 		if (s->arena->failed)
 			break;
