@@ -14,9 +14,12 @@
  *   otlp+http       to an HTTP server process on CPU 1 that decodes every request as a
  *                   collector does (gunzip, the OTLP protobuf; the records counted and checked
  *                   against what was sent) and answers 200
+ *   otlp none       the same with ?compression=none (a local collector: no gzip either side)
  *   replay file     N events already spooled (the sink was down), delivered to a file
  *   replay tcp      the same to a tcp receiver
- * Rounds alternate; medians are printed with the ratio to raw write of the same round. Run:
+ * Rounds alternate; medians are printed with the ratio to raw write of the same round. Last,
+ * reading an event back from the spool (every sink but the framed ones does it) with
+ * protobuf-c's unpack and with pbdecode, CPU time per event. Run:
  *   egret_bench_sinks [--events N] [--rounds N] [--only CONFIG,...]
  */
 #include <arpa/inet.h>
@@ -59,14 +62,15 @@ enum config {
 	UNIX_ACK,
 	TCP_SINK,
 	OTLP_SINK,
+	OTLP_PLAIN,
 	REPLAY_FILE,
 	REPLAY_TCP,
 	CONFIGS
 };
 
 static const char *const names[CONFIGS] = {
-	"raw write", "spool only", "file",	"stdout json", "unix",
-	"unix ack",  "tcp",	   "otlp+http", "replay file", "replay tcp",
+	"raw write", "spool only", "file",	"stdout json", "unix",	     "unix ack",
+	"tcp",	     "otlp+http",  "otlp none", "replay file", "replay tcp",
 };
 
 static char dir[64];
@@ -145,17 +149,23 @@ static struct otlp_rx {
  */
 static struct arena rx_arena;
 
-/* A request body as a collector reads it: gunzipped and decoded as an OTLP protobuf request;
- * its log records counted in rx.
+/* A request body as a collector reads it: gunzipped (gz: Content-Encoding: gzip) and decoded
+ * as an OTLP protobuf request; its log records counted in rx.
  */
-static void otlp_decode(const uint8_t *body, size_t len)
+static void otlp_decode(const uint8_t *body, size_t len, bool gz)
 {
 	static uint8_t plain[64 << 20];
+	const uint8_t *in = plain;
 	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
 	z_stream z = { .next_in = (Bytef *)body, .avail_in = (uInt)len };
 	size_t n;
 
 	rx->requests++;
+	if (!gz) {
+		in = body;
+		n = len;
+		goto decode;
+	}
 	if (inflateInit2(&z, 15 + 16) != Z_OK) {
 		rx->bad++;
 		return;
@@ -169,10 +179,11 @@ static void otlp_decode(const uint8_t *body, size_t len)
 	}
 	n = z.total_out;
 	inflateEnd(&z);
+decode:
 	if (!rx_arena.pb.alloc)
 		arena__init(&rx_arena);
 	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
-		&rx_arena.pb, n, plain);
+		&rx_arena.pb, n, in);
 	if (!req)
 		rx->bad++;
 	for (size_t i = 0; req && i < req->n_resource_logs; i++) {
@@ -205,7 +216,9 @@ static void http_ok(int c)
 
 			if (have < total)
 				break;
-			otlp_decode((const uint8_t *)hend + 4, body);
+			otlp_decode(
+				(const uint8_t *)hend + 4, body,
+				memmem(buf, (size_t)(hend - buf), "Content-Encoding: gzip", 22));
 			if (write(c, ok, sizeof(ok) - 1) < 0)
 				return;
 			memmove(buf, buf + total, have - total);
@@ -406,7 +419,7 @@ static double run(enum config c, const char *uri, uint64_t n)
 	t1 = now_ns(CLOCK_MONOTONIC);
 	cpu_per_event[c][round_now] = (double)(cpu_ns() - cpu0) / 1e3 / (double)n;
 	bytes_per_event = s.spool.bytes / n;
-	if (c == OTLP_SINK) {
+	if (c == OTLP_SINK || c == OTLP_PLAIN) {
 		uint64_t got = rx->records - before.records, reqs = rx->requests - before.requests;
 
 		if (got != n || rx->bad != before.bad) {
@@ -608,6 +621,8 @@ int main(int argc, char **argv)
 	snprintf(uris[UNIX_SINK], sizeof(uris[0]), "unix:%s", usock);
 	snprintf(uris[UNIX_ACK], sizeof(uris[0]), "unix:%s?ack", asock);
 	snprintf(uris[TCP_SINK], sizeof(uris[0]), "tcp://127.0.0.1:%u", tcp_server(0));
+	snprintf(uris[OTLP_PLAIN], sizeof(uris[0]),
+		 "otlp+http://127.0.0.1:%u/v1/logs?compression=none", tcp_server(2));
 	snprintf(uris[OTLP_SINK], sizeof(uris[0]), "otlp+http://127.0.0.1:%u/v1/logs",
 		 tcp_server(2));
 	snprintf(uris[REPLAY_FILE], sizeof(uris[0]), "file:%s/replay.pb?max_size=0", dir);
@@ -650,9 +665,9 @@ int main(int argc, char **argv)
 		       m * bytes_per_event / 1e6, m / bench_median(rates[RAW], rounds),
 		       c == RAW ? 0.0 : bench_median(cpu_per_event[c], rounds));
 	}
-	if (selected(only, names[OTLP_SINK]))
-		printf("otlp+http: every record decoded by the receiver (gunzip, protobuf), %.0f "
-		       "records per request\n",
+	if (selected(only, names[OTLP_SINK]) || selected(only, names[OTLP_PLAIN]))
+		printf("otlp+http: every record decoded by the receiver (gunzip, protobuf; otlp none: "
+		       "?compression=none, protobuf), %.0f records per request\n",
 		       otlp_per_request);
 	decode_compare(rounds);
 	return 0;

@@ -67,18 +67,28 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	n = wire__varint_put(size, raw);
 	memcpy(raw + n, data, size);
-	/* every other input through one encoder kept across inputs, as the sink keeps it */
-	static struct otlp_encoder *kept;
+	/* in turn: a one-shot encoder, one kept across inputs as the sink keeps it, and a kept one
+	 * that does not gzip (?compression=none)
+	 */
+	static struct otlp_encoder *kept, *as_is;
 	static unsigned int calls;
+	unsigned int which = calls++ % 3;
 
 	if (!kept)
-		kept = otlp__encoder_new();
-	if (otlp__encode(calls++ % 2 ? kept : NULL, raw, n + size, &gz, &len, &records, &first,
-			 &last, sid)) {
+		kept = otlp__encoder_new(true);
+	if (!as_is)
+		as_is = otlp__encoder_new(false);
+	struct otlp_encoder *enc = which == 0 ? NULL : which == 1 ? kept : as_is;
+	size_t room = which * 7; /* the sink's room for its HTTP head, at the front */
+
+	if (otlp__encode(enc, raw, n + size, room, &gz, &len, &records, &first, &last, sid)) {
 		free(raw);
 		return 0;
 	}
-	check_request(plain, gunzip(gz, len, plain, PLAIN_MAX), records);
+	if (which == 2)
+		check_request(gz + room, len, records);
+	else
+		check_request(plain, gunzip(gz + room, len, plain, PLAIN_MAX), records);
 	free(gz);
 	free(raw);
 	return 0;

@@ -550,15 +550,36 @@ static int connect_metadata_bad_name(void *arg)
 	return connect_metadata(arg);
 }
 
+/* the deny record, decoded, in a receiver's output so far */
+static bool otlp_deny_in(const char *out)
+{
+	FILE *f = fopen(out, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+
+	while (f && !found && getline(&line, &cap, f) > 0)
+		found = strstr(line, "\"egret.net_connect\"") &&
+			strstr(line, "\"egret.verdict\": \"VERDICT_DENY\"") &&
+			strstr(line, "\"destination.address\": \"169.254.169.254\"");
+	free(line);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+/* A gzipped sink to a receiver that refuses its first request, beside a ?compression=none one */
 Test(delivery, otlp_records_decode_with_an_independent_implementation)
 {
 	char uri[96], out[PATH_MAX + 16], portstr[8], script[PATH_MAX];
-	const char *extra[] = { "--sink", uri, NULL };
-	uint16_t port = free_port();
+	char uri2[128], out2[PATH_MAX + 16], portstr2[8];
+	const char *extra[] = { "--sink", uri, "--sink", uri2, NULL };
+	uint16_t port = free_port(), port2 = free_port();
 	char *argv[] = { "/usr/bin/python3", script, EGRET_OTLP_PY_DIR, portstr, out, "1", NULL };
+	char *argv2[] = { "/usr/bin/python3", script, EGRET_OTLP_PY_DIR, portstr2, out2, NULL };
 	char *line = NULL;
 	size_t cap = 0;
-	bool deny = false, start = false, gzip = false;
+	bool deny = false, start = false, gzip = false, plain = false;
 	double refused_at = 0, ok_at = 0;
 	FILE *f;
 
@@ -567,6 +588,11 @@ Test(delivery, otlp_records_decode_with_an_independent_implementation)
 	snprintf(uri, sizeof(uri), "otlp+http://127.0.0.1:%u/v1/logs", port);
 	snprintf(out, sizeof(out), "%s/otlp.jsonl", T->tmpdir);
 	start_receiver(argv, out, port, NULL);
+	cr_assert_neq(port2, port);
+	snprintf(portstr2, sizeof(portstr2), "%u", port2);
+	snprintf(uri2, sizeof(uri2), "otlp+http://127.0.0.1:%u/v1/logs?compression=none", port2);
+	snprintf(out2, sizeof(out2), "%s/otlp-plain.jsonl", T->tmpdir);
+	start_receiver(argv2, out2, port2, NULL);
 	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
 	/* a denied connect from a sandbox, to the metadata address inside the test's netns */
 	cr_assert_eq(netns_addr("lo", "169.254.169.254/32"), 0);
@@ -600,9 +626,24 @@ Test(delivery, otlp_records_decode_with_an_independent_implementation)
 			fclose(f);
 	}
 	free(line);
+	line = NULL;
+	cap = 0;
 	cr_expect(deny, "no decodable deny record with its attributes; got:\n%s", out);
 	cr_expect(start, "no agent start record with resource attributes");
 	cr_expect(gzip, "the request was not gzipped");
+	/* the plain sink's receiver decoded the same record from a request with no
+	 * Content-Encoding
+	 */
+	for (int waited = 0; waited < 15000 && !otlp_deny_in(out2); waited += 250)
+		usleep(250000);
+	cr_expect(otlp_deny_in(out2), "no decodable deny record from the plain sink");
+	f = fopen(out2, "r");
+	while (f && getline(&line, &cap, f) > 0)
+		plain |= strstr(line, "\"status\": 200") && strstr(line, "\"encoding\": \"\"");
+	if (f)
+		fclose(f);
+	free(line);
+	cr_expect(plain, "the plain sink's requests were not sent as they are");
 	cr_expect_gt(refused_at, 0, "the receiver never refused");
 	cr_expect_geq(ok_at - refused_at, 0.9, "sent again %.2f s after a 503 with Retry-After: 1",
 		      ok_at - refused_at);

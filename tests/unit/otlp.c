@@ -101,7 +101,7 @@ encode_decode(struct otlp_encoder *e, const Egret__V1__Event *ev)
 	cr_assert_lt(len + WIRE_VARINT_MAX, sizeof(raw));
 	n = wire__varint_put(len, raw);
 	egret__v1__event__pack(ev, raw + n);
-	cr_assert_eq(otlp__encode(e, raw, n + len, &gz, &len, &records, &first, &last, sid), 0);
+	cr_assert_eq(otlp__encode(e, raw, n + len, 0, &gz, &len, &records, &first, &last, sid), 0);
 	cr_assert_eq(records, 1);
 	return gunzip_decode(gz, len, plain, sizeof(plain));
 }
@@ -112,7 +112,7 @@ encode_decode(struct otlp_encoder *e, const Egret__V1__Event *ev)
 Test(otlp, every_string_is_valid_utf8_whatever_the_event_held)
 {
 	const ProtobufCMessageDescriptor *d = &egret__v1__event__descriptor;
-	struct otlp_encoder *enc = otlp__encoder_new();
+	struct otlp_encoder *enc = otlp__encoder_new(true);
 	unsigned int payloads = 0;
 
 	cr_assert(enc);
@@ -151,6 +151,43 @@ Test(otlp, every_string_is_valid_utf8_whatever_the_event_held)
 	}
 	cr_expect_eq(payloads, 16);
 	otlp__encoder_free(enc);
+}
+
+/* ?compression=none: the request is the protobuf itself, as a collector decodes it without a
+ * Content-Encoding, with the records a gzipped one has
+ */
+Test(otlp, a_plain_encoder_sends_the_protobuf_as_it_is)
+{
+	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
+	Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
+	struct otlp_encoder *plain = otlp__encoder_new(false);
+	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
+	static uint8_t raw[1 << 12];
+	uint8_t *out = NULL;
+	size_t len, n, records;
+	uint64_t first, last;
+	char sid[33];
+
+	cr_assert(plain);
+	p.comm = "box";
+	ev.process = &p;
+	ev.seq = 7;
+	len = egret__v1__event__get_packed_size(&ev);
+	n = wire__varint_put(len, raw);
+	egret__v1__event__pack(&ev, raw + n);
+	cr_assert_eq(otlp__encode(plain, raw, n + len, 0, &out, &len, &records, &first, &last, sid),
+		     0);
+	cr_expect_eq(records, 1);
+	cr_expect_eq(first, 7);
+	cr_expect_neq(out[0], 0x1f, "gzip's magic number: the request was gzipped");
+	req = opentelemetry__proto__collector__logs__v1__export_logs_service_request__unpack(
+		NULL, len, out);
+	cr_assert(req, "the request is not a protobuf ExportLogsServiceRequest as it is");
+	cr_expect_eq(req->resource_logs[0]->scope_logs[0]->n_log_records, 1);
+	opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(req,
+											      NULL);
+	free(out);
+	otlp__encoder_free(plain);
 }
 
 /* the attributes a SIEM searches by carry the replaced string */
@@ -259,7 +296,7 @@ Test(otlp, one_encoder_carries_large_batches_one_after_another)
 		EVENTS = 1000
 	};
 	static uint8_t plain[1 << 22];
-	struct otlp_encoder *enc = otlp__encoder_new();
+	struct otlp_encoder *enc = otlp__encoder_new(true);
 	size_t cap = EVENTS * 600, n = 0;
 	uint8_t *raw = malloc(cap);
 	char path[401];
@@ -289,7 +326,8 @@ Test(otlp, one_encoder_carries_large_batches_one_after_another)
 			n += wire__varint_put(l, raw + n);
 			n += egret__v1__event__pack(&ev, raw + n);
 		}
-		cr_assert_eq(otlp__encode(enc, raw, n, &gz, &len, &records, &first, &last, sid), 0);
+		cr_assert_eq(otlp__encode(enc, raw, n, 0, &gz, &len, &records, &first, &last, sid),
+			     0);
 		cr_expect_eq(records, EVENTS);
 		cr_expect_eq(first, (uint64_t)round * EVENTS + 1);
 		cr_expect_eq(last, (uint64_t)(round + 1) * EVENTS);
@@ -322,7 +360,7 @@ Test(otlp, records_of_every_length_and_a_long_host_decode)
 	const char *exes[] = { NULL, NULL, big, "/usr/bin/true" };
 	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
 	Opentelemetry__Proto__Logs__V1__ScopeLogs *sl;
-	struct otlp_encoder *enc = otlp__encoder_new();
+	struct otlp_encoder *enc = otlp__encoder_new(true);
 	size_t n = 0, len, records;
 	uint64_t first, last;
 	uint8_t *gz = NULL;
@@ -349,7 +387,8 @@ Test(otlp, records_of_every_length_and_a_long_host_decode)
 		n += egret__v1__event__pack(&ev, raw + n);
 	}
 	for (int round = 0; round < 2; round++) { /* the second with the encoder's kept room */
-		cr_assert_eq(otlp__encode(enc, raw, n, &gz, &len, &records, &first, &last, sid), 0);
+		cr_assert_eq(otlp__encode(enc, raw, n, 0, &gz, &len, &records, &first, &last, sid),
+			     0);
 		cr_assert_eq(records, 4);
 		req = gunzip_decode(gz, len, plain, sizeof(plain));
 		cr_assert_eq(req->n_resource_logs, 1);

@@ -669,6 +669,11 @@ Test(stream, sink_uris)
 		{ "otlp+http://127.0.0.1:4318/v1/logs", 1 },
 		{ "otlp+http://collector", 1 },
 		{ "otlp+https://collector", 0 },
+		{ "otlp+http://collector/v1/logs?compression=none", 1 },
+		{ "otlp+http://collector?compression=gzip", 1 },
+		{ "otlp+http://collector?compression=zstd", 0 },
+		{ "otlp+http://collector?compression", 0 },
+		{ "file:/x?compression=none", 0 },
 		{ "ftp://x", 0 },
 		{ "", 0 },
 	};
@@ -683,6 +688,20 @@ Test(stream, sink_uris)
 	cr_assert_eq(sink__parse(&k, "otlp+http://collector", err, sizeof(err)), 0);
 	cr_expect_str_eq(k.port, "4318");
 	cr_expect_str_eq(k.path, "/v1/logs");
+	cr_expect_not(k.plain, "gzip is the default");
+	cr_assert_eq(sink__parse(&k, "otlp+http://collector/in?compression=none", err, sizeof(err)),
+		     0);
+	cr_expect(k.plain);
+	cr_expect_str_eq(k.path, "/in");
+	cr_expect_neq(sink__parse(&k, "otlp+http://collector?compression=zstd", err, sizeof(err)),
+		      0);
+	cr_expect(strstr(err, "compression=zstd"), "the error names the option: %s", err);
+	/* the endpoint's own query stays on its path */
+	cr_assert_eq(sink__parse(&k, "otlp+http://c/v1/logs?token=a&compression=none&x", err,
+				 sizeof(err)),
+		     0);
+	cr_expect(k.plain);
+	cr_expect_str_eq(k.path, "/v1/logs?token=a&x");
 	cr_assert_eq(sink__parse(&k, "tcp://[::1]:5170?ack", err, sizeof(err)), 0);
 	cr_expect_str_eq(k.host, "::1");
 	cr_expect(k.ack);
@@ -759,7 +778,8 @@ Test(stream, otlp_encoding)
 	len = egret__v1__event__get_packed_size(&ev);
 	n = wire__varint_put(len, raw);
 	egret__v1__event__pack(&ev, raw + n);
-	cr_assert_eq(otlp__encode(NULL, raw, n + len, &gz, &len, &records, &first, &last, sid), 0);
+	cr_assert_eq(otlp__encode(NULL, raw, n + len, 0, &gz, &len, &records, &first, &last, sid),
+		     0);
 	cr_expect_eq(records, 1);
 	cr_expect_eq(first, 42);
 	cr_expect_str_eq(sid, ev.stream_id);

@@ -26,8 +26,8 @@ enum otlp_state {
 
 /* One batch as a whole HTTP request, and what it holds */
 struct otlp_batch {
-	uint8_t *req; /* NULL: none */
-	size_t req_len;
+	uint8_t *req;		   /* NULL: none */
+	size_t req_start, req_len; /* the request is req[req_start, req_len) */
 	struct spool_pos start, end;
 	size_t records;
 	uint64_t first_seq, last_seq;
@@ -36,8 +36,8 @@ struct otlp_batch {
 
 struct otlp {
 	enum otlp_state state;
-	uint8_t *req; /* the whole HTTP request of the batch in hand */
-	size_t req_len, req_off;
+	uint8_t *req; /* the whole HTTP request of the batch in hand: req[req_start, req_len) */
+	size_t req_start, req_len, req_off;
 	struct spool_pos batch_end;
 	size_t records;
 	uint64_t first_seq, last_seq;
@@ -63,7 +63,7 @@ static bool encode_batch(struct sink *s, struct spool_pos *pos, struct otlp_batc
 	uint8_t *body = NULL;
 	size_t count, blen = 0, hlen;
 	ssize_t n;
-	char hdr[1024];
+	char hdr[OTLP_HEAD_ROOM];
 
 	n = spool__read(s->spool, pos, s->buf, OTLP_BATCH_BYTES, OTLP_BATCH_RECORDS, &count);
 	if (n <= 0) {
@@ -71,8 +71,9 @@ static bool encode_batch(struct sink *s, struct spool_pos *pos, struct otlp_batc
 			sink__set_error(s, (int)n, "reading the spool: %s", strerror((int)-n));
 		return false;
 	}
-	if (otlp__encode(s->otlp->enc, s->buf, (size_t)n, &body, &blen, &b->records, &b->first_seq,
-			 &b->last_seq, b->stream_id)) {
+	/* the body is encoded after room for the HTTP head, which goes in front of it */
+	if (otlp__encode(s->otlp->enc, s->buf, (size_t)n, OTLP_HEAD_ROOM, &body, &blen, &b->records,
+			 &b->first_seq, &b->last_seq, b->stream_id)) {
 		sink__set_error(s, -ENOMEM, "cannot encode a batch");
 		return false;
 	}
@@ -81,18 +82,20 @@ static bool encode_batch(struct sink *s, struct spool_pos *pos, struct otlp_batc
 	b->end.off += (uint64_t)n;
 	hlen = (size_t)snprintf(hdr, sizeof(hdr),
 				"POST %s HTTP/1.1\r\nHost: %s:%s\r\nUser-Agent: egret/%s\r\n"
-				"Content-Type: application/x-protobuf\r\nContent-Encoding: gzip\r\n"
+				"Content-Type: application/x-protobuf\r\n%s"
 				"Content-Length: %zu\r\n\r\n",
-				s->path, s->host, s->port, EGRET_VERSION, blen);
-	b->req = malloc(hlen + blen);
-	if (!b->req) {
+				s->path, s->host, s->port, EGRET_VERSION,
+				s->plain ? "" : "Content-Encoding: gzip\r\n", blen);
+	if (hlen >= sizeof(hdr)) { /* a path and host of nearly 1 KiB: refused at parse */
 		free(body);
+		sink__set_error(s, -EINVAL, "the request's head is longer than %zu bytes",
+				sizeof(hdr));
 		return false;
 	}
-	memcpy(b->req, hdr, hlen);
-	memcpy(b->req + hlen, body, blen);
-	free(body);
-	b->req_len = hlen + blen;
+	memcpy(body + OTLP_HEAD_ROOM - hlen, hdr, hlen);
+	b->req = body;
+	b->req_start = OTLP_HEAD_ROOM - hlen;
+	b->req_len = OTLP_HEAD_ROOM + blen;
 	return true;
 }
 
@@ -103,8 +106,9 @@ static void take_batch(struct sink *s, struct otlp *o, struct otlp_batch *b)
 	s->acked.seg = b->start.seg;
 	s->acked.off = b->start.off;
 	o->req = b->req;
+	o->req_start = b->req_start;
 	o->req_len = b->req_len;
-	o->req_off = 0;
+	o->req_off = o->req_start;
 	o->batch_end = b->end;
 	o->records = b->records;
 	o->first_seq = b->first_seq;
@@ -165,7 +169,7 @@ static void conn_failed(struct sink *s, struct otlp *o, int err, const char *wha
 {
 	o->state = OTLP_IDLE;
 	o->resp_len = 0;
-	o->req_off = 0;
+	o->req_off = o->req_start;
 	sink__down(s, err, what);
 }
 
@@ -224,7 +228,7 @@ static void handle_response(struct sink *s, struct otlp *o, const struct http_re
 		s->retry_at_ns = now_ns(CLOCK_MONOTONIC) + ms * 1000000ull;
 		o->retries++;
 		o->state = OTLP_IDLE;
-		o->req_off = 0;
+		o->req_off = o->req_start;
 		o->resp_len = 0;
 		sink__set_error(s, -EAGAIN, "HTTP %d%s%s; sending again in %u ms", r->status,
 				r->retry_after[0] ? ", Retry-After " : "", r->retry_after, ms);
@@ -310,7 +314,7 @@ static void otlp_pump(struct sink *s)
 				return;
 			}
 			o->state = OTLP_SENDING;
-			o->req_off = 0;
+			o->req_off = o->req_start;
 			o->resp_len = 0;
 			o->requests++;
 		}
@@ -369,7 +373,7 @@ static int otlp_start(struct sink *s)
 	if (!s->otlp)
 		return -ENOMEM;
 	s->otlp->resp = malloc(HTTP_MAX_RESPONSE + 1);
-	s->otlp->enc = otlp__encoder_new();
+	s->otlp->enc = otlp__encoder_new(!s->plain);
 	if (!s->otlp->resp || !s->otlp->enc) {
 		free(s->otlp->resp);
 		otlp__encoder_free(s->otlp->enc);

@@ -9,13 +9,15 @@
 #ifndef EGRET_OTLP_H
 #define EGRET_OTLP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #define OTLP_BATCH_RECORDS 1000
 #define OTLP_BATCH_BYTES   (1u << 20)
 #define OTLP_TIMEOUT_NS	   (30ull * 1000000000ull)
-#define OTLP_RETRY_MAX_S   600 /* a Retry-After longer than this is cut to it */
+#define OTLP_RETRY_MAX_S   600	/* a Retry-After longer than this is cut to it */
+#define OTLP_HEAD_ROOM	   1024 /* the sink's HTTP head goes before the body, in this room */
 
 struct sink_ops;
 
@@ -26,13 +28,16 @@ extern const struct sink_ops otlp_sink_ops;
  * batch; allocating them afresh for each cost more than a tenth of the encoding).
  */
 struct otlp_encoder;
-struct otlp_encoder *otlp__encoder_new(void);
+/* gzip: each request gzipped (Content-Encoding: gzip); else sent as it is */
+struct otlp_encoder *otlp__encoder_new(bool gzip);
 void otlp__encoder_free(struct otlp_encoder *e);
 
-/* Framed Events raw[0..n) as an ExportLogsServiceRequest, gzipped: *out (malloc'd) and its
- * size; the seq range and stream of the records. e: an encoder to reuse, or NULL. 0 or -errno.
+/* Framed Events raw[0..n) as an ExportLogsServiceRequest, gzipped if e says so, after room
+ * bytes left for the caller: *out (malloc'd: the request at *out + room) and the request's
+ * size; the seq range and stream of the records. e: an encoder to reuse, or NULL (gzip). 0 or
+ * -errno.
  */
-int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t **out,
+int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, size_t room, uint8_t **out,
 		 size_t *outlen, size_t *records, uint64_t *first_seq, uint64_t *last_seq,
 		 char stream_id[33]);
 

@@ -513,14 +513,17 @@ struct otlp_encoder {
 	struct pbjson_buf json;		  /* an event's body, its room kept */
 	struct arena arena;		  /* the batch's events are unpacked into it */
 	struct libdeflate_compressor *gz; /* made at the first request */
+	bool gzip;
 };
 
-struct otlp_encoder *otlp__encoder_new(void)
+struct otlp_encoder *otlp__encoder_new(bool gzip)
 {
 	struct otlp_encoder *e = calloc(1, sizeof(struct otlp_encoder));
 
-	if (e)
+	if (e) {
 		arena__init(&e->arena);
+		e->gzip = gzip;
+	}
 	return e;
 }
 
@@ -538,22 +541,32 @@ void otlp__encoder_free(struct otlp_encoder *e)
 }
 
 /* The request gzipped whole (libdeflate: one call over the buffer, at level 1 about three times
- * zlib's speed at that level, and smaller; any gzip reader takes it).
+ * zlib's speed at that level, and smaller; any gzip reader takes it), or copied as it is, after
+ * room bytes for the caller's head.
  */
-static int gzip(struct otlp_encoder *e, const uint8_t *in, size_t n, uint8_t **out, size_t *outlen)
+static int compress_request(struct otlp_encoder *e, const uint8_t *in, size_t n, size_t room,
+			    uint8_t **out, size_t *outlen)
 {
 	size_t cap;
 
+	if (!e->gzip) { /* ?compression=none: as it is */
+		*out = malloc(room + n + 1);
+		if (!*out)
+			return -ENOMEM;
+		memcpy(*out + room, in, n);
+		*outlen = n;
+		return 0;
+	}
 	if (!e->gz) {
 		e->gz = libdeflate_alloc_compressor(1);
 		if (!e->gz)
 			return -ENOMEM;
 	}
 	cap = libdeflate_gzip_compress_bound(e->gz, n);
-	*out = malloc(cap);
+	*out = malloc(room + cap);
 	if (!*out)
 		return -ENOMEM;
-	*outlen = libdeflate_gzip_compress(e->gz, in, n, *out, cap);
+	*outlen = libdeflate_gzip_compress(e->gz, in, n, *out + room, cap);
 	if (!*outlen) {
 		free(*out);
 		*out = NULL;
@@ -623,12 +636,13 @@ static void varint_before(uint8_t **at, uint64_t v)
 	put_before(at, tmp, wire__varint_put(v, tmp));
 }
 
-/* One ExportLogsServiceRequest of the records (egret's resource and scope), gzipped. The
- * records were written after REQ_HEAD_ROOM bytes of recs: what goes before them (the
+/* One ExportLogsServiceRequest of the records (egret's resource and scope), gzipped (unless
+ * the sink says none), after caller_room bytes. The records were written after REQ_HEAD_ROOM bytes of recs: what goes before them (the
  * ResourceLogs and ScopeLogs that hold them, whose lengths are known only now) is put there,
  * so that the records are not copied again.
  */
-static int pack_request(struct otlp_encoder *e, const char *host, uint8_t **out, size_t *outlen)
+static int pack_request(struct otlp_encoder *e, const char *host, size_t caller_room, uint8_t **out,
+			size_t *outlen)
 {
 	struct pb *recs = &e->recs, *b = &e->req;
 	struct rec res = { .b = b, .field = RES_ATTRIBUTES };
@@ -667,10 +681,10 @@ static int pack_request(struct otlp_encoder *e, const char *host, uint8_t **out,
 	put_before(&at, b->p, res_len);
 	varint_before(&at, rl);
 	varint_before(&at, (uint64_t)REQ_RESOURCE_LOGS << 3 | PB_LEN);
-	return gzip(e, at, head + body, out, outlen);
+	return compress_request(e, at, head + body, caller_room, out, outlen);
 }
 
-int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t **out,
+int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, size_t room, uint8_t **out,
 		 size_t *outlen, size_t *records, uint64_t *first_seq, uint64_t *last_seq,
 		 char stream_id[33])
 {
@@ -679,7 +693,7 @@ int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t *
 	char *host = NULL;
 	int err;
 
-	if (!e && !(e = once = otlp__encoder_new()))
+	if (!e && !(e = once = otlp__encoder_new(true)))
 		return -ENOMEM;
 	e->recs.len = 0;
 	e->recs.err = 0;
@@ -689,7 +703,7 @@ int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, uint8_t *
 			  : encode_records(e, raw, n, &nrec, first_seq, last_seq, stream_id, &host);
 	if (!err) {
 		*records = nrec;
-		err = pack_request(e, host ? host : "", out, outlen);
+		err = pack_request(e, host ? host : "", room, out, outlen);
 	}
 	free(host);
 	otlp__encoder_free(once);

@@ -9,7 +9,9 @@
  *   stdout
  *   tcp://HOST:PORT[?ack]              ack: the receiver acknowledges (see README)
  *   unix:PATH[?ack]
- *   otlp+http://HOST:PORT[/PATH]       OTLP/HTTP logs, protobuf, gzip (PATH default /v1/logs)
+ *   otlp+http://HOST:PORT[/PATH][?compression=gzip|none]
+ *                                      OTLP/HTTP logs, protobuf, gzipped unless none (PATH
+ *                                      default /v1/logs)
  */
 #ifndef EGRET_SINK_H
 #define EGRET_SINK_H
@@ -83,7 +85,8 @@ struct sink {
 	char host[256], port[16];
 	uint64_t max_size; /* file rotation */
 	unsigned int keep;
-	bool ack; /* tcp, unix: the receiver acknowledges records */
+	bool plain; /* otlp: ?compression=none, requests not gzipped */
+	bool ack;   /* tcp, unix: the receiver acknowledges records */
 
 	struct spool *spool;
 	struct loop *loop;

@@ -54,6 +54,40 @@ static int parse_query(struct sink *s, char *rest, char *err, size_t errsz)
 	return 0;
 }
 
+/* An OTLP URI's query is its endpoint's (a collector may want ?token=...), but for egret's own
+ * compression=gzip|none, taken out of it here.
+ */
+static int otlp_query(struct sink *s, char *rest, char *err, size_t errsz)
+{
+	char *q = strchr(rest, '?'), *save = NULL, kept[PATH_MAX] = "";
+	size_t kl = 0;
+
+	if (!q)
+		return 0;
+	*q++ = '\0';
+	for (char *opt = strtok_r(q, "&", &save); opt; opt = strtok_r(NULL, "&", &save)) {
+		if (!strncmp(opt, "compression", 11) && (opt[11] == '=' || !opt[11])) {
+			if (strcmp(opt, "compression=gzip") && strcmp(opt, "compression=none")) {
+				snprintf(err, errsz,
+					 "option '%s' is not one an otlp+http sink takes: "
+					 "compression=gzip (the default) or compression=none",
+					 opt);
+				return -EINVAL;
+			}
+			s->plain = !strcmp(opt, "compression=none");
+			continue;
+		}
+		kl += (size_t)snprintf(kept + kl, sizeof(kept) - kl, "%c%s", kl ? '&' : '?', opt);
+		if (kl >= sizeof(kept))
+			return -EINVAL;
+	}
+	/* the endpoint's own parameters back on its path */
+	if (strlen(rest) + kl >= PATH_MAX)
+		return -EINVAL;
+	strcat(rest, kept);
+	return 0;
+}
+
 int sink__parse_hostport(const char *hp, size_t n, const char *dflt, char host[256], char port[16])
 {
 	const char *colon;
@@ -134,11 +168,10 @@ int sink__parse(struct sink *s, const char *uri, char *err, size_t errsz)
 	if (s->kind == SINK_OTLP)
 		s->ops = &otlp_sink_ops;
 	snprintf(rest, sizeof(rest), "%s", strchr(uri, ':') + 1);
-	if (s->kind != SINK_OTLP) {
-		e = parse_query(s, rest, err, errsz);
-		if (e)
-			return e;
-	}
+	e = s->kind == SINK_OTLP ? otlp_query(s, rest, err, errsz)
+				 : parse_query(s, rest, err, errsz);
+	if (e)
+		return e;
 	switch (s->kind) {
 	case SINK_FILE:
 	case SINK_UNIX:

@@ -231,8 +231,8 @@ static const struct opt_spec specs[] = {
 		  "  tcp://HOST:PORT[?ack]: ack waits for the receiver's acknowledgements (egretctl "
 		  "tail sends them)\n"
 		  "  unix:PATH[?ack]\n"
-		  "  otlp+http://HOST[:PORT][/PATH]: OTLP/HTTP logs (default port 4318, path "
-		  "/v1/logs)" },
+		  "  otlp+http://HOST[:PORT][/PATH][?compression=gzip|none]: OTLP/HTTP logs "
+		  "(default port 4318, path /v1/logs), gzipped unless none" },
 	{ "format", 0, NULL, OPT_WORD, FIELD(format), .words = "binary|json", .def = "binary",
 	  .help = "what the stdout sink writes: binary, the varint-delimited egret.v1.Event "
 		  "stream; json, one event a line, for a human" },
