@@ -102,20 +102,23 @@ const volatile __u64 trusted_mover_id[EGRET_TRUSTED_MOVERS_MAX] = {};
 const volatile __u32 trusted_mover_level[EGRET_TRUSTED_MOVERS_MAX] = {};
 const volatile __u32 ntrusted_movers = 0;
 
+/* The global policy's flags (EGRET_POL_*), --require-unprivileged as EGRET_POL_REQUIRE_UNPRIV:
+ * one lookup for what unpriv_required() and policy_audit_mode() would each look up
+ */
+static __always_inline __u32 global_flags(void)
+{
+	struct egret_policy_val *g;
+	__u32 any[4] = {}, flags = require_unpriv ? EGRET_POL_REQUIRE_UNPRIV : 0;
+	void *trie = policy_trie();
+
+	g = trie ? policy_lookup(trie, 0, any) : NULL;
+	return g ? flags | g->flags : flags;
+}
+
 /* --require-unprivileged, or the policy in force says 'require unprivileged' */
 static __always_inline bool unpriv_required(void)
 {
-	struct egret_policy_val *g;
-	__u32 any[4] = {};
-	void *trie;
-
-	if (require_unpriv)
-		return true;
-	trie = policy_trie();
-	if (!trie)
-		return false;
-	g = policy_lookup(trie, 0, any);
-	return g && (g->flags & EGRET_POL_REQUIRE_UNPRIV);
+	return global_flags() & EGRET_POL_REQUIRE_UNPRIV;
 }
 
 static __always_inline bool task_foreign(struct task_struct *t)
@@ -655,12 +658,14 @@ static __always_inline void pids_exec(struct task_struct *p, __u32 old_pid)
 /* --require-unprivileged: a sandboxed image that starts with capabilities over the host never
  * runs its first instruction
  */
-static __always_inline void privileged_exec(struct task_struct *p)
+static __always_inline void privileged_exec(struct task_struct *p, __u64 sb)
 {
+	__u32 flags = global_flags();
 	struct task_caps caps;
 	__u64 mask;
 
-	if (!confined() || !unpriv_required() || policy_audit_mode())
+	/* the policy first (one lookup, and nothing else when it does not ask), then the task */
+	if (!(flags & EGRET_POL_REQUIRE_UNPRIV) || (flags & EGRET_POL_AUDIT) || !confined_in(sb))
 		return;
 	task_caps_of(p, &caps);
 	mask = task_caps_danger(&caps);
@@ -689,7 +694,7 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	pids_exec(p, (__u32)old_pid);
 	exec_sandbox(p, sb);
 	sandbox_start(sb);
-	privileged_exec(p);
+	privileged_exec(p, sb);
 	netns_check(sb);
 	return 0;
 }

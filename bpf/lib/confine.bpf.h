@@ -30,18 +30,24 @@ static __always_inline void doomed_add(__s64 n)
 /* Is the current task the sandbox's own code, which egret judges and may kill? In egret's root,
  * not protected, and not a process pulled in from outside.
  */
-static __always_inline bool confined(void)
+static __always_inline bool confined_in(__u64 sandbox)
 {
 	struct task_struct *t;
 	struct task_sandbox *ts;
 
-	if (!current_in_root())
+	if (sandbox == NOT_A_SANDBOX)
 		return false;
 	t = bpf_get_current_task_btf();
 	if (tgid_protected((__u32)t->tgid))
 		return false;
 	ts = bpf_task_storage_get(&task_sandbox, t->group_leader, 0, 0);
 	return !ts || !(ts->flags & TASK_FOREIGN);
+}
+
+/* the same, the current task's sandbox looked up */
+static __always_inline bool confined(void)
+{
+	return confined_in(sandbox_of_current());
 }
 
 /* The sandbox the task was in before anything it is doing now; NOT_A_SANDBOX when it was in
