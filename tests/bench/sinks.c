@@ -444,16 +444,13 @@ static double run(enum config c, const char *uri, uint64_t n)
 	return n / ((t1 - t0) / 1e9);
 }
 
-/* The same events, encoded and framed beforehand, written to a file in 1 MiB writes. */
-static double raw_write(uint64_t n)
+/* n of the events, stamped as the stream stamps them, encoded and framed into all[0, cap):
+ * their bytes (fewer events when cap is reached)
+ */
+static size_t encode_events(uint64_t n, uint8_t *all, size_t cap)
 {
-	char path[128];
-	size_t cap = n * 320, len = 0;
-	uint8_t *all = malloc(cap);
-	uint64_t t0, t1;
-	int fd;
+	size_t len = 0;
 
-	snprintf(path, sizeof(path), "%s/raw.pb", dir);
 	for (uint64_t i = 0; i < n; i++) {
 		Egret__V1__Event ev;
 		size_t sz;
@@ -469,6 +466,22 @@ static double raw_write(uint64_t n)
 		len += wire__varint_put(sz, all + len);
 		len += egret__v1__event__pack(&ev, all + len);
 	}
+	return len;
+}
+
+/* The same events, encoded and framed beforehand, written to a file in 1 MiB writes. */
+static double raw_write(uint64_t n)
+{
+	char path[128];
+	size_t cap = n * 320, len;
+	uint8_t *all = malloc(cap);
+	uint64_t t0, t1;
+	int fd;
+
+	if (!all)
+		exit(1);
+	snprintf(path, sizeof(path), "%s/raw.pb", dir);
+	len = encode_events(n, all, cap);
 	sync();
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	t0 = now_ns(CLOCK_MONOTONIC);
@@ -495,27 +508,13 @@ static double raw_write(uint64_t n)
 static void decode_compare(int rounds)
 {
 	static double ns[2][MAX_ROUNDS];
-	size_t cap = DECODE_EVENTS * 320, len = 0, off;
+	size_t cap = DECODE_EVENTS * 320, len, off;
 	uint8_t *all = malloc(cap);
 	struct arena a;
 
 	if (!all)
 		exit(1);
-	for (uint64_t i = 0; i < DECODE_EVENTS; i++) {
-		Egret__V1__Event ev;
-		size_t sz;
-
-		make_event(i, &ev);
-		ev.stream_id = "0123456789abcdef0123456789abcdef";
-		ev.seq = i + 1;
-		ev.host = "bench";
-		ev.sensor_version = EGRET_VERSION;
-		sz = egret__v1__event__get_packed_size(&ev);
-		if (len + sz + WIRE_VARINT_MAX > cap)
-			break;
-		len += wire__varint_put(sz, all + len);
-		len += egret__v1__event__pack(&ev, all + len);
-	}
+	len = encode_events(DECODE_EVENTS, all, cap);
 	arena__init(&a);
 	for (int r = 0; r < rounds; r++) {
 		for (int k = 0; k < 2; k++) {

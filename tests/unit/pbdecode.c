@@ -47,44 +47,62 @@ static void declined(size_t n, bool ok)
 
 static char *labels[] = { "app=web", "tier=front", "team=" };
 
-static void envelope(Egret__V1__Event *ev, Egret__V1__Sandbox *sb, Egret__V1__Container *c,
-		     Egret__V1__ContainerImage *img, Egret__V1__Process *p)
+/* an event as egretd writes one: its envelope whole (a container sandbox, a process) and a
+ * file payload
+ */
+struct envelope {
+	Egret__V1__Event ev;
+	Egret__V1__Sandbox sb;
+	Egret__V1__Container c;
+	Egret__V1__ContainerImage img;
+	Egret__V1__Process p;
+	Egret__V1__FileActivity fa;
+};
+
+static void envelope(struct envelope *e)
 {
-	ev->stream_id = "0123456789abcdef0123456789abcdef";
-	ev->seq = 1ull << 40;
-	ev->time_unix_nano = 1764700000123456789ull;
-	ev->host = "host-\xc3\xa9";
-	ev->sensor_version = "0.1";
-	ev->class_uid = 1001;
-	ev->activity_id = 2;
-	img->name = "docker.io/library/python:3.12";
-	img->tag = "3.12";
-	c->uid = "c0ffee";
-	c->image = img;
-	c->runtime = "runc";
-	c->labels = labels;
-	c->n_labels = 3;
-	sb->cgroup_id = 4242;
-	sb->name = "box";
-	sb->container = c;
-	ev->sandbox = sb;
-	p->pid = 77;
-	p->uid = 1000;
-	p->comm = "python3";
-	p->exec_id = ~0ull;
-	p->lost_case = EGRET__V1__PROCESS__LOST_EXEC_LOST;
-	p->exec_lost = true;
-	ev->process = p;
+	*e = (struct envelope){ .ev = EGRET__V1__EVENT__INIT,
+				.sb = EGRET__V1__SANDBOX__INIT,
+				.c = EGRET__V1__CONTAINER__INIT,
+				.img = EGRET__V1__CONTAINER_IMAGE__INIT,
+				.p = EGRET__V1__PROCESS__INIT,
+				.fa = EGRET__V1__FILE_ACTIVITY__INIT };
+	e->ev.stream_id = "0123456789abcdef0123456789abcdef";
+	e->ev.seq = 1ull << 40;
+	e->ev.time_unix_nano = 1764700000123456789ull;
+	e->ev.host = "host-\xc3\xa9";
+	e->ev.sensor_version = "0.1";
+	e->ev.class_uid = 1001;
+	e->ev.activity_id = 2;
+	e->img.name = "docker.io/library/python:3.12";
+	e->img.tag = "3.12";
+	e->c.uid = "c0ffee";
+	e->c.image = &e->img;
+	e->c.runtime = "runc";
+	e->c.labels = labels;
+	e->c.n_labels = 3;
+	e->sb.cgroup_id = 4242;
+	e->sb.name = "box";
+	e->sb.container = &e->c;
+	e->ev.sandbox = &e->sb;
+	e->p.pid = 77;
+	e->p.uid = 1000;
+	e->p.comm = "python3";
+	e->p.exec_id = ~0ull;
+	e->p.lost_case = EGRET__V1__PROCESS__LOST_EXEC_LOST;
+	e->p.exec_lost = true;
+	e->ev.process = &e->p;
+	e->fa.path = "/home/build/.local/lib/python3.11/site-packages/requests/adapters.py";
+	e->fa.op = EGRET__V1__FILE_ACTIVITY__OP__OP_WRITE;
+	e->ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
+	e->ev.file = &e->fa;
 }
 
 Test(pbdecode, every_shape_egretd_writes_is_decoded_as_protobuf_c_decodes_it)
 {
-	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
-	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
-	Egret__V1__Container c = EGRET__V1__CONTAINER__INIT;
-	Egret__V1__ContainerImage img = EGRET__V1__CONTAINER_IMAGE__INIT;
-	Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
-	Egret__V1__FileActivity fa = EGRET__V1__FILE_ACTIVITY__INIT;
+	Egret__V1__Event empty = EGRET__V1__EVENT__INIT;
+	struct envelope e;
+	Egret__V1__Event *ev = &e.ev;
 	Egret__V1__ProcessExec x = EGRET__V1__PROCESS_EXEC__INIT;
 	Egret__V1__Heartbeat hb = EGRET__V1__HEARTBEAT__INIT;
 	Egret__V1__SinkState s1 = EGRET__V1__SINK_STATE__INIT, s2 = EGRET__V1__SINK_STATE__INIT;
@@ -96,19 +114,15 @@ Test(pbdecode, every_shape_egretd_writes_is_decoded_as_protobuf_c_decodes_it)
 	char *argv[] = { "python3", "-c", "", "print(\"x\")" };
 
 	/* nothing set: an empty message */
-	decoded_alike(packed(&ev));
-	envelope(&ev, &sb, &c, &img, &p);
-	fa.path = "/home/build/.local/lib/python3.11/site-packages/requests/adapters.py";
-	fa.op = EGRET__V1__FILE_ACTIVITY__OP__OP_WRITE;
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
-	ev.file = &fa;
-	decoded_alike(packed(&ev));
+	decoded_alike(packed(&empty));
+	envelope(&e);
+	decoded_alike(packed(ev));
 	x.args = argv;
 	x.n_args = 4;
 	x.cwd = "/work";
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;
-	ev.exec = &x;
-	decoded_alike(packed(&ev));
+	ev->payload_case = EGRET__V1__EVENT__PAYLOAD_EXEC;
+	ev->exec = &x;
+	decoded_alike(packed(ev));
 	s1.uri = "file:/var/log/egret.pb";
 	s1.up = true;
 	s1.delivered = 12;
@@ -119,39 +133,32 @@ Test(pbdecode, every_shape_egretd_writes_is_decoded_as_protobuf_c_decodes_it)
 	hb.n_sinks = 2;
 	hb.counters = counters;
 	hb.n_counters = 3;
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_HEARTBEAT;
-	ev.heartbeat = &hb;
-	decoded_alike(packed(&ev));
+	ev->payload_case = EGRET__V1__EVENT__PAYLOAD_HEARTBEAT;
+	ev->heartbeat = &hb;
+	decoded_alike(packed(ev));
 	/* a packed repeated uint64 (proto3's default), and a negative int32 (ten bytes) */
 	t.kind = EGRET__V1__TAMPER__KIND__KIND_SECCOMP;
 	t.args = args;
 	t.n_args = 4;
 	t.killed = true;
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
-	ev.tamper = &t;
-	decoded_alike(packed(&ev));
+	ev->payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
+	ev->tamper = &t;
+	decoded_alike(packed(ev));
 	q.name = "example.com";
 	q.name_entropy = 3.25f;
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_DNS_QUERY;
-	ev.dns_query = &q;
-	decoded_alike(packed(&ev));
+	ev->payload_case = EGRET__V1__EVENT__PAYLOAD_DNS_QUERY;
+	ev->dns_query = &q;
+	decoded_alike(packed(ev));
 }
 
 Test(pbdecode, what_protobuf_would_merge_or_keep_is_left_to_protobuf_c)
 {
-	Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
-	Egret__V1__Sandbox sb = EGRET__V1__SANDBOX__INIT;
-	Egret__V1__Container c = EGRET__V1__CONTAINER__INIT;
-	Egret__V1__ContainerImage img = EGRET__V1__CONTAINER_IMAGE__INIT;
-	Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
-	Egret__V1__FileActivity fa = EGRET__V1__FILE_ACTIVITY__INIT;
+	struct envelope e;
 	size_t n, m;
 
-	envelope(&ev, &sb, &c, &img, &p);
-	fa.path = "/etc/shadow";
-	ev.payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
-	ev.file = &fa;
-	n = packed(&ev);
+	envelope(&e);
+	e.fa.path = "/etc/shadow";
+	n = packed(&e.ev);
 	/* an unknown field (a newer egretd's): field 1000, varint 1 */
 	memcpy(buf + n, "\xc0\x3e\x01", 3);
 	declined(n + 3, true);

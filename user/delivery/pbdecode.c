@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "pbdecode.h"
+#include "wire.h"
 
 enum {
 	WT_VARINT = 0,
@@ -33,18 +34,12 @@ struct in {
 
 static bool varint(struct in *in, uint64_t *v)
 {
-	uint64_t r = 0;
+	size_t used;
 
-	for (unsigned int shift = 0; shift < 64 && in->p < in->end; shift += 7) {
-		uint8_t b = *in->p++;
-
-		r |= (uint64_t)(b & 0x7f) << shift;
-		if (!(b & 0x80)) {
-			*v = r;
-			return true;
-		}
-	}
-	return false;
+	if (wire__varint_get(in->p, (size_t)(in->end - in->p), v, &used))
+		return false;
+	in->p += used;
+	return true;
 }
 
 static bool take(struct in *in, size_t n, const uint8_t **out)

@@ -18,23 +18,6 @@ size_t wire__varint_put(uint64_t v, uint8_t *out)
 }
 
 /* 0 and the value; -EAGAIN when buf ends inside the varint; -EBADMSG past 10 bytes. */
-int wire__varint_get(const uint8_t *buf, size_t len, uint64_t *v, size_t *used)
-{
-	uint64_t val = 0;
-
-	for (size_t i = 0; i < WIRE_VARINT_MAX; i++) {
-		if (i == len)
-			return -EAGAIN;
-		val |= (uint64_t)(buf[i] & 0x7f) << (7 * i);
-		if (!(buf[i] & 0x80)) {
-			*v = val;
-			*used = i + 1;
-			return 0;
-		}
-	}
-	return -EBADMSG;
-}
-
 int wire__frame(const uint8_t *buf, size_t len, size_t *total, size_t *msg_off)
 {
 	uint64_t size;

@@ -4,6 +4,7 @@
 #ifndef EGRET_WIRE_H
 #define EGRET_WIRE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -12,7 +13,26 @@
 #define WIRE_RECORD_MAX (16u << 20) /* larger length prefixes mean "not an egret stream" */
 
 size_t wire__varint_put(uint64_t v, uint8_t *out);
-int wire__varint_get(const uint8_t *buf, size_t len, uint64_t *v, size_t *used);
+
+/* The varint at the start of buf[0, len): 0 with its value and size; -EAGAIN when buf ends
+ * inside it; -EBADMSG past WIRE_VARINT_MAX bytes. Inline: pbdecode reads every field with it.
+ */
+static inline int wire__varint_get(const uint8_t *buf, size_t len, uint64_t *v, size_t *used)
+{
+	uint64_t val = 0;
+
+	for (size_t i = 0; i < WIRE_VARINT_MAX; i++) {
+		if (i == len)
+			return -EAGAIN;
+		val |= (uint64_t)(buf[i] & 0x7f) << (7 * i);
+		if (!(buf[i] & 0x80)) {
+			*v = val;
+			*used = i + 1;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
 /* The record at the start of buf: 1 with its total size (prefix + message) and the message's
  * offset; 0 when buf ends inside it; -EBADMSG when the prefix cannot start an egret record.
  */
