@@ -19,7 +19,8 @@
  *   replay tcp      the same to a tcp receiver
  * Rounds alternate; medians are printed with the ratio to raw write of the same round. Last,
  * reading an event back from the spool (every sink but the framed ones does it) with
- * protobuf-c's unpack and with pbdecode, CPU time per event. Run:
+ * protobuf-c's unpack and with pbdecode, and writing it (every event, for every sink) with
+ * protobuf-c's pack and with pbencode, CPU time per event. Run:
  *   egret_bench_sinks [--events N] [--rounds N] [--only CONFIG,...]
  */
 #include <arpa/inet.h>
@@ -45,6 +46,7 @@
 #include "opentelemetry/proto/collector/logs/v1/logs_service.pb-c.h"
 #include "loop.h"
 #include "pbdecode.h"
+#include "pbencode.h"
 #include "sink.h"
 #include "stream.h"
 #include "util.h"
@@ -545,12 +547,62 @@ static void decode_compare(int rounds)
 			ns[which][r] = (double)(cpu_ns() - t0) / (double)events;
 		}
 	}
-	arena__release(&a);
-	free(all);
 	printf("reading an event back from the spool (OTLP and JSON sinks): protobuf-c %.0f ns, "
 	       "pbdecode %.0f ns (%.2fx)\n",
 	       bench_median(ns[0], rounds), bench_median(ns[1], rounds),
 	       bench_median(ns[0], rounds) / bench_median(ns[1], rounds));
+
+	/* and writing them (what egretd does with every event, for every sink): the same events,
+	 * decoded once, framed by protobuf-c (size, then pack) and by pbencode, alternating
+	 */
+	{
+		ProtobufCMessage **evs = calloc(DECODE_EVENTS, sizeof(*evs));
+		struct pbencode_buf b = { 0 };
+		uint8_t *out = malloc(64 << 10);
+		size_t n = 0, total, msg, sum = 0;
+
+		if (!evs || !out)
+			exit(1);
+		for (off = 0;
+		     n < DECODE_EVENTS && wire__frame(all + off, len - off, &total, &msg) == 1;
+		     off += total)
+			evs[n++] = protobuf_c_message_unpack(&egret__v1__event__descriptor, &a.pb,
+							     total - msg, all + off + msg);
+		for (int r = 0; r < rounds; r++) {
+			for (int k = 0; k < 2; k++) {
+				int which = (k + r) % 2;
+				uint64_t t0 = cpu_ns();
+
+				for (int rep = 0; rep < 20; rep++) {
+					for (size_t i = 0; i < n; i++) {
+						size_t sz, at;
+
+						if (which) {
+							if (pbencode__frame(&b, evs[i], &at))
+								exit(1);
+							sum += b.len - at;
+							continue;
+						}
+						sz = protobuf_c_message_get_packed_size(evs[i]);
+						at = wire__varint_put(sz, out);
+						sum += at +
+						       protobuf_c_message_pack(evs[i], out + at);
+					}
+				}
+				ns[which][r] = (double)(cpu_ns() - t0) / (double)(20 * n);
+			}
+		}
+		printf("writing an event into the spool (every sink): protobuf-c %.0f ns, pbencode "
+		       "%.0f ns (%.2fx; %.0f bytes an event framed)\n",
+		       bench_median(ns[0], rounds), bench_median(ns[1], rounds),
+		       bench_median(ns[0], rounds) / bench_median(ns[1], rounds),
+		       (double)sum / (double)(rounds * 2 * 20 * n));
+		pbencode__buf_free(&b);
+		free(out);
+		free(evs);
+	}
+	arena__release(&a);
+	free(all);
 }
 
 /* Whether config name is in the comma-separated list only (NULL: every config). */

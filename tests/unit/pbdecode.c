@@ -1,7 +1,8 @@
 /* pbdecode (user/delivery/pbdecode.h), the one-pass decoder the OTLP and JSON sinks read the
  * spool with: every shape of event egretd writes is decoded by it (not handed to protobuf-c)
  * into what protobuf-c would make of the same bytes; what it declines still decodes through
- * pbdecode__unpack_any as protobuf-c decodes it.
+ * pbdecode__unpack_any as protobuf-c decodes it. pbencode, the one-pass encoder egretd spools
+ * with, writes the bytes protobuf-c's pack writes for each of them.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ static size_t packed(const Egret__V1__Event *ev)
 
 	cr_assert_leq(n, sizeof(buf) - 64);
 	cr_assert_eq(egret__v1__event__pack(ev, buf), n);
+	cr_expect(pbencode_check(&ev->base), "pbencode wrote other bytes than protobuf-c");
 	return n;
 }
 
@@ -144,7 +146,18 @@ Test(pbdecode, every_shape_egretd_writes_is_decoded_as_protobuf_c_decodes_it)
 	ev->payload_case = EGRET__V1__EVENT__PAYLOAD_TAMPER;
 	ev->tamper = &t;
 	decoded_alike(packed(ev));
+	/* a negative int32 (ten bytes on the wire), a oneof member chosen with its zero value */
+	e.fa.result = -13;
+	e.p.exec_lost = false;
+	ev->payload_case = EGRET__V1__EVENT__PAYLOAD_FILE;
+	ev->file = &e.fa;
+	decoded_alike(packed(ev));
+	/* a float: a fraction, then -0.0 (left out by protobuf-c, as zero) */
 	q.name = "example.com";
+	q.name_entropy = -0.0f;
+	ev->payload_case = EGRET__V1__EVENT__PAYLOAD_DNS_QUERY;
+	ev->dns_query = &q;
+	decoded_alike(packed(ev));
 	q.name_entropy = 3.25f;
 	ev->payload_case = EGRET__V1__EVENT__PAYLOAD_DNS_QUERY;
 	ev->dns_query = &q;

@@ -6,7 +6,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "array.h"
 #include "log.h"
 #include "stream.h"
 #include "util.h"
@@ -45,18 +44,12 @@ uint64_t stream__unix_ns(const struct stream *s, uint64_t boot_ns)
 	return boot_ns + (uint64_t)s->boot_to_unix;
 }
 
-static uint8_t *scratch(struct stream *s, size_t need)
-{
-	return ARRAY_RESERVE(s->scratch, s->scratch_cap, need) ? NULL : s->scratch;
-}
-
 /* Stamp, encode and spool ev; returns its sequence number. time_unix_nano is left as the
  * caller set it, or now when 0.
  */
 uint64_t stream__emit(struct stream *s, Egret__V1__Event *ev)
 {
-	size_t len, hdr;
-	uint8_t *buf;
+	size_t off;
 
 	if (!s->spool_open)
 		return 0; /* before set-up: there is nowhere to put it */
@@ -69,16 +62,13 @@ uint64_t stream__emit(struct stream *s, Egret__V1__Event *ev)
 	if (ev->payload_case == EGRET__V1__EVENT__PAYLOAD_LOSS &&
 	    ev->loss->source != EGRET__V1__LOSS__SOURCE__SOURCE_SPOOL_DAMAGED)
 		s->lost += ev->loss->count;
-	len = egret__v1__event__get_packed_size(ev);
-	buf = scratch(s, len + WIRE_VARINT_MAX);
-	if (!buf) {
+	/* one walk of the event (pbencode), framed: what protobuf-c's pack writes */
+	if (pbencode__frame(&s->enc, &ev->base, &off)) {
 		log_err("out of memory encoding event %llu", (unsigned long long)ev->seq);
 		s->spool.dropped++;
 		return ev->seq;
 	}
-	hdr = wire__varint_put(len, buf);
-	egret__v1__event__pack(ev, buf + hdr);
-	spool__append(&s->spool, buf, hdr + len, ev->seq, s->id);
+	spool__append(&s->spool, s->enc.p + off, s->enc.len - off, ev->seq, s->id);
 	return ev->seq;
 }
 
@@ -327,6 +317,5 @@ void stream__free(struct stream *s)
 	if (s->spool_open)
 		spool__close(&s->spool);
 	s->spool_open = false;
-	free(s->scratch);
-	s->scratch = NULL;
+	pbencode__buf_free(&s->enc);
 }

@@ -10,6 +10,7 @@
 
 #include "egret/ocsf.h" /* the class and activity hints every event carries */
 #include "egret/v1/events.pb-c.h"
+#include "pbencode.h"
 #include "sink.h"
 #include "spool.h"
 
@@ -25,9 +26,8 @@ struct stream {
 	bool spool_open;
 	unsigned int nsinks;
 	struct sink *sinks[STREAM_MAX_SINKS];
-	uint8_t *scratch;
-	size_t scratch_cap;
-	uint64_t lost; /* events reported lost since start, every source */
+	struct pbencode_buf enc; /* each event is encoded here, kept from event to event */
+	uint64_t lost;		 /* events reported lost since start, every source */
 	char cursors_path[PATH_MAX + 16];
 	struct spool_pos saved[STREAM_MAX_SINKS]; /* positions last written to cursors_path */
 };

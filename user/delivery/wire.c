@@ -5,19 +5,6 @@
 #include "array.h"
 #include "wire.h"
 
-size_t wire__varint_put(uint64_t v, uint8_t *out)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		out[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	out[n++] = (uint8_t)v;
-	return n;
-}
-
-/* 0 and the value; -EAGAIN when buf ends inside the varint; -EBADMSG past 10 bytes. */
 int wire__frame(const uint8_t *buf, size_t len, size_t *total, size_t *msg_off)
 {
 	uint64_t size;

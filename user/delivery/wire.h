@@ -12,7 +12,20 @@
 #define WIRE_VARINT_MAX 10
 #define WIRE_RECORD_MAX (16u << 20) /* larger length prefixes mean "not an egret stream" */
 
-size_t wire__varint_put(uint64_t v, uint8_t *out);
+/* v as a varint at out (room for WIRE_VARINT_MAX bytes): its size. Inline, as the reader:
+ * the encoders write every field's tag and length with it.
+ */
+static inline size_t wire__varint_put(uint64_t v, uint8_t *out)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		out[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	out[n++] = (uint8_t)v;
+	return n;
+}
 
 /* The varint at the start of buf[0, len): 0 with its value and size; -EAGAIN when buf ends
  * inside it; -EBADMSG past WIRE_VARINT_MAX bytes. Inline: pbdecode reads every field with it.
