@@ -195,6 +195,22 @@ Test(pbdecode, what_protobuf_would_merge_or_keep_is_left_to_protobuf_c)
 	declined(n + m, false);
 	buf[n] = 9 << 3 | 3;
 	declined(n + 1, false);
+	/* an unknown field of a length and bytes: protobuf-c keeps it with its length prefix, and
+	 * pbencode writes it back as protobuf-c does (field 100, "A")
+	 */
+	memcpy(buf + n, "\xa2\x06\x01\x41", 4);
+	declined(n + 4, true);
+	/* a tag in six bytes, a length prefix in six: protobuf-c reads at most five of either */
+	memcpy(buf, "\x90\x80\x80\x80\x80\x00\x05", 7);
+	declined(7, false);
+	memcpy(buf, "\x22\x81\x80\x80\x80\x80\x00\x61", 8);
+	declined(8, false);
+	/* a bool (Process.exec_lost) in ten bytes whose last holds more than the 64th bit:
+	 * protobuf-c reads true, where the 64-bit value is 0
+	 */
+	memcpy(buf, "\x3a\x0b\x60\x80\x80\x80\x80\x80\x80\x80\x80\x80\x02", 13);
+	declined(13, true);
+	n = packed(&e.ev);
 	/* cut short, anywhere */
 	for (size_t cut = 1; cut < n; cut += 7) {
 		bool decoded;

@@ -32,13 +32,43 @@ struct in {
 	const uint8_t *p, *end;
 };
 
+/* A value's varint. A ten-byte one whose last byte holds more than the 64th bit is declined:
+ * protobuf-c reads a bool as true when any of its bits is set, where the value read here would
+ * have lost them (an encoder never writes one).
+ */
 static bool varint(struct in *in, uint64_t *v)
 {
 	size_t used;
 
-	if (wire__varint_get(in->p, (size_t)(in->end - in->p), v, &used))
+	if (wire__varint_get(in->p, (size_t)(in->end - in->p), v, &used) ||
+	    (used == WIRE_VARINT_MAX && in->p[used - 1] > 1))
 		return false;
 	in->p += used;
+	return true;
+}
+
+/* A tag or a length prefix: protobuf-c reads at most five bytes of one (and lengths that fit an
+ * int); what takes more than four is declined, for it to decide (egret's take one or two).
+ */
+#define TAG_LEN_MAX 4
+
+static bool varint_short(struct in *in, uint64_t *v)
+{
+	const uint8_t *start = in->p;
+
+	return varint(in, v) && in->p - start <= TAG_LEN_MAX;
+}
+
+/* a length prefix, and as many bytes as it says there: their start */
+static bool len_data(struct in *in, const uint8_t **data, size_t *n)
+{
+	uint64_t v;
+
+	if (!varint_short(in, &v) || v > (uint64_t)(in->end - in->p))
+		return false;
+	*n = (size_t)v;
+	*data = in->p;
+	in->p += v;
 	return true;
 }
 
@@ -64,8 +94,11 @@ static bool skip(struct in *in, unsigned int wt)
 		return take(in, 8, &d);
 	case WT_I32:
 		return take(in, 4, &d);
-	case WT_LEN:
-		return varint(in, &v) && v <= SIZE_MAX && take(in, (size_t)v, &d);
+	case WT_LEN: {
+		size_t n;
+
+		return len_data(in, &d, &n);
+	}
 	default:
 		return false;
 	}
@@ -148,6 +181,7 @@ static bool value(struct dec *d, const ProtobufCFieldDescriptor *f, struct in *i
 {
 	const uint8_t *b;
 	uint64_t v;
+	size_t n;
 
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_INT32:
@@ -195,8 +229,9 @@ static bool value(struct dec *d, const ProtobufCFieldDescriptor *f, struct in *i
 	default:
 		break;
 	}
-	if (!varint(in, &v) || v > (uint64_t)(in->end - in->p) || !take(in, (size_t)v, &b))
+	if (!len_data(in, &b, &n))
 		return false;
+	v = n;
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_STRING: {
 		char *s = alloc(d->a, (size_t)v + 1);
@@ -245,12 +280,11 @@ static bool repeated(struct dec *d, const ProtobufCFieldDescriptor *f, unsigned 
 		return false; /* met before: a second packed run, or unpacked after packed */
 	if (wt == WT_LEN && want != WT_LEN) {
 		/* packed: the run's values, counted, then read */
-		uint64_t len;
+		size_t len;
 		const uint8_t *b;
 		struct in run;
 
-		if (!varint(in, &len) || len > (uint64_t)(in->end - in->p) ||
-		    !take(in, (size_t)len, &b))
+		if (!len_data(in, &b, &len))
 			return false;
 		run = (struct in){ b, b + len };
 		while (run.p < run.end) {
@@ -281,7 +315,7 @@ static bool repeated(struct dec *d, const ProtobufCFieldDescriptor *f, unsigned 
 	while (scan.p < scan.end) {
 		uint64_t tag;
 
-		if (!varint(&scan, &tag))
+		if (!varint_short(&scan, &tag))
 			return false;
 		if ((tag >> 3) == f->id) {
 			if ((tag & 7) != wt)
@@ -341,7 +375,7 @@ static ProtobufCMessage *message(struct dec *d, const ProtobufCMessageDescriptor
 		unsigned int wt, fi;
 		void *dst;
 
-		if (!varint(&in, &tag) || tag >> 3 == 0 || tag >> 3 > UINT32_MAX)
+		if (!varint_short(&in, &tag) || tag >> 3 == 0)
 			goto declined;
 		wt = (unsigned int)(tag & 7);
 		f = field_of(desc, (uint32_t)(tag >> 3), &hint);

@@ -304,9 +304,8 @@ static void message(struct pbencode_buf *b, const ProtobufCMessage *m)
 	for (unsigned int i = 0; i < m->n_unknown_fields; i++) {
 		const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
 
+		/* protobuf-c keeps what followed the tag, a length prefix among it */
 		put_tag(b, u->tag, u->wire_type);
-		if (u->wire_type == PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED)
-			put_varint(b, u->len);
 		put_raw(b, u->data, u->len);
 	}
 }
