@@ -702,6 +702,16 @@ Test(stream, sink_uris)
 		     0);
 	cr_expect(k.plain);
 	cr_expect_str_eq(k.path, "/v1/logs?token=a&x");
+	/* a path the request's head would not hold is refused, not cut */
+	{
+		char uri[1024];
+
+		snprintf(uri, sizeof(uri), "otlp+http://c/%0*d", 800, 0);
+		cr_expect_neq(sink__parse(&k, uri, err, sizeof(err)), 0);
+		cr_expect(strstr(err, "longer than"), "%s", err);
+		snprintf(uri, sizeof(uri), "otlp+http://c/%0*d", 700, 0);
+		cr_expect_eq(sink__parse(&k, uri, err, sizeof(err)), 0, "%s", err);
+	}
 	cr_assert_eq(sink__parse(&k, "tcp://[::1]:5170?ack", err, sizeof(err)), 0);
 	cr_expect_str_eq(k.host, "::1");
 	cr_expect(k.ack);

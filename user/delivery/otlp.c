@@ -86,7 +86,7 @@ static bool encode_batch(struct sink *s, struct spool_pos *pos, struct otlp_batc
 				"Content-Length: %zu\r\n\r\n",
 				s->path, s->host, s->port, EGRET_VERSION,
 				s->plain ? "" : "Content-Encoding: gzip\r\n", blen);
-	if (hlen >= sizeof(hdr)) { /* a path and host of nearly 1 KiB: refused at parse */
+	if (hlen >= sizeof(hdr)) { /* not with OTLP_URI_MAX, checked at parse */
 		free(body);
 		sink__set_error(s, -EINVAL, "the request's head is longer than %zu bytes",
 				sizeof(hdr));

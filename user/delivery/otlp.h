@@ -18,6 +18,7 @@
 #define OTLP_TIMEOUT_NS	   (30ull * 1000000000ull)
 #define OTLP_RETRY_MAX_S   600	/* a Retry-After longer than this is cut to it */
 #define OTLP_HEAD_ROOM	   1024 /* the sink's HTTP head goes before the body, in this room */
+#define OTLP_URI_MAX	   768	/* a host and path longer than this are refused: the head fits */
 
 struct sink_ops;
 

@@ -202,6 +202,12 @@ int sink__parse(struct sink *s, const char *uri, char *err, size_t errsz)
 			return -EINVAL;
 		}
 		snprintf(s->path, sizeof(s->path), "%s", slash ? slash : "/v1/logs");
+		/* the request's head, with them, must fit the room the encoder keeps for it */
+		if (strlen(s->path) + strlen(s->host) > OTLP_URI_MAX) {
+			snprintf(err, errsz, "otlp+http host and path longer than %d bytes",
+				 OTLP_URI_MAX);
+			return -EINVAL;
+		}
 		return 0;
 	}
 	default:
