@@ -1189,8 +1189,14 @@ Test(redteam, a_flood_of_sandboxes_neither_hangs_egretd_nor_opens_anything, .tim
 		st = status_in(late, reach_fn, NULL);
 		cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == EPERM, "late reached " SERVER);
 	}
-	/* through a periodic rescan (every 10 s) of the 70,000 cgroups */
+	/* through a periodic rescan (every 10 s) of the 70,000 cgroups. Under qemu's TCG a rescan
+	 * itself takes about 9 s of egretd's CPU (stop 31's rehearsal: 9.3 s busy in 9.8, and a
+	 * status waited longer than the 8 s allowed then): there what is checked is that egretd
+	 * still answers between rescans, within three of them
+	 */
 	limit = 2000 * (long)harness_timeout_scale();
+	if (harness_timeout_scale() > 1)
+		limit *= 3;
 	worst = worst_answer(12, limit);
 	cr_expect(worst >= 0 && worst <= limit,
 		  "egretd answered in %ld ms at worst after the flood", worst);
