@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 
 #define SELFWATCH_GAP_NS    (2ull * 1000000000ull) /* a loop turn this late is a gap */
+#define SELFWATCH_CPU_NS    (100ull * 1000000ull)  /* egretd's CPU time is read this often */
 #define SELFWATCH_CAUSE_LEN 320
 
 struct stream;
@@ -39,7 +40,8 @@ struct selfwatch {
 	char boot_id[40];
 	uint64_t last_turn_ns; /* CLOCK_MONOTONIC at the end of the previous loop turn */
 	uint64_t last_turn_unix_ns;
-	uint64_t last_cpu_ns; /* egretd's CPU time then */
+	uint64_t last_cpu_ns; /* egretd's CPU time at cpu_read_ns (a system call: read seldom) */
+	uint64_t cpu_read_ns; /* CLOCK_MONOTONIC when last_cpu_ns was read */
 	struct selfwatch_limits limits;
 	bool have_limits;
 	bool have_previous; /* an alive record of an earlier egretd was found */
