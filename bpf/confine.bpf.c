@@ -103,7 +103,7 @@ const volatile __u32 trusted_mover_level[EGRET_TRUSTED_MOVERS_MAX] = {};
 const volatile __u32 ntrusted_movers = 0;
 
 /* The global policy's flags (EGRET_POL_*), --require-unprivileged as EGRET_POL_REQUIRE_UNPRIV:
- * one lookup for what unpriv_required() and policy_audit_mode() would each look up
+ * one lookup for 'require unprivileged' (the flag or the policy) and the policy's audit mode
  */
 static __always_inline __u32 global_flags(void)
 {
@@ -113,12 +113,6 @@ static __always_inline __u32 global_flags(void)
 
 	g = trie ? policy_lookup(trie, 0, any) : NULL;
 	return g ? flags | g->flags : flags;
-}
-
-/* --require-unprivileged, or the policy in force says 'require unprivileged' */
-static __always_inline bool unpriv_required(void)
-{
-	return global_flags() & EGRET_POL_REQUIRE_UNPRIV;
 }
 
 static __always_inline bool task_foreign(struct task_struct *t)
@@ -188,9 +182,13 @@ static __always_inline void privileged_move(struct task_struct *task, bool self,
 					    __u64 to)
 {
 	struct task_caps caps;
+	__u32 flags;
 	__u64 mask;
 
-	if (to == NOT_A_SANDBOX || to == 0 || !unpriv_required() || policy_audit_mode())
+	if (to == NOT_A_SANDBOX || to == 0)
+		return;
+	flags = global_flags();
+	if (!(flags & EGRET_POL_REQUIRE_UNPRIV) || (flags & EGRET_POL_AUDIT))
 		return;
 	if (!self && (from == NOT_A_SANDBOX || from == 0))
 		return;
