@@ -410,8 +410,14 @@ Test(otlp, records_of_every_length_and_a_long_host_decode)
 		for (size_t i = 0; i < 4; i++) {
 			const Opentelemetry__Proto__Logs__V1__LogRecord *lr = sl->log_records[i];
 
+			const Opentelemetry__Proto__Common__V1__AnyValue *v =
+				find_attr(lr, "process.executable.path");
+
 			cr_expect(!exes[i] || strstr(lr->body->string_value, exes[i]),
 				  "record %zu's body", i);
+			/* a value of 19,999 bytes: its lengths take three bytes, the KeyValue's too */
+			cr_expect(!exes[i] || (v && !strcmp(v->string_value, exes[i])),
+				  "record %zu's process.executable.path", i);
 			cr_expect_eq(lr->time_unix_nano, 0);
 		}
 		opentelemetry__proto__collector__logs__v1__export_logs_service_request__free_unpacked(

@@ -64,6 +64,7 @@ enum {
 	AV_ARRAY = 5,
 	ARRAY_VALUES = 1,
 };
+_Static_assert(LR_ATTRIBUTES < 16 && RES_ATTRIBUTES < 16, "attr_begin writes one-byte keys");
 
 #define REQ_HEAD_ROOM 512 /* bytes kept before the records for the request's head */
 #define LR_LEN_KEPT   2	  /* bytes kept for a LogRecord's length: up to 16 KiB need not move */
@@ -228,16 +229,45 @@ static void attr_close(struct rec *r, struct kv k)
 	pb_close(r->b, k.kv);
 }
 
+/* A KeyValue whose value (an AnyValue of av_len bytes) is written next, at the pointer
+ * returned: every length is known before a byte is written, so nothing is closed or moved
+ * after (NULL when out of memory). The record's attribute fields are below 16: one-byte keys.
+ */
+static ATTR_INLINE uint8_t *attr_begin(struct rec *r, const char *key, size_t kl, size_t av_len)
+{
+	size_t kv = 1 + wire__varint_len(kl) + kl + 1 + wire__varint_len(av_len) + av_len;
+	size_t total = 1 + wire__varint_len(kv) + kv;
+	struct pb *b = r->b;
+	uint8_t *p;
+
+	if (!pb_room(b, total))
+		return NULL;
+	p = b->p + b->len;
+	b->len += total;
+	*p++ = (uint8_t)(r->field << 3 | PB_LEN);
+	p += wire__varint_put(kv, p);
+	*p++ = KV_KEY << 3 | PB_LEN;
+	p += wire__varint_put(kl, p);
+	memcpy(p, key, kl);
+	p += kl;
+	*p++ = KV_VALUE << 3 | PB_LEN;
+	p += wire__varint_put(av_len, p);
+	return p;
+}
+
 static ATTR_INLINE void attr_strn(struct rec *r, const char *key, size_t kl, const char *v,
 				  size_t n)
 {
-	struct kv k;
+	uint8_t *p;
 
 	if (!v || !n)
 		return;
-	k = attr_open(r, key, kl);
-	pb_bytes(r->b, AV_STRING, v, n);
-	attr_close(r, k);
+	p = attr_begin(r, key, kl, 1 + wire__varint_len(n) + n);
+	if (!p)
+		return;
+	*p++ = AV_STRING << 3 | PB_LEN;
+	p += wire__varint_put(n, p);
+	memcpy(p, v, n);
 }
 
 static ATTR_INLINE void attr_str(struct rec *r, const char *key, size_t kl, const char *v)
@@ -245,20 +275,25 @@ static ATTR_INLINE void attr_str(struct rec *r, const char *key, size_t kl, cons
 	attr_strn(r, key, kl, v, v ? strlen(v) : 0);
 }
 
+static ATTR_INLINE void attr_varint(struct rec *r, const char *key, size_t kl, unsigned int field,
+				    uint64_t v)
+{
+	uint8_t *p = attr_begin(r, key, kl, 1 + wire__varint_len(v));
+
+	if (p) {
+		*p++ = (uint8_t)(field << 3 | PB_VARINT);
+		wire__varint_put(v, p);
+	}
+}
+
 static ATTR_INLINE void attr_int(struct rec *r, const char *key, size_t kl, int64_t v)
 {
-	struct kv k = attr_open(r, key, kl);
-
-	pb_uint(r->b, AV_INT, (uint64_t)v);
-	attr_close(r, k);
+	attr_varint(r, key, kl, AV_INT, (uint64_t)v);
 }
 
 static ATTR_INLINE void attr_bool(struct rec *r, const char *key, size_t kl, bool v)
 {
-	struct kv k = attr_open(r, key, kl);
-
-	pb_uint(r->b, AV_BOOL, v);
-	attr_close(r, k);
+	attr_varint(r, key, kl, AV_BOOL, v);
 }
 
 static ATTR_INLINE void attr_enum(struct rec *r, const char *key, size_t kl,

@@ -27,6 +27,18 @@ static inline size_t wire__varint_put(uint64_t v, uint8_t *out)
 	return n;
 }
 
+/* The size of v as a varint */
+static inline size_t wire__varint_len(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
 /* The varint at the start of buf[0, len): 0 with its value and size; -EAGAIN when buf ends
  * inside it; -EBADMSG past WIRE_VARINT_MAX bytes. Inline: pbdecode reads every field with it.
  */
