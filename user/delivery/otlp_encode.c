@@ -6,7 +6,7 @@
  * U+FFFD): protobuf requires it of string fields, and a collector refuses the whole request
  * otherwise.
  *
- * The request is written as protobuf bytes directly (struct pb), field by field in field
+ * The request is written as protobuf bytes directly (pbencode.h's buffer and writers), field by field in field
  * order, each nested message's length put in front of it when it is closed: building
  * protobuf-c's message structs for every attribute and packing them (two walks of the tree
  * through its descriptors) cost more than the rest of the encoding. The field numbers are
@@ -25,6 +25,7 @@
 #include "egret/v1/events.pb-c.h"
 #include "otlp.h"
 #include "pbdecode.h"
+#include "pbencode.h"
 #include "pbjson.h"
 #include "util.h"
 #include "wire.h"
@@ -32,12 +33,6 @@
 #define MAX_LABELS 8 /* container.label.KEY attributes of one record */
 
 /* ---- protobuf bytes ---------------------------------------------------------------------- */
-
-enum {
-	PB_VARINT = 0,
-	PB_I64 = 1,
-	PB_LEN = 2
-};
 
 /* field numbers (proto/opentelemetry/proto) */
 enum {
@@ -72,129 +67,58 @@ _Static_assert(LR_ATTRIBUTES < 16 && RES_ATTRIBUTES < 16, "attr_begin writes one
 #define SEVERITY_INFO 9	 /* SeverityNumber SEVERITY_NUMBER_INFO */
 #define SEVERITY_WARN 13 /* SEVERITY_NUMBER_WARN */
 
-/* A growing buffer of protobuf bytes; err set (and nothing more written) once memory ran out */
-struct pb {
-	uint8_t *p;
-	size_t len, cap;
-	int err;
-};
-
-static bool pb_room(struct pb *b, size_t n)
+static void pb_bytes(struct pbencode_buf *b, unsigned int field, const char *s, size_t n)
 {
-	size_t cap = b->cap ? b->cap : 4096;
-	uint8_t *p;
-
-	if (b->err)
-		return false;
-	if (b->len + n <= b->cap)
-		return true;
-	while (cap < b->len + n)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->err = -ENOMEM;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
+	pbencode__tag(b, field, PB_WT_LEN);
+	pbencode__varint(b, n);
+	pbencode__raw(b, s, n);
 }
 
-static void pb_raw(struct pb *b, const void *d, size_t n)
-{
-	if (n && pb_room(b, n)) {
-		memcpy(b->p + b->len, d, n);
-		b->len += n;
-	}
-}
-
-static void pb_varint(struct pb *b, uint64_t v)
-{
-	if (pb_room(b, WIRE_VARINT_MAX))
-		b->len += wire__varint_put(v, b->p + b->len);
-}
-
-static void pb_key(struct pb *b, unsigned int field, unsigned int type)
-{
-	pb_varint(b, (uint64_t)field << 3 | type);
-}
-
-static void pb_bytes(struct pb *b, unsigned int field, const char *s, size_t n)
-{
-	pb_key(b, field, PB_LEN);
-	pb_varint(b, n);
-	pb_raw(b, s, n);
-}
-
-static void pb_str(struct pb *b, unsigned int field, const char *s)
+static void pb_str(struct pbencode_buf *b, unsigned int field, const char *s)
 {
 	pb_bytes(b, field, s, strlen(s));
 }
 
-static void pb_uint(struct pb *b, unsigned int field, uint64_t v)
+static void pb_uint(struct pbencode_buf *b, unsigned int field, uint64_t v)
 {
-	pb_key(b, field, PB_VARINT);
-	pb_varint(b, v);
+	pbencode__tag(b, field, PB_WT_VARINT);
+	pbencode__varint(b, v);
 }
 
-static void pb_fixed64(struct pb *b, unsigned int field, uint64_t v)
+static void pb_fixed64(struct pbencode_buf *b, unsigned int field, uint64_t v)
 {
 	uint8_t le[8];
 
 	for (int i = 0; i < 8; i++)
 		le[i] = (uint8_t)(v >> (8 * i));
-	pb_key(b, field, PB_I64);
-	pb_raw(b, le, sizeof(le));
+	pbencode__tag(b, field, PB_WT_I64);
+	pbencode__raw(b, le, sizeof(le));
 }
 
-/* A nested message begins, `kept` bytes kept for its length: its content's offset, for
- * pb_close_n with the same `kept`. A message whose length takes as many bytes as were kept is
- * not moved when it closes: a LogRecord (hundreds of bytes to a few KiB) keeps two.
+/* A nested message begins, `kept` bytes kept for its length (pbencode__close with the same
+ * `kept` puts it there): a LogRecord (hundreds of bytes to a few KiB) keeps two, not moved.
  */
-static size_t pb_open_n(struct pb *b, unsigned int field, size_t kept)
+static size_t pb_open_n(struct pbencode_buf *b, unsigned int field, size_t kept)
 {
-	pb_key(b, field, PB_LEN);
-	if (pb_room(b, kept)) {
-		memset(b->p + b->len, 0, kept);
-		b->len += kept;
-	}
-	return b->len;
+	pbencode__tag(b, field, PB_WT_LEN);
+	return pbencode__open(b, kept);
 }
 
-/* The message pb_open_n began ends: its length in front of it, in as many bytes as it needs */
-static void pb_close_n(struct pb *b, size_t start, size_t kept)
-{
-	uint8_t v[WIRE_VARINT_MAX];
-	size_t n, vl;
-
-	if (b->err)
-		return;
-	n = b->len - start;
-	vl = wire__varint_put(n, v);
-	if (vl > kept && !pb_room(b, vl - kept))
-		return;
-	if (vl != kept) {
-		memmove(b->p + start + vl - kept, b->p + start, n);
-		b->len = b->len + vl - kept;
-	}
-	memcpy(b->p + start - kept, v, vl);
-}
-
-static size_t pb_open(struct pb *b, unsigned int field)
+static size_t pb_open(struct pbencode_buf *b, unsigned int field)
 {
 	return pb_open_n(b, field, 1);
 }
 
-static void pb_close(struct pb *b, size_t start)
+static void pb_close(struct pbencode_buf *b, size_t start)
 {
-	pb_close_n(b, start, 1);
+	pbencode__close(b, start, 1);
 }
 
 /* ---- attributes -------------------------------------------------------------------------- */
 
 /* One record being written: its attributes go to field `field` of the message open in b */
 struct rec {
-	struct pb *b;
+	struct pbencode_buf *b;
 	unsigned int field;
 	const Egret__V1__Event *ev;
 };
@@ -237,20 +161,20 @@ static ATTR_INLINE uint8_t *attr_begin(struct rec *r, const char *key, size_t kl
 {
 	size_t kv = 1 + wire__varint_len(kl) + kl + 1 + wire__varint_len(av_len) + av_len;
 	size_t total = 1 + wire__varint_len(kv) + kv;
-	struct pb *b = r->b;
+	struct pbencode_buf *b = r->b;
 	uint8_t *p;
 
-	if (!pb_room(b, total))
+	if (!pbencode__room(b, total))
 		return NULL;
 	p = b->p + b->len;
 	b->len += total;
-	*p++ = (uint8_t)(r->field << 3 | PB_LEN);
+	*p++ = (uint8_t)(r->field << 3 | PB_WT_LEN);
 	p += wire__varint_put(kv, p);
-	*p++ = KV_KEY << 3 | PB_LEN;
+	*p++ = KV_KEY << 3 | PB_WT_LEN;
 	p += wire__varint_put(kl, p);
 	memcpy(p, key, kl);
 	p += kl;
-	*p++ = KV_VALUE << 3 | PB_LEN;
+	*p++ = KV_VALUE << 3 | PB_WT_LEN;
 	p += wire__varint_put(av_len, p);
 	return p;
 }
@@ -265,7 +189,7 @@ static ATTR_INLINE void attr_strn(struct rec *r, const char *key, size_t kl, con
 	p = attr_begin(r, key, kl, 1 + wire__varint_len(n) + n);
 	if (!p)
 		return;
-	*p++ = AV_STRING << 3 | PB_LEN;
+	*p++ = AV_STRING << 3 | PB_WT_LEN;
 	p += wire__varint_put(n, p);
 	memcpy(p, v, n);
 }
@@ -281,7 +205,7 @@ static ATTR_INLINE void attr_varint(struct rec *r, const char *key, size_t kl, u
 	uint8_t *p = attr_begin(r, key, kl, 1 + wire__varint_len(v));
 
 	if (p) {
-		*p++ = (uint8_t)(field << 3 | PB_VARINT);
+		*p++ = (uint8_t)(field << 3 | PB_WT_VARINT);
 		wire__varint_put(v, p);
 	}
 }
@@ -398,12 +322,12 @@ static void exec_attrs(struct rec *r, const Egret__V1__ProcessExec *x)
 	if (len) {
 		/* the arguments joined by spaces, written into the value as they are */
 		k = attr_open(r, K("process.command_line"));
-		pb_key(r->b, AV_STRING, PB_LEN);
-		pb_varint(r->b, len);
+		pbencode__tag(r->b, AV_STRING, PB_WT_LEN);
+		pbencode__varint(r->b, len);
 		for (size_t i = 0; i < x->n_args; i++) {
 			if (i)
-				pb_raw(r->b, " ", 1);
-			pb_raw(r->b, x->args[i], strlen(x->args[i]));
+				pbencode__raw(r->b, " ", 1);
+			pbencode__raw(r->b, x->args[i], strlen(x->args[i]));
 		}
 		attr_close(r, k);
 	}
@@ -486,7 +410,8 @@ static void payload_attrs(struct rec *r)
 }
 
 /* One Event as a LogRecord (field log_records of the ScopeLogs being written in b). */
-static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, struct pbjson_buf *j)
+static void log_record(struct pbencode_buf *b, const Egret__V1__Event *ev, uint64_t now,
+		       struct pbjson_buf *j)
 {
 	const char *name = pbjson__event_name(ev);
 	bool warn = is_warning(ev);
@@ -501,13 +426,13 @@ static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, s
 	j->len = 0;
 	pbjson__event_buf(j, ev);
 	if (j->err) {
-		b->err = -ENOMEM;
+		b->err = true;
 	} else {
 		uint8_t v[WIRE_VARINT_MAX];
 
 		/* the body's AnyValue: its length known before it is written */
-		pb_key(b, LR_BODY, PB_LEN);
-		pb_varint(b, 1 + wire__varint_put(j->len, v) + j->len);
+		pbencode__tag(b, LR_BODY, PB_WT_LEN);
+		pbencode__varint(b, 1 + wire__varint_put(j->len, v) + j->len);
 		pb_bytes(b, AV_STRING, j->p, j->len);
 	}
 	attr_str(&r, K("egret.stream_id"), ev->stream_id);
@@ -540,11 +465,11 @@ static void log_record(struct pb *b, const Egret__V1__Event *ev, uint64_t now, s
 	pb_fixed64(b, LR_OBSERVED_TIME, now);
 	snprintf(event_name, sizeof(event_name), "egret.%s", *name ? name : "event");
 	pb_str(b, LR_EVENT_NAME, event_name);
-	pb_close_n(b, lr, LR_LEN_KEPT);
+	pbencode__close(b, lr, LR_LEN_KEPT);
 }
 
 struct otlp_encoder {
-	struct pb recs, req;		  /* lengths 0 between encodes, their room kept */
+	struct pbencode_buf recs, req;	  /* lengths 0 between encodes, their room kept */
 	struct pbjson_buf json;		  /* an event's body, its room kept */
 	struct arena arena;		  /* the batch's events are unpacked into it */
 	struct libdeflate_compressor *gz; /* made at the first request */
@@ -617,7 +542,7 @@ static int compress_request(struct otlp_encoder *e, const uint8_t *in, size_t n,
 static int encode_records(struct otlp_encoder *e, const uint8_t *raw, size_t n, size_t *nrec,
 			  uint64_t *first_seq, uint64_t *last_seq, char stream_id[33], char **host)
 {
-	struct pb *recs = &e->recs;
+	struct pbencode_buf *recs = &e->recs;
 	uint64_t now = now_ns(CLOCK_REALTIME);
 	size_t total, msg, off = 0;
 	int err = 0;
@@ -640,7 +565,7 @@ static int encode_records(struct otlp_encoder *e, const uint8_t *raw, size_t n, 
 		err = pbjson__make_utf8(&ev->base, &e->arena.pb);
 		if (!err) {
 			log_record(recs, ev, now, &e->json);
-			err = recs->err;
+			err = recs->err ? -ENOMEM : 0;
 		}
 		if (!err) {
 			if (!*nrec) {
@@ -679,14 +604,14 @@ static void varint_before(uint8_t **at, uint64_t v)
 static int pack_request(struct otlp_encoder *e, const char *host, size_t caller_room, uint8_t **out,
 			size_t *outlen)
 {
-	struct pb *recs = &e->recs, *b = &e->req;
+	struct pbencode_buf *recs = &e->recs, *b = &e->req;
 	struct rec res = { .b = b, .field = RES_ATTRIBUTES };
 	size_t body = recs->len - REQ_HEAD_ROOM, room = REQ_HEAD_ROOM, r, sc, res_len, sl, rl, head;
 	uint8_t tmp[WIRE_VARINT_MAX], *at;
 
 	/* the Resource and the InstrumentationScope, whole, into req */
 	b->len = 0;
-	b->err = 0;
+	b->err = false;
 	r = pb_open(b, RL_RESOURCE);
 	attr_str(&res, K("service.name"), "egret");
 	attr_str(&res, K("service.version"), EGRET_VERSION);
@@ -698,13 +623,13 @@ static int pack_request(struct otlp_encoder *e, const char *host, size_t caller_
 	pb_str(b, SCOPE_VERSION, EGRET_VERSION);
 	pb_close(b, sc);
 	if (b->err)
-		return b->err;
+		return -ENOMEM;
 	sl = b->len - res_len + body;			   /* the ScopeLogs' length */
 	rl = res_len + 1 + wire__varint_put(sl, tmp) + sl; /* the ResourceLogs' */
 	head = 1 + wire__varint_put(rl, tmp) + rl - body;
 	if (head > room) { /* a host name of hundreds of bytes: the records move */
-		if (!pb_room(recs, head - room))
-			return recs->err;
+		if (!pbencode__room(recs, head - room))
+			return -ENOMEM;
 		memmove(recs->p + head, recs->p + room, body);
 		recs->len += head - room;
 		room = head;
@@ -712,10 +637,10 @@ static int pack_request(struct otlp_encoder *e, const char *host, size_t caller_
 	at = recs->p + room;
 	put_before(&at, b->p + res_len, b->len - res_len);
 	varint_before(&at, sl);
-	varint_before(&at, (uint64_t)RL_SCOPE_LOGS << 3 | PB_LEN);
+	varint_before(&at, (uint64_t)RL_SCOPE_LOGS << 3 | PB_WT_LEN);
 	put_before(&at, b->p, res_len);
 	varint_before(&at, rl);
-	varint_before(&at, (uint64_t)REQ_RESOURCE_LOGS << 3 | PB_LEN);
+	varint_before(&at, (uint64_t)REQ_RESOURCE_LOGS << 3 | PB_WT_LEN);
 	return compress_request(e, at, head + body, caller_room, out, outlen);
 }
 
@@ -731,10 +656,11 @@ int otlp__encode(struct otlp_encoder *e, const uint8_t *raw, size_t n, size_t ro
 	if (!e && !(e = once = otlp__encoder_new(true)))
 		return -ENOMEM;
 	e->recs.len = 0;
-	e->recs.err = 0;
-	if (pb_room(&e->recs, REQ_HEAD_ROOM)) /* the request's head goes before the records */
+	e->recs.err = false;
+	if (pbencode__room(&e->recs,
+			   REQ_HEAD_ROOM)) /* the request's head goes before the records */
 		e->recs.len = REQ_HEAD_ROOM;
-	err = e->recs.err ? e->recs.err
+	err = e->recs.err ? -ENOMEM
 			  : encode_records(e, raw, n, &nrec, first_seq, last_seq, stream_id, &host);
 	if (!err) {
 		*records = nrec;

@@ -17,14 +17,7 @@
 #include "pbencode.h"
 #include "wire.h"
 
-enum {
-	WT_VARINT = 0,
-	WT_I64 = 1,
-	WT_LEN = 2,
-	WT_I32 = 5,
-};
-
-static bool grow(struct pbencode_buf *b, size_t n)
+bool pbencode__grow(struct pbencode_buf *b, size_t n)
 {
 	size_t cap = b->cap ? b->cap : 1024;
 	uint8_t *p;
@@ -45,30 +38,6 @@ static bool grow(struct pbencode_buf *b, size_t n)
 	return true;
 }
 
-static inline bool room(struct pbencode_buf *b, size_t n)
-{
-	return !b->err && (b->len + n <= b->cap || grow(b, n));
-}
-
-static inline void put_varint(struct pbencode_buf *b, uint64_t v)
-{
-	if (room(b, WIRE_VARINT_MAX))
-		b->len += wire__varint_put(v, b->p + b->len);
-}
-
-static inline void put_raw(struct pbencode_buf *b, const void *d, size_t n)
-{
-	if (n && room(b, n)) {
-		memcpy(b->p + b->len, d, n);
-		b->len += n;
-	}
-}
-
-static inline void put_tag(struct pbencode_buf *b, uint32_t id, unsigned int wt)
-{
-	put_varint(b, (uint64_t)id << 3 | wt);
-}
-
 /* the wire type of one value of this type (a scalar's, when not packed) */
 static unsigned int wire_type(ProtobufCType t)
 {
@@ -76,17 +45,17 @@ static unsigned int wire_type(ProtobufCType t)
 	case PROTOBUF_C_TYPE_FIXED64:
 	case PROTOBUF_C_TYPE_SFIXED64:
 	case PROTOBUF_C_TYPE_DOUBLE:
-		return WT_I64;
+		return PB_WT_I64;
 	case PROTOBUF_C_TYPE_FIXED32:
 	case PROTOBUF_C_TYPE_SFIXED32:
 	case PROTOBUF_C_TYPE_FLOAT:
-		return WT_I32;
+		return PB_WT_I32;
 	case PROTOBUF_C_TYPE_STRING:
 	case PROTOBUF_C_TYPE_BYTES:
 	case PROTOBUF_C_TYPE_MESSAGE:
-		return WT_LEN;
+		return PB_WT_LEN;
 	default:
-		return WT_VARINT;
+		return PB_WT_VARINT;
 	}
 }
 
@@ -117,17 +86,16 @@ static size_t elem_size(ProtobufCType t)
 
 static void message(struct pbencode_buf *b, const ProtobufCMessage *m);
 
-/* A nested message or a packed run: its content after one byte kept for its length, then the
- * length put there (the content moved when the length needs more)
- */
-static size_t open_len(struct pbencode_buf *b)
+size_t pbencode__open(struct pbencode_buf *b, size_t kept)
 {
-	if (room(b, 1))
-		b->p[b->len++] = 0;
+	if (pbencode__room(b, kept)) {
+		memset(b->p + b->len, 0, kept);
+		b->len += kept;
+	}
 	return b->len;
 }
 
-static void close_len(struct pbencode_buf *b, size_t start)
+void pbencode__close(struct pbencode_buf *b, size_t start, size_t kept)
 {
 	uint8_t v[WIRE_VARINT_MAX];
 	size_t n, vl;
@@ -136,13 +104,24 @@ static void close_len(struct pbencode_buf *b, size_t start)
 		return;
 	n = b->len - start;
 	vl = wire__varint_put(n, v);
-	if (vl > 1) {
-		if (!room(b, vl - 1))
-			return;
-		memmove(b->p + start + vl - 1, b->p + start, n);
-		b->len += vl - 1;
+	if (vl > kept && !pbencode__room(b, vl - kept))
+		return;
+	if (vl != kept) {
+		memmove(b->p + start + vl - kept, b->p + start, n);
+		b->len = b->len + vl - kept;
 	}
-	memcpy(b->p + start - 1, v, vl);
+	memcpy(b->p + start - kept, v, vl);
+}
+
+/* A nested message or a packed run: one byte kept for its length (moved when it needs more) */
+static size_t open_len(struct pbencode_buf *b)
+{
+	return pbencode__open(b, 1);
+}
+
+static void close_len(struct pbencode_buf *b, size_t start)
+{
+	pbencode__close(b, start, 1);
 }
 
 /* One value of type t (no tag) from v, its struct member or array element */
@@ -152,53 +131,53 @@ static void value(struct pbencode_buf *b, const ProtobufCFieldDescriptor *f, con
 	case PROTOBUF_C_TYPE_INT32:
 	case PROTOBUF_C_TYPE_ENUM:
 		/* a negative int32 is its 64-bit two's complement: ten bytes */
-		put_varint(b, (uint64_t)(int64_t) * (const int32_t *)v);
+		pbencode__varint(b, (uint64_t)(int64_t) * (const int32_t *)v);
 		return;
 	case PROTOBUF_C_TYPE_UINT32:
-		put_varint(b, *(const uint32_t *)v);
+		pbencode__varint(b, *(const uint32_t *)v);
 		return;
 	case PROTOBUF_C_TYPE_SINT32: {
 		int32_t x = *(const int32_t *)v;
 
-		put_varint(b, (uint32_t)(((uint32_t)x << 1) ^ (uint32_t)(x >> 31)));
+		pbencode__varint(b, (uint32_t)(((uint32_t)x << 1) ^ (uint32_t)(x >> 31)));
 		return;
 	}
 	case PROTOBUF_C_TYPE_INT64:
 	case PROTOBUF_C_TYPE_UINT64:
-		put_varint(b, *(const uint64_t *)v);
+		pbencode__varint(b, *(const uint64_t *)v);
 		return;
 	case PROTOBUF_C_TYPE_SINT64: {
 		int64_t x = *(const int64_t *)v;
 
-		put_varint(b, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63));
+		pbencode__varint(b, ((uint64_t)x << 1) ^ (uint64_t)(x >> 63));
 		return;
 	}
 	case PROTOBUF_C_TYPE_BOOL:
-		put_varint(b, *(const protobuf_c_boolean *)v ? 1 : 0);
+		pbencode__varint(b, *(const protobuf_c_boolean *)v ? 1 : 0);
 		return;
 	case PROTOBUF_C_TYPE_FIXED32:
 	case PROTOBUF_C_TYPE_SFIXED32:
 	case PROTOBUF_C_TYPE_FLOAT:
-		put_raw(b, v, 4); /* little-endian, as x86 and arm64 */
+		pbencode__raw(b, v, 4); /* little-endian, as x86 and arm64 */
 		return;
 	case PROTOBUF_C_TYPE_FIXED64:
 	case PROTOBUF_C_TYPE_SFIXED64:
 	case PROTOBUF_C_TYPE_DOUBLE:
-		put_raw(b, v, 8);
+		pbencode__raw(b, v, 8);
 		return;
 	case PROTOBUF_C_TYPE_STRING: {
 		const char *s = *(char *const *)v;
 		size_t n = s ? strlen(s) : 0;
 
-		put_varint(b, n);
-		put_raw(b, s, n);
+		pbencode__varint(b, n);
+		pbencode__raw(b, s, n);
 		return;
 	}
 	case PROTOBUF_C_TYPE_BYTES: {
 		const ProtobufCBinaryData *bd = v;
 
-		put_varint(b, bd->len);
-		put_raw(b, bd->data, bd->len);
+		pbencode__varint(b, bd->len);
+		pbencode__raw(b, bd->data, bd->len);
 		return;
 	}
 	case PROTOBUF_C_TYPE_MESSAGE: {
@@ -267,10 +246,10 @@ static void repeated(struct pbencode_buf *b, const ProtobufCFieldDescriptor *f, 
 
 	if (!n)
 		return;
-	if ((f->flags & PROTOBUF_C_FIELD_FLAG_PACKED) && wt != WT_LEN) {
+	if ((f->flags & PROTOBUF_C_FIELD_FLAG_PACKED) && wt != PB_WT_LEN) {
 		size_t start;
 
-		put_tag(b, f->id, WT_LEN);
+		pbencode__tag(b, f->id, PB_WT_LEN);
 		start = open_len(b);
 		for (size_t i = 0; i < n; i++)
 			value(b, f, arr + i * es);
@@ -278,7 +257,7 @@ static void repeated(struct pbencode_buf *b, const ProtobufCFieldDescriptor *f, 
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		put_tag(b, f->id, wt);
+		pbencode__tag(b, f->id, wt);
 		value(b, f, arr + i * es);
 	}
 }
@@ -298,15 +277,15 @@ static void message(struct pbencode_buf *b, const ProtobufCMessage *m)
 		}
 		if (!present(f, base, member))
 			continue;
-		put_tag(b, f->id, wire_type(f->type));
+		pbencode__tag(b, f->id, wire_type(f->type));
 		value(b, f, member);
 	}
 	for (unsigned int i = 0; i < m->n_unknown_fields; i++) {
 		const ProtobufCMessageUnknownField *u = &m->unknown_fields[i];
 
 		/* protobuf-c keeps what followed the tag, a length prefix among it */
-		put_tag(b, u->tag, u->wire_type);
-		put_raw(b, u->data, u->len);
+		pbencode__tag(b, u->tag, u->wire_type);
+		pbencode__raw(b, u->data, u->len);
 	}
 }
 
@@ -324,7 +303,7 @@ int pbencode__frame(struct pbencode_buf *b, const ProtobufCMessage *m, size_t *o
 	/* room for the longest prefix, the message after it, the prefix put right before it */
 	b->len = 0;
 	b->err = false;
-	if (!room(b, WIRE_VARINT_MAX))
+	if (!pbencode__room(b, WIRE_VARINT_MAX))
 		return -1;
 	b->len = start = WIRE_VARINT_MAX;
 	message(b, m);
