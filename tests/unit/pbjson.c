@@ -94,6 +94,34 @@ Test(pbjson, sixty_four_bit_integers_are_strings)
 	free(json);
 }
 
+/* Numbers are written two digits at a time after counting them: every count of digits, on
+ * both sides of each power of ten, as printf writes them.
+ */
+Test(pbjson, integers_of_every_length)
+{
+	Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
+	Egret__V1__ProcessExit x = EGRET__V1__PROCESS_EXIT__INIT;
+	char want[128], *json;
+	uint64_t ten = 1;
+
+	for (int k = 0; k < 20; k++, ten *= 10) {
+		const uint64_t vs[] = { ten - 1, ten, ten + 1, ten * 5 + 7 };
+
+		for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
+			p.exec_id = vs[i];
+			json = json_of(&p.base);
+			snprintf(want, sizeof(want), "\"exec_id\":\"%llu\"",
+				 (unsigned long long)vs[i]);
+			cr_expect(strstr(json, want), "%s in %s", want, json);
+			free(json);
+		}
+	}
+	x.exit_code = INT32_MIN;
+	json = json_of(&x.base);
+	cr_expect(strstr(json, "\"exit_code\":-2147483648,"), "%s", json);
+	free(json);
+}
+
 /* a root process has uid 0: it must be there, not missing like an unknown one */
 Test(pbjson, zero_values_are_written)
 {

@@ -94,16 +94,54 @@ static void buf_write(FILE *out, jbuf *b)
 	pbjson__buf_free(b);
 }
 
+/* v in decimal: its digits counted by comparisons, then written in place two at a time */
 static void put_u64(jbuf *out, uint64_t v)
 {
-	char d[20];
-	size_t i = sizeof(d);
+	static const char pairs[] = "00010203040506070809101112131415161718192021222324252627282930"
+				    "31323334353637383940414243444546474849505152535455565758596061"
+				    "62636465666768697071727374757677787980818283848586878889909192"
+				    "93949596979899";
+	static const uint64_t tens[] = { 10ull,
+					 100ull,
+					 1000ull,
+					 10000ull,
+					 100000ull,
+					 1000000ull,
+					 10000000ull,
+					 100000000ull,
+					 1000000000ull,
+					 10000000000ull,
+					 100000000000ull,
+					 1000000000000ull,
+					 10000000000000ull,
+					 100000000000000ull,
+					 1000000000000000ull,
+					 10000000000000000ull,
+					 100000000000000000ull,
+					 1000000000000000000ull,
+					 10000000000000000000ull };
+	size_t n = 1; /* digits */
+	char *p;
 
-	do {
-		d[--i] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	put_n(out, d + i, sizeof(d) - i);
+	while (n < 20 && v >= tens[n - 1])
+		n++;
+	if (!room(out, n))
+		return;
+	out->len += n;
+	p = out->p + out->len;
+	while (v >= 100) {
+		unsigned int r = (unsigned int)(v % 100);
+
+		v /= 100;
+		p -= 2;
+		memcpy(p, pairs + 2 * r, 2);
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, pairs + 2 * v, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
 }
 
 static void put_i64(jbuf *out, int64_t v)
@@ -309,15 +347,68 @@ static bool field_written(const ProtobufCMessage *msg, const ProtobufCFieldDescr
 	return true;
 }
 
-static void print_field(jbuf *out, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f)
+/* A field's JSON key, its name quoted and the colon after, in a buffer of KEY_ROOM bytes that
+ * is copied whole (a fixed-size move) and advanced by len: built once for each message type, at
+ * its first print (the printers run on one thread: egretd's loop, egretctl).
+ */
+#define KEY_ROOM  48
+#define KEY_TYPES 128 /* message types remembered; the rest print their keys byte by byte */
+
+struct jkey {
+	char s[KEY_ROOM];
+	size_t len; /* 0: too long, printed byte by byte */
+};
+
+static struct {
+	const ProtobufCMessageDescriptor *d;
+	struct jkey *keys;
+} key_types[KEY_TYPES];
+
+static const struct jkey *keys_of(const ProtobufCMessageDescriptor *d)
+{
+	size_t h = ((uintptr_t)d >> 4) % KEY_TYPES;
+	struct jkey *k;
+
+	for (size_t i = 0; i < KEY_TYPES; i++, h = (h + 1) % KEY_TYPES) {
+		if (key_types[h].d == d)
+			return key_types[h].keys;
+		if (!key_types[h].d)
+			break;
+	}
+	if (key_types[h].d || !(k = calloc(d->n_fields ? d->n_fields : 1, sizeof(*k))))
+		return NULL; /* full, or out of memory: byte by byte */
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		size_t n = strlen(d->fields[i].name);
+
+		if (n + 3 > KEY_ROOM)
+			continue;
+		k[i].s[0] = '"';
+		memcpy(k[i].s + 1, d->fields[i].name, n);
+		memcpy(k[i].s + 1 + n, "\":", 2);
+		k[i].len = n + 3;
+	}
+	key_types[h].d = d;
+	key_types[h].keys = k;
+	return k;
+}
+
+static void print_field(jbuf *out, const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f,
+			const struct jkey *key)
 {
 	const char *base = (const char *)msg;
 	const void *member = base + f->offset;
 
-	/* field names are identifiers: nothing to escape */
-	put(out, '"');
-	put_name(out, f->name);
-	put_n(out, "\":", 2);
+	if (key && key->len) {
+		if (room(out, KEY_ROOM)) {
+			memcpy(out->p + out->len, key->s, KEY_ROOM);
+			out->len += key->len;
+		}
+	} else {
+		/* field names are identifiers: nothing to escape */
+		put(out, '"');
+		put_name(out, f->name);
+		put_n(out, "\":", 2);
+	}
 	if (f->label != PROTOBUF_C_LABEL_REPEATED) {
 		print_value(out, f, member);
 		return;
@@ -364,6 +455,7 @@ static void print_event_extra(jbuf *out, const ProtobufCMessage *msg,
 static void print_message(jbuf *out, const ProtobufCMessage *msg, bool event)
 {
 	const ProtobufCMessageDescriptor *d = msg->descriptor;
+	const struct jkey *keys = keys_of(d);
 	bool first = true;
 
 	put(out, '{');
@@ -374,7 +466,7 @@ static void print_message(jbuf *out, const ProtobufCMessage *msg, bool event)
 		if (written) {
 			if (!first)
 				put(out, ',');
-			print_field(out, msg, f);
+			print_field(out, msg, f, keys ? &keys[i] : NULL);
 			first = false;
 		}
 		if (event && !first)
