@@ -23,6 +23,7 @@ Test(wire, varint_round_trip)
 		cr_assert_eq(wire__varint_get(buf, n, &v, &used), 0);
 		cr_expect_eq(v, values[i]);
 		cr_expect_eq(used, n);
+		cr_expect_eq(wire__varint_len(values[i]), n);
 		cr_expect_eq(wire__varint_get(buf, n - 1, &v, &used), n > 1 ? -EAGAIN : -EAGAIN);
 	}
 	cr_expect_eq(wire__varint_put(300, buf), 2);

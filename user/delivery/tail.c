@@ -11,9 +11,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "array.h"
 #include "egret/v1/events.pb-c.h"
 #include "log.h"
+#include "pbdecode.h"
 #include "pbjson.h"
 #include "sink.h"
 #include "tail.h"
@@ -30,9 +32,11 @@ struct feed {
 	char name[128];
 	uint8_t *buf;
 	size_t len, cap;
-	uint64_t offset;  /* stream offset of buf[0] */
-	uint64_t records; /* decoded from this source */
-	bool bad;	  /* a length prefix that cannot be ours: the rest is unreadable */
+	uint64_t offset;     /* stream offset of buf[0] */
+	uint64_t records;    /* decoded from this source */
+	bool bad;	     /* a length prefix that cannot be ours: the rest is unreadable */
+	struct arena *arena; /* each record decoded into it (pbdecode), emptied after; its own
+			      * allocation: a feed is copied when the one before it goes */
 };
 
 static int feed_init(struct feed *f, int fd, const char *name)
@@ -42,13 +46,24 @@ static int feed_init(struct feed *f, int fd, const char *name)
 	snprintf(f->name, sizeof(f->name), "%s", name);
 	f->cap = TAIL_CHUNK;
 	f->buf = malloc(f->cap);
-	return f->buf ? 0 : -ENOMEM;
+	f->arena = malloc(sizeof(*f->arena));
+	if (!f->buf || !f->arena) {
+		free(f->buf);
+		free(f->arena);
+		return -ENOMEM;
+	}
+	arena__init(f->arena);
+	return 0;
 }
 
 static void feed_free(struct feed *f)
 {
 	free(f->buf);
 	f->buf = NULL;
+	if (f->arena)
+		arena__release(f->arena);
+	free(f->arena);
+	f->arena = NULL;
 }
 
 /* Read what is there: bytes read, 0 at end of file, -errno. */
@@ -74,19 +89,25 @@ static int feed_decode(struct feed *f, FILE *out)
 	int bad = 0, r;
 
 	while ((r = wire__frame(f->buf + off, f->len - off, &total, &msg)) == 1) {
-		Egret__V1__Event *ev =
-			egret__v1__event__unpack(NULL, total - msg, f->buf + off + msg);
+		Egret__V1__Event *ev = (Egret__V1__Event *)pbdecode__unpack_any(
+			&egret__v1__event__descriptor, &f->arena->pb, total - msg,
+			f->buf + off + msg);
 
-		if (ev) {
+		if (f->arena->failed) {
+			log_note("%s: out of memory decoding the record at byte %llu (%zu bytes); "
+				 "skipped",
+				 f->name, (unsigned long long)(f->offset + off), total - msg);
+			bad++;
+		} else if (ev) {
 			pbjson__event(out, ev);
 			fputc('\n', out);
-			egret__v1__event__free_unpacked(ev, NULL);
 		} else {
 			log_note("%s: record at byte %llu (%zu bytes) is not an "
 				 "egret.v1.Event; skipped",
 				 f->name, (unsigned long long)(f->offset + off), total - msg);
 			bad++;
 		}
+		arena__reset(f->arena);
 		f->records++;
 		off += total;
 	}
