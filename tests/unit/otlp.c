@@ -355,9 +355,12 @@ Test(otlp, one_encoder_carries_large_batches_one_after_another)
 Test(otlp, records_of_every_length_and_a_long_host_decode)
 {
 	static uint8_t raw[1 << 17], plain[1 << 19];
-	static char big[20000], host[700];
-	/* the host of the first record is the resource's */
-	const char *exes[] = { NULL, NULL, big, "/usr/bin/true" };
+	static char big[20000], host[700], e126[127], e127[128];
+	/* the host of the first record is the resource's; a value of 126 bytes has a one-byte
+	 * length in an AnyValue whose own takes two, one of 127 two in both
+	 */
+	const char *exes[] = { NULL, NULL, big, "/usr/bin/true", e126, e127 };
+	const size_t nexes = sizeof(exes) / sizeof(exes[0]);
 	Opentelemetry__Proto__Collector__Logs__V1__ExportLogsServiceRequest *req;
 	Opentelemetry__Proto__Logs__V1__ScopeLogs *sl;
 	struct otlp_encoder *enc = otlp__encoder_new(true);
@@ -369,8 +372,10 @@ Test(otlp, records_of_every_length_and_a_long_host_decode)
 
 	cr_assert(enc);
 	memset(big, 'b', sizeof(big) - 1);
+	memset(e126, 'x', sizeof(e126) - 1);
+	memset(e127, 'y', sizeof(e127) - 1);
 	memset(host, 'h', sizeof(host) - 1);
-	for (size_t i = 0; i < sizeof(exes) / sizeof(exes[0]); i++) {
+	for (size_t i = 0; i < nexes; i++) {
 		Egret__V1__Event ev = EGRET__V1__EVENT__INIT;
 		Egret__V1__Process p = EGRET__V1__PROCESS__INIT;
 		size_t l;
@@ -389,7 +394,7 @@ Test(otlp, records_of_every_length_and_a_long_host_decode)
 	for (int round = 0; round < 2; round++) { /* the second with the encoder's kept room */
 		cr_assert_eq(otlp__encode(enc, raw, n, 0, &gz, &len, &records, &first, &last, sid),
 			     0);
-		cr_assert_eq(records, 4);
+		cr_assert_eq(records, nexes);
 		req = gunzip_decode(gz, len, plain, sizeof(plain));
 		cr_assert_eq(req->n_resource_logs, 1);
 		for (size_t i = 0; i < req->resource_logs[0]->resource->n_attributes; i++) {
@@ -402,12 +407,12 @@ Test(otlp, records_of_every_length_and_a_long_host_decode)
 		cr_expect(host_seen, "host.name is the 699-byte host");
 		cr_assert_eq(req->resource_logs[0]->n_scope_logs, 1);
 		sl = req->resource_logs[0]->scope_logs[0];
-		cr_assert_eq(sl->n_log_records, 4);
+		cr_assert_eq(sl->n_log_records, nexes);
 		cr_expect_str_eq(sl->scope->name, "egret");
 		cr_expect_gt(opentelemetry__proto__logs__v1__log_record__get_packed_size(
 				     sl->log_records[2]),
 			     16384, "the third is one whose length takes three");
-		for (size_t i = 0; i < 4; i++) {
+		for (size_t i = 0; i < nexes; i++) {
 			const Opentelemetry__Proto__Logs__V1__LogRecord *lr = sl->log_records[i];
 
 			const Opentelemetry__Proto__Common__V1__AnyValue *v =

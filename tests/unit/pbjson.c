@@ -105,6 +105,7 @@ Test(pbjson, integers_of_every_length)
 	uint64_t ten = 1;
 
 	for (int k = 0; k < 20; k++, ten *= 10) {
+		/* k = 19: 10^19 * 5 + 7 wraps, to another 20-digit value */
 		const uint64_t vs[] = { ten - 1, ten, ten + 1, ten * 5 + 7 };
 
 		for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++) {
@@ -116,6 +117,14 @@ Test(pbjson, integers_of_every_length)
 			free(json);
 		}
 	}
+	p.exec_id = UINT64_MAX;
+	json = json_of(&p.base);
+	cr_expect(strstr(json, "\"exec_id\":\"18446744073709551615\""), "%s", json);
+	free(json);
+	p.exec_id = UINT64_MAX - 1;
+	json = json_of(&p.base);
+	cr_expect(strstr(json, "\"exec_id\":\"18446744073709551614\""), "%s", json);
+	free(json);
 	x.exit_code = INT32_MIN;
 	json = json_of(&x.base);
 	cr_expect(strstr(json, "\"exit_code\":-2147483648,"), "%s", json);

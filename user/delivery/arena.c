@@ -86,3 +86,13 @@ void arena__release(struct arena *a)
 		free(b);
 	}
 }
+
+void arena__trim(struct arena *a, size_t keep)
+{
+	size_t total = 0;
+
+	for (struct arena_block *b = a->head; b; b = b->next)
+		total += b->cap;
+	if (total > keep)
+		arena__release(a);
+}

@@ -23,5 +23,10 @@ void arena__init(struct arena *a);
 /* Empty, its room kept: several blocks become one of their size together. */
 void arena__reset(struct arena *a);
 void arena__release(struct arena *a);
+/* Its blocks freed when together they are more than keep bytes (a receiver's arena, after a
+ * peer's huge record: not kept for the rest of the connection); before arena__reset, which
+ * would join them. Usable as before.
+ */
+void arena__trim(struct arena *a, size_t keep);
 
 #endif /* EGRET_ARENA_H */

@@ -24,6 +24,7 @@
 
 #define TAIL_CHUNK	 (1u << 20)
 #define TAIL_MAX_CLIENTS 64
+#define TAIL_ARENA_KEEP	 (1u << 20) /* a feed's decoding memory kept between records */
 #define FOLLOW_POLL_MS	 200
 
 /* Bytes from one source, framed into records as they arrive. */
@@ -93,20 +94,22 @@ static int feed_decode(struct feed *f, FILE *out)
 			&egret__v1__event__descriptor, &f->arena->pb, total - msg,
 			f->buf + off + msg);
 
-		if (f->arena->failed) {
+		/* an event is whole (pbdecode may have run out, and protobuf-c then decoded it) */
+		if (ev) {
+			pbjson__event(out, ev);
+			fputc('\n', out);
+		} else if (f->arena->failed) {
 			log_note("%s: out of memory decoding the record at byte %llu (%zu bytes); "
 				 "skipped",
 				 f->name, (unsigned long long)(f->offset + off), total - msg);
 			bad++;
-		} else if (ev) {
-			pbjson__event(out, ev);
-			fputc('\n', out);
 		} else {
 			log_note("%s: record at byte %llu (%zu bytes) is not an "
 				 "egret.v1.Event; skipped",
 				 f->name, (unsigned long long)(f->offset + off), total - msg);
 			bad++;
 		}
+		arena__trim(f->arena, TAIL_ARENA_KEEP); /* a peer's huge record: not kept */
 		arena__reset(f->arena);
 		f->records++;
 		off += total;
