@@ -24,7 +24,7 @@ Test(wire, varint_round_trip)
 		cr_expect_eq(v, values[i]);
 		cr_expect_eq(used, n);
 		cr_expect_eq(wire__varint_len(values[i]), n);
-		cr_expect_eq(wire__varint_get(buf, n - 1, &v, &used), n > 1 ? -EAGAIN : -EAGAIN);
+		cr_expect_eq(wire__varint_get(buf, n - 1, &v, &used), -EAGAIN); /* cut short */
 	}
 	cr_expect_eq(wire__varint_put(300, buf), 2);
 	cr_expect_eq(buf[0], 0xac);
