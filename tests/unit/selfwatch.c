@@ -5,10 +5,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include <criterion/criterion.h>
 
 #include "selfwatch.h"
+#include "util.h"
 
 #define SEC 1000000000ull
 
@@ -96,4 +98,38 @@ Test(selfwatch, a_reboot_is_measured_on_the_wall_clock)
 	/* a wall clock set back: no negative gap */
 	cr_assert(selfwatch__gap_since(&rec, "another-boot", 5 * SEC, rec.unix_ns - SEC, &g));
 	cr_expect_eq(g.duration_ns, 0);
+}
+
+/* A loop turn 3 s late is a gap: "busy" when egretd ran most of that time, "stopped" when it
+ * did not. Between gaps the process's CPU clock (a system call) is read only every
+ * SELFWATCH_CPU_NS, not at each turn.
+ */
+Test(selfwatch, a_late_turn_is_a_gap_busy_or_stopped_and_the_cpu_clock_is_read_seldom)
+{
+	struct selfwatch w = { 0 };
+	struct selfwatch_gap g;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+
+	w.last_turn_ns = w.cpu_read_ns = now - 3 * SEC;
+	w.last_cpu_ns = cpu; /* it ran nothing in 3 s */
+	cr_assert(selfwatch__turn(&w, &g));
+	cr_expect(g.duration_ns >= 3 * SEC);
+	cr_expect(strstr(g.cause, "it was stopped"), "%s", g.cause);
+
+	now = now_ns(CLOCK_MONOTONIC);
+	w.last_turn_ns = w.cpu_read_ns = now - 3 * SEC;
+	w.last_cpu_ns = now_ns(CLOCK_PROCESS_CPUTIME_ID) - 29 * SEC / 10; /* it ran 2.9 s of 3 */
+	cr_assert(selfwatch__turn(&w, &g));
+	cr_expect(strstr(g.cause, "it was busy"), "%s", g.cause);
+	cr_expect_eq(w.gaps, 2);
+
+	/* on time: no gap; the CPU clock left alone until SELFWATCH_CPU_NS passed */
+	w.last_turn_ns = w.cpu_read_ns = now_ns(CLOCK_MONOTONIC);
+	w.last_cpu_ns = 12345;
+	cr_expect_not(selfwatch__turn(&w, &g));
+	cr_expect_eq(w.last_cpu_ns, 12345, "read at a turn %llu ns after the last read",
+		     (unsigned long long)(now_ns(CLOCK_MONOTONIC) - w.cpu_read_ns));
+	w.cpu_read_ns -= SELFWATCH_CPU_NS;
+	cr_expect_not(selfwatch__turn(&w, &g));
+	cr_expect_neq(w.last_cpu_ns, 12345, "read once SELFWATCH_CPU_NS passed");
 }

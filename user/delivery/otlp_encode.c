@@ -6,11 +6,12 @@
  * U+FFFD): protobuf requires it of string fields, and a collector refuses the whole request
  * otherwise.
  *
- * The request is written as protobuf bytes directly (pbencode.h's buffer and writers), field by field in field
- * order, each nested message's length put in front of it when it is closed: building
- * protobuf-c's message structs for every attribute and packing them (two walks of the tree
- * through its descriptors) cost more than the rest of the encoding. The field numbers are
- * those of proto/opentelemetry (the receivers' tests decode with protoc's code).
+ * The request is written as protobuf bytes directly (pbencode.h's buffer and writers), field
+ * by field in field order: a nested message's length put in front of it when it is closed, an
+ * attribute's lengths all counted before it is written. Building protobuf-c's message structs
+ * for every attribute and packing them (two walks of the tree through its descriptors) cost
+ * more than the rest of the encoding. The field numbers are those of proto/opentelemetry (the
+ * receivers' tests decode with protoc's code).
  */
 
 #include <errno.h>
@@ -132,27 +133,6 @@ struct rec {
 /* An attribute's key: a string literal and its length, counted when compiled */
 #define K(lit) ("" lit ""), (sizeof(lit) - 1)
 
-/* A KeyValue begins: the offsets pb_close needs, value open */
-struct kv {
-	size_t kv, value;
-};
-
-static ATTR_INLINE struct kv attr_open(struct rec *r, const char *key, size_t kl)
-{
-	struct kv k;
-
-	k.kv = pb_open(r->b, r->field);
-	pb_bytes(r->b, KV_KEY, key, kl);
-	k.value = pb_open(r->b, KV_VALUE);
-	return k;
-}
-
-static void attr_close(struct rec *r, struct kv k)
-{
-	pb_close(r->b, k.value);
-	pb_close(r->b, k.kv);
-}
-
 /* A KeyValue whose value (an AnyValue of av_len bytes) is written next, at the pointer
  * returned: every length is known before a byte is written, so nothing is closed or moved
  * after (NULL when out of memory). The record's attribute fields are below 16: one-byte keys.
@@ -246,13 +226,21 @@ static void attr_container(struct rec *r, const Egret__V1__Container *c)
 			len -= tl + 1;
 		attr_strn(r, K("container.image.name"), c->image->name, len);
 		if (tl) {
-			struct kv k = attr_open(r, K("container.image.tags"));
-			size_t arr = pb_open(r->b, AV_ARRAY), one = pb_open(r->b, ARRAY_VALUES);
+			/* an array of one AnyValue: the tag */
+			size_t one = 1 + wire__varint_len(tl) + tl;
+			size_t arr = 1 + wire__varint_len(one) + one;
+			uint8_t *p = attr_begin(r, K("container.image.tags"),
+						1 + wire__varint_len(arr) + arr);
 
-			pb_str(r->b, AV_STRING, tag);
-			pb_close(r->b, one);
-			pb_close(r->b, arr);
-			attr_close(r, k);
+			if (p) {
+				*p++ = AV_ARRAY << 3 | PB_WT_LEN;
+				p += wire__varint_put(arr, p);
+				*p++ = ARRAY_VALUES << 3 | PB_WT_LEN;
+				p += wire__varint_put(one, p);
+				*p++ = AV_STRING << 3 | PB_WT_LEN;
+				p += wire__varint_put(tl, p);
+				memcpy(p, tag, tl);
+			}
 		}
 	}
 	if (c->orchestrator[0]) {
@@ -315,21 +303,23 @@ static void net_connect_attrs(struct rec *r, const Egret__V1__NetConnect *c)
 static void exec_attrs(struct rec *r, const Egret__V1__ProcessExec *x)
 {
 	size_t len = 0;
-	struct kv k;
+	uint8_t *p;
 
 	for (size_t i = 0; i < x->n_args; i++)
 		len += (i ? 1 : 0) + strlen(x->args[i]);
-	if (len) {
-		/* the arguments joined by spaces, written into the value as they are */
-		k = attr_open(r, K("process.command_line"));
-		pbencode__tag(r->b, AV_STRING, PB_WT_LEN);
-		pbencode__varint(r->b, len);
+	/* the arguments joined by spaces, written into the value as they are */
+	if (len &&
+	    (p = attr_begin(r, K("process.command_line"), 1 + wire__varint_len(len) + len))) {
+		*p++ = AV_STRING << 3 | PB_WT_LEN;
+		p += wire__varint_put(len, p);
 		for (size_t i = 0; i < x->n_args; i++) {
+			size_t n = strlen(x->args[i]);
+
 			if (i)
-				pbencode__raw(r->b, " ", 1);
-			pbencode__raw(r->b, x->args[i], strlen(x->args[i]));
+				*p++ = ' ';
+			memcpy(p, x->args[i], n);
+			p += n;
 		}
-		attr_close(r, k);
 	}
 	attr_str(r, K("process.working_directory"), x->cwd);
 }
@@ -597,9 +587,9 @@ static void varint_before(uint8_t **at, uint64_t v)
 }
 
 /* One ExportLogsServiceRequest of the records (egret's resource and scope), gzipped (unless
- * the sink says none), after caller_room bytes. The records were written after REQ_HEAD_ROOM bytes of recs: what goes before them (the
- * ResourceLogs and ScopeLogs that hold them, whose lengths are known only now) is put there,
- * so that the records are not copied again.
+ * the sink says none), after caller_room bytes. The records were written after REQ_HEAD_ROOM
+ * bytes of recs: what goes before them (the ResourceLogs and ScopeLogs that hold them, whose
+ * lengths are known only now) is put there, so that the records are not copied again.
  */
 static int pack_request(struct otlp_encoder *e, const char *host, size_t caller_room, uint8_t **out,
 			size_t *outlen)

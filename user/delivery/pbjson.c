@@ -327,8 +327,8 @@ static size_t type_size(ProtobufCType t)
 	}
 }
 
-/* Written? Scalars and repeated fields always; messages when set; oneof members and proto3 `optional` fields when
- * they are the ones set.
+/* Written? Scalars and repeated fields always; messages when set; oneof members and proto3
+ * `optional` fields when they are the ones set.
  */
 static bool field_written(const ProtobufCMessage *msg, const ProtobufCFieldDescriptor *f,
 			  const void *member)
