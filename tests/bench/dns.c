@@ -9,7 +9,9 @@
  * beside dnsmasq's own when it answers directly (the floor on this machine: one datagram in and
  * one out, where egretd has two of each). Then each path at full speed with 64
  * queries in flight, for the queries per second it sustains, and egretd's CPU time per query.
- * Run as root:  egret_bench_dns [--rate QPS] [--seconds N] [--rounds N]
+ * --unique-names: each query asks a name never asked before (q<hex>.bench.test), where by
+ * default all ask www.bench.test (what a cache in the path would answer after the first).
+ * Run as root:  egret_bench_dns [--rate QPS] [--seconds N] [--rounds N] [--unique-names]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -33,9 +35,8 @@
 #include "harness.h"
 #include "util.h"
 
-#define UPSTREAM  "192.0.2.53"
-#define MAX_Q	  (1 << 20)
-#define QNAME_LEN 21 /* "\3www\5bench\4test\0" + type + class, after the header */
+#define UPSTREAM "192.0.2.53"
+#define MAX_Q	 (1 << 20)
 
 struct result {
 	double p50, p90, p99, max; /* microseconds */
@@ -47,18 +48,39 @@ static struct egret_instance inst;
 static char base_cgroup[PATH_MAX];
 static pid_t dnsmasq;
 
-static size_t make_query(uint8_t *q, uint16_t id)
+/* --unique-names: each query asks a name never asked before in the run (a cache would miss
+ * every one); otherwise all ask www.bench.test. measure() moves name_run on before each client.
+ */
+static bool unique_names;
+static uint32_t name_run;
+
+/* An A query for www.bench.test, or for the unique name of query n: "q" and 8 hex digits of
+ * (run << 20 | n), n < MAX_Q.
+ */
+static size_t make_query(uint8_t *q, uint16_t id, unsigned long n)
 {
-	static const uint8_t tail[] = { 3, 'w', 'w', 'w', 5,   'b', 'e', 'n', 'c', 'h',
-					4, 't', 'e', 's', 't', 0,   0,	 1,   0,   1 };
+	static const uint8_t tail[] = { 5,   'b', 'e', 'n', 'c', 'h', 4, 't',
+					'e', 's', 't', 0,   0,	 1,   0, 1 };
+	size_t off = 12;
 
 	memset(q, 0, 12);
 	q[0] = (uint8_t)(id >> 8);
 	q[1] = (uint8_t)id;
 	q[2] = 0x01; /* RD */
 	q[5] = 1;    /* one question */
-	memcpy(q + 12, tail, sizeof(tail));
-	return 12 + sizeof(tail);
+	if (unique_names) {
+		uint32_t v = name_run << 20 | (uint32_t)n;
+
+		q[off++] = 9;
+		q[off++] = 'q';
+		for (int i = 7; i >= 0; i--)
+			q[off++] = "0123456789abcdef"[(v >> (4 * i)) & 0xf];
+	} else {
+		memcpy(q + off, "\3www", 4);
+		off += 4;
+	}
+	memcpy(q + off, tail, sizeof(tail));
+	return off + sizeof(tail);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -91,7 +113,7 @@ static void client(const char *cgroup, double rate, double seconds, int window, 
 		bool may_send = window ? inflight < window && now < end : n < limit && now >= next;
 
 		if (may_send) {
-			size_t len = make_query(q, (uint16_t)n);
+			size_t len = make_query(q, (uint16_t)n, n);
 
 			sent_at[n & 0xffff] = now;
 			if (sendto(fd, q, len, 0, (struct sockaddr *)&up, sizeof(up)) > 0) {
@@ -135,9 +157,11 @@ static struct result measure(const char *cgroup, double rate, double seconds, in
 	struct result *res =
 		mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	struct result out;
-	pid_t pid = fork();
+	pid_t pid;
 
 	memset(res, 0, sizeof(*res));
+	name_run++; /* a client's names are its own (4,095 runs before they wrap) */
+	pid = fork();
 	if (pid == 0) {
 		uint64_t *lat = malloc(MAX_Q * sizeof(uint64_t));
 
@@ -166,11 +190,15 @@ int main(int argc, char **argv)
 	struct result base, via, fast_base, fast_via;
 	double t0, t1, u0, u1;
 	static const char usage[] =
-		"usage: egret_bench_dns [--rate QPS] [--seconds N] [--rounds 1-16]\n";
+		"usage: egret_bench_dns [--rate QPS] [--seconds N] [--rounds 1-16] "
+		"[--unique-names]\n"
+		"  --unique-names  every query asks a name not asked before (default: all ask "
+		"one name)\n";
 	const struct bench_opt opts[] = {
 		{ "--rate", 'd', &rate },
 		{ "--seconds", 'd', &seconds },
 		{ "--rounds", 'i', &rounds },
+		{ "--unique-names", 'b', &unique_names },
 		{},
 	};
 
@@ -213,8 +241,10 @@ int main(int argc, char **argv)
 	measure(base_cgroup, 1000, 0.3, 0); /* warm-up */
 	measure(sandbox, 1000, 0.3, 0);
 
-	printf("A queries at %.0f/s for %.1f s, %d alternating rounds; latency in microseconds\n",
-	       rate, seconds, rounds);
+	printf("A queries at %.0f/s for %.1f s, %d alternating rounds, %s; latency in "
+	       "microseconds\n",
+	       rate, seconds, rounds,
+	       unique_names ? "each for a name not asked before" : "all for www.bench.test");
 	printf("%-22s %8s %8s %8s %8s %9s %15s\n", "path", "p50", "p90", "p99", "max", "answers/s",
 	       "answered/sent");
 	for (int r = 0; r < rounds; r++) {
