@@ -568,8 +568,8 @@ Test(dns, addresses_per_name_are_capped)
 	events_free(&evs);
 }
 
-/* The addresses open, as egretctl status counts them; -1 when it says nothing. */
-static int addresses_open(void)
+/* The number egretctl status prints right before what (" addresses open"); -1 when none. */
+static int status_count(const char *what)
 {
 	char out[8192];
 	const char *p;
@@ -577,10 +577,15 @@ static int addresses_open(void)
 
 	if (egretctl(T, out, sizeof(out), "status", NULL))
 		return -1;
-	p = strstr(out, " addresses open");
+	p = strstr(out, what);
 	while (p && p > out && p[-1] >= '0' && p[-1] <= '9')
 		p--;
 	return p && sscanf(p, "%d", &n) == 1 ? n : -1;
+}
+
+static int addresses_open(void)
+{
+	return status_count(" addresses open");
 }
 
 /* Expired addresses leave the resolver's table (and dns_allow) at its sweep, several at once,
@@ -1078,4 +1083,114 @@ Test(dns, high_entropy_names_are_flagged)
 		      ev->dns_query->name_entropy);
 	cr_expect_lt(ev->dns_query->name_entropy, 2.0);
 	events_free(&evs);
+}
+
+/* 300 queries for names never asked before (fN.allowed.test): how many were answered NOERROR */
+static int query_new_names(void *arg)
+{
+	int answered = 0;
+
+	for (int i = 0; i < 300; i++) {
+		char label[16];
+
+		snprintf(label, sizeof(label), "f%d", i);
+		answered += query_label(label, (uint16_t)(0x3000 + i)) == 0;
+	}
+	return answered;
+}
+
+struct dns_from {
+	const char *name, *sandbox;
+};
+
+static bool is_dns_from(const Egret__V1__Event *ev, const void *arg)
+{
+	const struct dns_from *f = arg;
+
+	return is_dns(ev, f->name) && !strcmp(ev->sandbox->name, f->sandbox);
+}
+
+/* --dns-max-names 3: a sandbox holds addresses for three names at once. A fourth new name is
+ * refused before it goes upstream, with the bound named; a name it holds is answered again;
+ * another sandbox has a bound of its own (and a name of three addresses opens all three: an
+ * entry's room for addresses grows as they come). The attack it stops: names never asked
+ * before, under an allowed wildcard, each kept in egretd for as long as its addresses live;
+ * a flood of them adds no name.
+ */
+Test(dns, names_a_sandbox_holds_are_bounded)
+{
+	const char *extra[] = { "--upstream-dns", UPSTREAM, "--dns-max-names", "3", NULL };
+	const struct dns_from n4_box = { "n4.allowed.test", "box" };
+	const Egret__V1__Event *ev;
+	struct events evs;
+	char out[8192], name[64];
+	int open = 0;
+
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	for (int i = 1; i <= 3; i++) {
+		snprintf(name, sizeof(name), "n%d.allowed.test", i);
+		cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, name, false), 0, "%s", out);
+		cr_expect(strstr(out, "status: NOERROR") && strstr(out, "192.0.2.10"), "%s: %s",
+			  name, out);
+	}
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "n4.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "status: REFUSED"), "a fourth name over --dns-max-names 3: %s", out);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "n2.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "status: NOERROR"), "a name the sandbox holds: %s", out);
+	/* the other sandbox: its own three */
+	cr_assert_eq(dig("other", out, sizeof(out), UPSTREAM, "n4.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "status: NOERROR"), "another sandbox's name: %s", out);
+	cr_assert_eq(dig("other", out, sizeof(out), UPSTREAM, "multi.allowed.test", false), 0, "%s",
+		     out);
+	open += connect_in("other", "192.0.2.21", 8080) == 0;
+	open += connect_in("other", "192.0.2.22", 8080) == 0;
+	open += connect_in("other", "192.0.2.23", 8080) == 0;
+	cr_expect_eq(open, 3, "%d of multi's 3 addresses opened", open);
+	usleep(300000);
+	cr_expect(upstream_saw("n3.allowed.test"), "the upstream's query log does not work");
+	cr_assert_eq(events_wait(T->sink_path, is_dns_from, &n4_box, 5000, &evs), 0);
+	ev = events_find(&evs, is_dns_from, &n4_box, NULL);
+	cr_expect_str_eq(ev->dns_query->rcode, "REFUSED");
+	cr_expect_not(ev->dns_query->allowed);
+	cr_expect(strstr(ev->dns_query->error, "--dns-max-names"), "%s", ev->dns_query->error);
+	events_free(&evs);
+	/* the flood */
+	cr_expect_eq(in_sandbox(T, "box", query_new_names, NULL), 0,
+		     "new names over the bound were answered");
+	cr_expect_not(upstream_saw("f0.allowed.test"), "a name over the bound went upstream");
+	cr_expect_not(upstream_saw("f299.allowed.test"), "a name over the bound went upstream");
+	cr_expect_eq(status_count(" names holding addresses"), 5, "box's 3 and other's 2");
+	cr_expect_geq(status_count(" refused at the bound"), 301);
+}
+
+/* With --dns-max-names 1, a name whose addresses expired (TTL and grace: 2 s) gives its room to
+ * the next new name at once, without waiting for the periodic sweep (every 5 s).
+ */
+Test(dns, a_name_whose_addresses_expired_gives_its_room_back)
+{
+	const char *extra[] = { "--upstream-dns",
+				UPSTREAM,
+				"--dns-min-ttl",
+				"1",
+				"--dns-grace",
+				"1",
+				"--dns-max-names",
+				"1",
+				NULL };
+	char out[8192];
+
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "e1.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "status: NOERROR"), "%s", out);
+	usleep(2500000);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "e2.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect(strstr(out, "status: NOERROR"), "the room of an expired name: %s", out);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "e2's address did not open");
 }

@@ -2,6 +2,9 @@
  * here (so a repeated answer costs no map update, and expired entries are swept), and the
  * addresses each name opened to a sandbox (for the cap of max_ips per name). An answer's
  * addresses are written before the answer is released, so the connect that follows finds them.
+ * The names a sandbox holds addresses for are bounded (--dns-max-names, and DNS_NAMES_MAX for
+ * all): a sandbox asking names never asked before, under an allowed wildcard, would otherwise
+ * grow egretd by an entry a name for as long as its addresses live.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +19,7 @@
 #include "htab.h"
 #include "log.h"
 #include "resolver.h"
+#include "sha256.h"
 #include "util.h"
 
 /* The mirror of the address k opened (zero expiry when new), or NULL when out of memory. */
@@ -24,15 +28,90 @@ static struct allow_entry *allow_slot(struct resolver *r, const struct egret_dns
 	return htab__insert(&r->allow, k, NULL);
 }
 
-/* The addresses name opened to sandbox (none when new), or NULL when out of memory. */
-static struct name_entry *name_slot(struct resolver *r, uint64_t sandbox, const char *name)
+void allow__name_key(struct dns_query *q)
 {
-	struct name_key k;
+	uint8_t digest[32];
+	struct sha256 h;
 
-	memset(&k, 0, sizeof(k)); /* the key is all its bytes: none left over after the name */
-	k.sandbox = sandbox;
-	snprintf(k.name, sizeof(k.name), "%s", name);
-	return htab__insert(&r->names, &k, NULL);
+	sha256__init(&h);
+	sha256__update(&h, q->name, strlen(q->name));
+	sha256__final(&h, digest);
+	q->nk.sandbox = q->who.sandbox_id;
+	memcpy(q->nk.digest, digest, sizeof(q->nk.digest));
+}
+
+static struct name_count *name_count(const struct resolver *r, uint64_t sandbox)
+{
+	const struct name_count k = { .sandbox = sandbox, .one = 1 };
+
+	return htab__find(&r->name_counts, &k);
+}
+
+/* the sandbox's names count: d names more (1) or fewer (-1) */
+static int name_count_add(struct resolver *r, uint64_t sandbox, int d)
+{
+	const struct name_count k = { .sandbox = sandbox, .one = 1 };
+	struct name_count *c = htab__insert(&r->name_counts, &k, NULL);
+
+	if (!c)
+		return -ENOMEM;
+	c->n += (unsigned int)d;
+	if (!c->n)
+		htab__remove(&r->name_counts, &k);
+	return 0;
+}
+
+_Static_assert(DNS_NAMES_MAX == 131072, "name_full() says how many");
+
+static const char *name_full(const struct resolver *r, uint64_t sandbox)
+{
+	const struct name_count *c;
+
+	if (r->names.used >= DNS_NAMES_MAX)
+		return "egret's resolver holds addresses for as many names as it may (131,072)";
+	c = name_count(r, sandbox);
+	if (c && c->n >= r->o.max_names)
+		return "the sandbox holds addresses for as many names as --dns-max-names allows";
+	return NULL;
+}
+
+const char *allow__name_refused(struct resolver *r, const struct dns_query *q)
+{
+	uint64_t now;
+	const char *why;
+
+	if (htab__find(&r->names, &q->nk) || !(why = name_full(r, q->who.sandbox_id)))
+		return NULL;
+	/* at the bound: names whose addresses expired since the last sweep make room now, not at
+	 * the next periodic sweep (a sandbox kept at its bound sweeps at most every 100 ms)
+	 */
+	now = now_ns(CLOCK_BOOTTIME);
+	if (now - r->names_swept_ns < NAMES_RESWEEP_NS)
+		return why;
+	r->names_swept_ns = now;
+	allow__sweep(r, now);
+	return name_full(r, q->who.sandbox_id);
+}
+
+/* The addresses the name of q opened to its sandbox (none when new); NULL and why when it may
+ * not hold any (allow__name_refused, or out of memory).
+ */
+static struct name_entry *name_slot(struct resolver *r, const struct dns_query *q, const char **why)
+{
+	struct name_entry *ne;
+	bool added;
+
+	*why = allow__name_refused(r, q);
+	if (*why)
+		return NULL;
+	ne = htab__insert(&r->names, &q->nk, &added);
+	if (ne && added && name_count_add(r, q->who.sandbox_id, 1)) {
+		htab__remove(&r->names, &q->nk);
+		ne = NULL;
+	}
+	if (!ne)
+		*why = "egretd is out of memory";
+	return ne;
 }
 
 /* Count addr against name's cap; false when the name already holds max_ips live addresses. */
@@ -53,10 +132,19 @@ static bool name_admits(struct resolver *r, struct name_entry *ne, const uint32_
 	if (slot == ne->n) {
 		if (ne->n >= r->o.max_ips)
 			return false;
-		if (!ne->ips)
-			ne->ips = calloc(r->o.max_ips, sizeof(*ne->ips));
-		if (!ne->ips)
-			return false;
+		if (ne->n == ne->room) {
+			/* most names have one or two addresses: room for 2, doubled as they come */
+			unsigned int room = ne->room ? ne->room * 2 : 2;
+			void *ips;
+
+			if (room > r->o.max_ips)
+				room = r->o.max_ips;
+			ips = reallocarray(ne->ips, room, sizeof(*ne->ips));
+			if (!ips)
+				return false;
+			ne->ips = ips;
+			ne->room = room;
+		}
 		ne->n++;
 	}
 	memcpy(ne->ips[slot].addr, addr, 16);
@@ -75,7 +163,7 @@ static bool open_address(struct resolver *r, uint64_t sandbox, struct name_entry
 	struct allow_entry *ae;
 
 	memcpy(k.addr, addr, 16);
-	if (ne && !name_admits(r, ne, addr, expires, now)) {
+	if (!ne || !name_admits(r, ne, addr, expires, now)) {
 		r->st.capped++;
 		return false;
 	}
@@ -135,6 +223,7 @@ void allow__sweep(struct resolver *r, uint64_t now)
 		free(ne->ips);
 		k = ne->key;
 		htab__remove(&r->names, &k);
+		name_count_add(r, k.sandbox, -1);
 	}
 }
 
@@ -169,12 +258,19 @@ void allow__adopt(struct resolver *r)
 /* Open each address of the answer to the sandbox for its TTL (at least the floor) plus the
  * grace period; the event lists the CNAMEs and addresses.
  */
-void allow__open_answers(struct resolver *r, struct dns_query *q, const struct dns_answer *ans,
-			 struct answer_list *out)
+const char *allow__open_answers(struct resolver *r, struct dns_query *q,
+				const struct dns_answer *ans, struct answer_list *out)
 {
 	uint64_t now = now_ns(CLOCK_BOOTTIME);
-	struct name_entry *ne = name_slot(r, q->who.sandbox_id, q->name);
+	struct name_entry *ne = NULL;
 	unsigned int min_ttl = UINT32_MAX;
+	const char *why = NULL;
+
+	/* a name whose answer holds no address takes no room */
+	if (ans->naddrs && !(ne = name_slot(r, q, &why))) {
+		r->st.names_full++;
+		return why;
+	}
 
 	for (unsigned int i = 0; i < ans->ncnames; i++) {
 		out->text[out->n] = out->store[out->n];
@@ -202,6 +298,7 @@ void allow__open_answers(struct resolver *r, struct dns_query *q, const struct d
 		}
 	}
 	out->ttl = out->opened ? min_ttl + r->o.grace : 0;
+	return NULL;
 }
 
 int allow__init(struct resolver *r)
@@ -213,13 +310,28 @@ int allow__init(struct resolver *r)
 		return err;
 	err = htab__init(&r->names, sizeof(struct name_entry), sizeof(struct name_key), 256);
 	if (err)
-		htab__free(&r->allow);
+		goto err_allow;
+	err = htab__init(&r->name_counts, sizeof(struct name_count), offsetof(struct name_count, n),
+			 64);
+	if (err)
+		goto err_names;
+	return 0;
+
+err_names:
+	htab__free(&r->names);
+err_allow:
+	htab__free(&r->allow);
 	return err;
 }
 
 size_t allow__count(const struct resolver *r)
 {
 	return r->allow.used;
+}
+
+size_t allow__names(const struct resolver *r)
+{
+	return r->names.used;
 }
 
 void allow__free(struct resolver *r)
@@ -231,5 +343,6 @@ void allow__free(struct resolver *r)
 			free(ne->ips);
 	}
 	htab__free(&r->names);
+	htab__free(&r->name_counts);
 	htab__free(&r->allow);
 }

@@ -29,6 +29,7 @@ struct dns_options {
 	unsigned int min_ttl;
 	unsigned int grace;
 	unsigned int max_ips;
+	unsigned int max_names; /* names holding addresses for one sandbox at once */
 	unsigned int timeout_ms;
 };
 
@@ -43,9 +44,10 @@ struct resolver;
 struct egret_dns_client;
 struct ldns_struct_pkt;
 
-#define DNS_HOST_MAX	253 /* characters of a host name */
-#define DNS_NAME_LEN	256 /* a name as text: a host name fits, escaped text may be cut */
-#define DNS_CNAME_DEPTH 16  /* CNAMEs followed from the name asked */
+#define DNS_HOST_MAX	253    /* characters of a host name */
+#define DNS_NAME_LEN	256    /* a name as text: a host name fits, escaped text may be cut */
+#define DNS_NAMES_MAX	131072 /* names holding addresses, all sandboxes together */
+#define DNS_CNAME_DEPTH 16     /* CNAMEs followed from the name asked */
 
 #define DNS_EDNS_UDP	1232 /* the UDP payload size egret offers upstream (DNS flag day 2020) */
 /* the largest query egret sends upstream: header, a name, type and class, an OPT record */

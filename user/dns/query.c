@@ -188,9 +188,13 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 		query_refuse(r, q, pkt, &dq, why);
 	} else if (q) {
 		budget__entropy(q);
+		allow__name_key(q);
 		if (budget__over_names(r, q, dq.wire_len))
 			query_refuse(r, q, pkt, &dq, "over the sandbox's DNS name budget");
-		else
+		else if ((why = allow__name_refused(r, q))) {
+			r->st.names_full++;
+			query_refuse(r, q, pkt, &dq, why);
+		} else
 			query_forward(r, q, &dq);
 	}
 	ldns_pkt_free(pkt);

@@ -80,13 +80,15 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     "refused, %llu of them not host names, %llu over a budget, %llu not from a "
 		     "sandbox, %llu "
 		     "malformed, %llu upstream failures, %llu timeouts), %zu addresses open, "
-		     "%llu capped, %u TCP clients (%llu evicted)\n",
+		     "%llu capped, %zu names holding addresses (%llu refused at the bound), "
+		     "%u TCP clients (%llu evicted)\n",
 		     r->upstream_text, n, (unsigned long long)r->st.queries,
 		     (unsigned long long)r->st.allowed, (unsigned long long)r->st.refused,
 		     (unsigned long long)r->st.not_host, (unsigned long long)r->st.over_budget,
 		     (unsigned long long)r->st.outside, (unsigned long long)r->st.malformed,
 		     (unsigned long long)r->st.upstream_fail, (unsigned long long)r->st.timeouts,
-		     allow__count(r), (unsigned long long)r->st.capped, r->nconns,
+		     allow__count(r), (unsigned long long)r->st.capped, allow__names(r),
+		     (unsigned long long)r->st.names_full, r->nconns,
 		     (unsigned long long)r->st.tcp_evicted);
 }
 
@@ -124,6 +126,8 @@ int resolver__new(struct resolver **out, const struct dns_options *o, const stru
 	if (!r)
 		return -ENOMEM;
 	r->o = *o;
+	if (!r->o.max_names || r->o.max_names > DNS_NAMES_MAX)
+		r->o.max_names = DNS_NAMES_MAX; /* no bound of its own: the resolver's */
 	r->m = *m;
 	r->rand_used = sizeof(r->rand);
 	r->loop = loop;

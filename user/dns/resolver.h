@@ -93,6 +93,14 @@ struct upstream_sock {
 	struct upstream_sock *next;
 };
 
+/* the key of the addresses a name opened to a sandbox: the name's SHA-256, its first 128 bits
+ * (an entry of 40 bytes, not the 264 of the name itself)
+ */
+struct name_key {
+	uint64_t sandbox;
+	uint8_t digest[16];
+};
+
 struct dns_query {
 	struct resolver *r;
 	struct dns_listener *l;
@@ -103,6 +111,7 @@ struct dns_query {
 	struct egret_dns_client who;
 	uint16_t client_id, up_id;
 	char name[DNS_NAME_LEN];
+	struct name_key nk; /* the name's key in the names its sandbox holds (allow.c) */
 	uint16_t qtype;
 	uint8_t *msg; /* what goes upstream: the bare question (dns__bare_query), id up_id */
 	size_t msg_len;
@@ -126,25 +135,31 @@ struct allow_entry {
 	uint64_t expires_ns;
 };
 
-/* the key of the addresses a name opened to a sandbox: all bytes, zero after the name */
-struct name_key {
-	uint64_t sandbox;
-	char name[LDNS_MAX_DOMAINLEN + 1];
-};
 
 /* the addresses a name opened to a sandbox, for the per-name cap: a struct htab entry */
 struct name_entry {
 	struct name_key key;
-	unsigned int n;
+	unsigned int n, room; /* addresses held; room in ips, grown up to --dns-max-ips */
 	struct {
 		uint32_t addr[4];
 		uint64_t expires_ns;
 	} * ips;
 };
 
+/* how many names hold addresses for a sandbox (--dns-max-names): a struct htab entry, keyed by
+ * the sandbox and a 1 (sandbox 0, the root's, would be an all-zero key, which no htab holds)
+ */
+struct name_count {
+	uint64_t sandbox;
+	uint32_t one;
+	uint32_t n;
+};
+
+#define NAMES_RESWEEP_NS 100000000ull /* a sandbox at its bound sweeps at most this often */
+
 struct dns_stats {
 	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
-		opened, capped, map_full, tcp_evicted, over_budget;
+		opened, capped, map_full, tcp_evicted, over_budget, names_full;
 };
 
 struct resolver {
@@ -171,9 +186,11 @@ struct resolver {
 	unsigned int next_sock;
 	uint8_t rand[4096];
 	size_t rand_used;
-	struct htab allow;   /* struct allow_entry */
-	struct htab names;   /* struct name_entry */
-	struct htab budgets; /* budget.c: struct budget_entry */
+	struct htab allow;	 /* struct allow_entry */
+	struct htab names;	 /* struct name_entry */
+	struct htab name_counts; /* struct name_count */
+	uint64_t names_swept_ns; /* when a sandbox at its bound last swept (CLOCK_BOOTTIME) */
+	struct htab budgets;	 /* budget.c: struct budget_entry */
 	uint64_t last_sweep_ns;
 	struct dns_stats st;
 	/* resolver__recv_batch(): datagram i in buf[i], msg[i].msg_len bytes, from from[i] */
@@ -243,12 +260,20 @@ void upstream__failed(struct resolver *r, struct dns_query *q, const char *why);
 void upstream__close_all(struct resolver *r);
 
 /* allow.c */
-void allow__open_answers(struct resolver *r, struct dns_query *q, const struct dns_answer *ans,
-			 struct answer_list *out);
+/* q->nk, from the sandbox and name of q */
+void allow__name_key(struct dns_query *q);
+/* Why the name of q may not hold addresses (the sandbox holds --dns-max-names names, or egret
+ * DNS_NAMES_MAX), or NULL when it may: it holds some already, or there is room for it.
+ */
+const char *allow__name_refused(struct resolver *r, const struct dns_query *q);
+/* Open the answer's addresses to q's sandbox; NULL, or why none was (allow__name_refused). */
+const char *allow__open_answers(struct resolver *r, struct dns_query *q,
+				const struct dns_answer *ans, struct answer_list *out);
 int allow__init(struct resolver *r);
 void allow__sweep(struct resolver *r, uint64_t now);
 void allow__adopt(struct resolver *r);
 size_t allow__count(const struct resolver *r);
+size_t allow__names(const struct resolver *r);
 void allow__free(struct resolver *r);
 
 /* events.c */

@@ -207,6 +207,7 @@ static bool upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *ms
 {
 	struct answer_list a = { .n = 0 };
 	struct dns_answer ans;
+	const char *why;
 	int err = dns__parse_answer(msg, len, q->name, q->qtype, &ans);
 
 	if (err == -ENOENT)
@@ -231,7 +232,17 @@ static bool upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *ms
 		query__free(r, q);
 		return true;
 	}
-	allow__open_answers(r, q, &ans, &a);
+	/* a new name over the bound (other queries took the room since this one was asked) is
+	 * not answered: its addresses would not open
+	 */
+	why = allow__open_answers(r, q, &ans, &a);
+	if (why) {
+		dns__answer_free(&ans);
+		query__reply_rcode(r, q, NULL, LDNS_RCODE_SERVFAIL);
+		query__emit(r, q, true, LDNS_RCODE_SERVFAIL, NULL, why);
+		query__free(r, q);
+		return true;
+	}
 	msg[0] = (uint8_t)(q->client_id >> 8);
 	msg[1] = (uint8_t)q->client_id;
 	query__reply(r, q, msg, len);

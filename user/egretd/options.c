@@ -199,6 +199,10 @@ static const struct opt_spec specs[] = {
 		  "not refused" },
 	{ "dns-max-ips", 0, "N", OPT_UINT, FIELD(dns.max_ips), .min = 1, .max = 4096, .def = "32",
 	  .help = "addresses one name may open to one sandbox" },
+	{ "dns-max-names", 0, "N", OPT_UINT, FIELD(dns.max_names), .min = 1, .max = DNS_NAMES_MAX,
+	  .def = "8192",
+	  .help = "names whose addresses one sandbox may hold open at once; a new name over it "
+		  "is refused until some expire" },
 	{ "audit-scope", 0, NULL, OPT_WORD, FIELD(loader.audit_host), .words = "sandbox|host",
 	  .def = "sandbox",
 	  .help = "whose processes, files and flows are audited: the sandboxes' (everything under "
