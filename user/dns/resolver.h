@@ -135,7 +135,6 @@ struct allow_entry {
 	uint64_t expires_ns;
 };
 
-
 /* the addresses a name opened to a sandbox, for the per-name cap: a struct htab entry */
 struct name_entry {
 	struct name_key key;
