@@ -1119,7 +1119,10 @@ static bool is_dns_from(const Egret__V1__Event *ev, const void *arg)
  */
 Test(dns, names_a_sandbox_holds_are_bounded)
 {
-	const char *extra[] = { "--upstream-dns", UPSTREAM, "--dns-max-names", "3", NULL };
+	/* the names live 10 minutes: none expires during the test, however slow the machine */
+	const char *extra[] = {
+		"--upstream-dns", UPSTREAM, "--dns-min-ttl", "600", "--dns-max-names", "3", NULL
+	};
 	const struct dns_from n4_box = { "n4.allowed.test", "box" };
 	const Egret__V1__Event *ev;
 	struct events evs;
