@@ -729,9 +729,10 @@ Test(dns, nxdomain_instead_of_refused)
 }
 
 /* An upstream that appends each query it gets to file (its length, then its bytes) and answers
- * its question with 192.0.2.10.
+ * its question with 192.0.2.10 and a TTL of ttl seconds, delay_ms after it read it (one query
+ * at a time: the next waits for that one's answer).
  */
-static void start_recorder(const char *file)
+static void start_recorder_slow(const char *file, unsigned int delay_ms, uint32_t ttl)
 {
 	int u = udp_bind(RECORDER, 53);
 
@@ -740,8 +741,22 @@ static void start_recorder(const char *file)
 	if (recorder == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		for (;;) {
-			static const uint8_t a_rr[] = { 0xc0, 12, 0, 1, 0,   1, 0, 0,
-							0,    1,  0, 4, 192, 0, 2, 10 };
+			uint8_t a_rr[] = { 0xc0,
+					   12,
+					   0,
+					   1,
+					   0,
+					   1,
+					   (uint8_t)(ttl >> 24),
+					   (uint8_t)(ttl >> 16),
+					   (uint8_t)(ttl >> 8),
+					   (uint8_t)ttl,
+					   0,
+					   4,
+					   192,
+					   0,
+					   2,
+					   10 };
 			struct sockaddr_storage from;
 			socklen_t flen = sizeof(from);
 			uint8_t buf[4096];
@@ -757,6 +772,7 @@ static void start_recorder(const char *file)
 			fwrite(&len, sizeof(len), 1, f);
 			fwrite(buf, 1, (size_t)n, f);
 			fclose(f);
+			usleep(delay_ms * 1000);
 			while (qend < (size_t)n && buf[qend])
 				qend += buf[qend] + 1u;
 			qend += 5;
@@ -771,6 +787,12 @@ static void start_recorder(const char *file)
 		}
 	}
 	close(u);
+}
+
+/* The same at once, TTL 1 s */
+static void start_recorder(const char *file)
+{
+	start_recorder_slow(file, 0, 1);
 }
 
 /* A query for www.allowed.test stuffed as a tunnel would stuff it: an answer and an authority
@@ -1167,7 +1189,7 @@ Test(dns, names_a_sandbox_holds_are_bounded)
 	cr_expect_not(upstream_saw("f0.allowed.test"), "a name over the bound went upstream");
 	cr_expect_not(upstream_saw("f299.allowed.test"), "a name over the bound went upstream");
 	cr_expect_eq(status_count(" names holding addresses"), 5, "box's 3 and other's 2");
-	cr_expect_geq(status_count(" refused at the bound"), 301);
+	cr_expect_geq(status_count(" refused at a bound"), 301);
 }
 
 /* With --dns-max-names 1, a name whose addresses expired (TTL and grace: 2 s) gives its room to
@@ -1196,4 +1218,115 @@ Test(dns, a_name_whose_addresses_expired_gives_its_room_back)
 		     out);
 	cr_expect(strstr(out, "status: NOERROR"), "the room of an expired name: %s", out);
 	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "e2's address did not open");
+}
+
+/* Two new names asked at once (d1, d2), by one UDP socket: the rcode of d1's answer << 4 | d2's
+ * (15: none came)
+ */
+static int two_names_at_once(void *arg)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+	int rcodes[2] = { 15, 15 }, fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
+	for (int i = 0; i < 2; i++) {
+		uint8_t q[64] = { 0x44, (uint8_t)i, 0x01, 0, 0, 1, 0, 0, 0, 0, 0, 0 };
+		size_t n = 12;
+
+		q[n++] = 2;
+		q[n++] = 'd';
+		q[n++] = (uint8_t)('1' + i);
+		memcpy(q + n, "\7allowed\4test\0\0\1\0\1", 18);
+		sendto(fd, q, n + 18, 0, (struct sockaddr *)&sa, sizeof(sa));
+	}
+	for (int got = 0; got < 2;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint8_t buf[512];
+
+		if (poll(&p, 1, 5000) != 1 || recv(fd, buf, sizeof(buf), 0) < 12)
+			break;
+		if (buf[0] == 0x44 && buf[1] < 2) {
+			rcodes[buf[1]] = buf[3] & 0x0f;
+			got++;
+		}
+	}
+	close(fd);
+	return rcodes[0] << 4 | rcodes[1];
+}
+
+/* The answer's side of the bounds, with an upstream that answers 300 ms late with a TTL of an
+ * hour: d1 and d2 asked at once both find room at the question (none held yet), d1's answer
+ * takes the one room of --dns-max-names 1, and d2's is refused when it comes (REFUSED, its
+ * addresses not opened, the bound named). d1's address stays open --dns-max-ttl 1 plus the
+ * grace, not the hour its answer says.
+ */
+Test(dns, bounds_hold_at_the_answer_and_the_ttl_is_capped)
+{
+	const char *extra[] = {
+		"--upstream-dns", RECORDER, "--dns-min-ttl",   "1", "--dns-grace", "1",
+		"--dns-max-ttl",  "1",	    "--dns-max-names", "1", NULL
+	};
+	const struct dns_from d2_box = { "d2.allowed.test", "box" };
+	const Egret__V1__Event *ev;
+	char file[PATH_MAX + 16], got[8192];
+	struct events evs;
+	int rcodes, shut = -1;
+	ssize_t n;
+
+	snprintf(file, sizeof(file), "%s/slow.queries", T->tmpdir);
+	cr_assert_eq(netns_addr("lo", RECORDER "/32"), 0);
+	start_recorder_slow(file, 300, 3600);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	rcodes = in_sandbox(T, "box", two_names_at_once, NULL);
+	cr_expect_eq(rcodes >> 4, 0, "d1: rcode %d", rcodes >> 4);
+	cr_expect_eq(rcodes & 15, 5, "d2 over the bound at its answer: rcode %d", rcodes & 15);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "d1's address did not open");
+	cr_assert_eq(events_wait(T->sink_path, is_dns_from, &d2_box, 5000, &evs), 0);
+	ev = events_find(&evs, is_dns_from, &d2_box, NULL);
+	cr_expect_str_eq(ev->dns_query->rcode, "REFUSED");
+	cr_expect_not(ev->dns_query->allowed);
+	cr_expect_eq(ev->dns_query->addresses_opened, 0);
+	cr_expect(strstr(ev->dns_query->error, "--dns-max-names"), "%s", ev->dns_query->error);
+	ev = events_find(&evs, is_dns, "d1.allowed.test", NULL);
+	cr_assert_not_null(ev);
+	cr_expect_eq(ev->dns_query->ttl, 2, "d1 open for %u s, not --dns-max-ttl 1 + grace 1",
+		     ev->dns_query->ttl);
+	events_free(&evs);
+	/* both went upstream: d2 was refused at its answer, not at its question */
+	n = read_file(file, got, sizeof(got));
+	cr_expect(n > 0 && memmem(got, (size_t)n, "\2d2\7allowed", 11), "d2 never went upstream");
+	/* the hour of the answer's TTL is not kept: closed within a few seconds */
+	for (int i = 0; i < 60 * (int)harness_timeout_scale() && shut != EPERM; i++) {
+		usleep(100000);
+		shut = connect_in("box", "192.0.2.10", 8080);
+	}
+	cr_expect_eq(shut, EPERM, "d1's address still open after --dns-max-ttl and the grace");
+}
+
+/* --dns-max-addresses 2: answers hold at most two addresses open to a sandbox (multi's three
+ * open two; allowed.test's then none), while another sandbox has its own two.
+ */
+Test(dns, addresses_a_sandbox_holds_are_bounded)
+{
+	const char *extra[] = {
+		"--upstream-dns", UPSTREAM, "--dns-min-ttl", "600", "--dns-max-addresses", "2", NULL
+	};
+	char out[8192];
+	int open = 0;
+
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "multi.allowed.test", false), 0, "%s",
+		     out);
+	open += connect_in("box", "192.0.2.21", 8080) == 0;
+	open += connect_in("box", "192.0.2.22", 8080) == 0;
+	open += connect_in("box", "192.0.2.23", 8080) == 0;
+	cr_expect_eq(open, 2, "%d of multi's 3 addresses opened", open);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), EPERM, "a third address opened");
+	cr_assert_eq(dig("other", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_expect_eq(connect_in("other", "192.0.2.10", 8080), 0, "another sandbox's address");
+	cr_expect_eq(addresses_open(), 3, "box's 2 and other's 1");
+	cr_expect_geq(status_count(" capped"), 2, "multi's third and allowed.test's");
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include <bpf/bpf.h>
@@ -22,55 +23,102 @@
 #include "sha256.h"
 #include "util.h"
 
-/* The mirror of the address k opened (zero expiry when new), or NULL when out of memory. */
-static struct allow_entry *allow_slot(struct resolver *r, const struct egret_dns_allow_key *k)
+/* What a sandbox holds: its entry in r->held, made with add (zeroed) when missing; NULL when
+ * missing or out of memory.
+ */
+static struct dns_held *held(struct resolver *r, uint64_t sandbox, bool add)
 {
-	return htab__insert(&r->allow, k, NULL);
+	const struct dns_held k = { .sandbox = sandbox, .one = 1 };
+
+	return add ? htab__insert(&r->held, &k, NULL) : htab__find(&r->held, &k);
 }
 
+/* h's entry goes when it holds nothing (its key copied first: the removal shifts entries) */
+static void held_tidy(struct resolver *r, struct dns_held *h)
+{
+	struct dns_held k;
+
+	if (h->names || h->addrs)
+		return;
+	k = *h;
+	htab__remove(&r->held, &k);
+}
+
+/* the sandbox gave up a name (name) or an address */
+static void held_drop(struct resolver *r, uint64_t sandbox, bool name)
+{
+	struct dns_held *h = held(r, sandbox, false);
+
+	if (!h)
+		return;
+	if (name && h->names)
+		h->names--;
+	else if (!name && h->addrs)
+		h->addrs--;
+	held_tidy(r, h);
+}
+
+static void note_expiry(struct resolver *r, uint64_t expires)
+{
+	if (expires < r->next_expiry_ns)
+		r->next_expiry_ns = expires;
+}
+
+/* The mirror of the address k opened (zero expiry when new), counted against its sandbox's
+ * --dns-max-addresses when bounded; NULL when the sandbox holds as many (*full set) or out of
+ * memory.
+ */
+static struct allow_entry *allow_slot(struct resolver *r, const struct egret_dns_allow_key *k,
+				      bool bounded, bool *full)
+{
+	struct allow_entry *ae = htab__find(&r->allow, k);
+	struct dns_held *h;
+
+	if (ae)
+		return ae;
+	h = held(r, k->sandbox_id, true);
+	if (!h)
+		return NULL;
+	if (bounded && h->addrs >= r->o.max_addrs) {
+		*full = true;
+		held_tidy(r, h);
+		return NULL;
+	}
+	ae = htab__insert(&r->allow, k, NULL); /* another table: h stays where it is */
+	if (!ae) {
+		held_tidy(r, h);
+		return NULL;
+	}
+	h->addrs++;
+	return ae;
+}
+
+/* The name's key: a digest of a secret of this egretd's and the name, so that no one can choose
+ * names whose keys crowd one run of the table's slots.
+ */
 void allow__name_key(struct dns_query *q)
 {
 	uint8_t digest[32];
 	struct sha256 h;
 
 	sha256__init(&h);
+	sha256__update(&h, q->r->name_salt, sizeof(q->r->name_salt));
 	sha256__update(&h, q->name, strlen(q->name));
 	sha256__final(&h, digest);
 	q->nk.sandbox = q->who.sandbox_id;
 	memcpy(q->nk.digest, digest, sizeof(q->nk.digest));
 }
 
-static struct name_count *name_count(const struct resolver *r, uint64_t sandbox)
-{
-	const struct name_count k = { .sandbox = sandbox, .one = 1 };
-
-	return htab__find(&r->name_counts, &k);
-}
-
-/* the sandbox's names count: d names more (1) or fewer (-1) */
-static int name_count_add(struct resolver *r, uint64_t sandbox, int d)
-{
-	const struct name_count k = { .sandbox = sandbox, .one = 1 };
-	struct name_count *c = htab__insert(&r->name_counts, &k, NULL);
-
-	if (!c)
-		return -ENOMEM;
-	c->n += (unsigned int)d;
-	if (!c->n)
-		htab__remove(&r->name_counts, &k);
-	return 0;
-}
-
 _Static_assert(DNS_NAMES_MAX == 131072, "name_full() says how many");
 
-static const char *name_full(const struct resolver *r, uint64_t sandbox)
+static const char *name_full(struct resolver *r, uint64_t sandbox)
 {
-	const struct name_count *c;
+	const struct dns_held *h;
 
 	if (r->names.used >= DNS_NAMES_MAX)
 		return "egret's resolver holds addresses for as many names as it may (131,072)";
-	c = name_count(r, sandbox);
-	if (c && c->n >= r->o.max_names)
+	h = held(r, sandbox, false);
+	if (h && h->names >= r->o.max_names)
 		return "the sandbox holds addresses for as many names as --dns-max-names allows";
 	return NULL;
 }
@@ -82,16 +130,19 @@ const char *allow__name_refused(struct resolver *r, const struct dns_query *q)
 
 	if (htab__find(&r->names, &q->nk) || !(why = name_full(r, q->who.sandbox_id)))
 		return NULL;
-	/* at the bound: names whose addresses expired since the last sweep make room now, not at
-	 * the next periodic sweep (a sandbox kept at its bound sweeps at most every 100 ms)
+	/* at a bound: names whose addresses expired since the last sweep make room now, not at
+	 * the next periodic sweep; the resolver sweeps so at most every 100 ms, and only once
+	 * something has expired
 	 */
 	now = now_ns(CLOCK_BOOTTIME);
-	if (now - r->names_swept_ns < NAMES_RESWEEP_NS)
+	if (now < r->next_expiry_ns || now - r->swept_ns < NAMES_RESWEEP_NS)
 		return why;
-	r->names_swept_ns = now;
+	r->swept_ns = now;
 	allow__sweep(r, now);
 	return name_full(r, q->who.sandbox_id);
 }
+
+static const char *const out_of_memory = "egretd is out of memory";
 
 /* The addresses the name of q opened to its sandbox (none when new); NULL and why when it may
  * not hold any (allow__name_refused, or out of memory).
@@ -99,18 +150,24 @@ const char *allow__name_refused(struct resolver *r, const struct dns_query *q)
 static struct name_entry *name_slot(struct resolver *r, const struct dns_query *q, const char **why)
 {
 	struct name_entry *ne;
+	struct dns_held *h;
 	bool added;
 
 	*why = allow__name_refused(r, q);
 	if (*why)
 		return NULL;
-	ne = htab__insert(&r->names, &q->nk, &added);
-	if (ne && added && name_count_add(r, q->who.sandbox_id, 1)) {
-		htab__remove(&r->names, &q->nk);
-		ne = NULL;
+	*why = out_of_memory;
+	h = held(r, q->who.sandbox_id, true);
+	if (!h)
+		return NULL;
+	ne = htab__insert(&r->names, &q->nk, &added); /* another table: h stays where it is */
+	if (!ne) {
+		held_tidy(r, h);
+		return NULL;
 	}
-	if (!ne)
-		*why = "egretd is out of memory";
+	if (added)
+		h->names++;
+	*why = NULL;
 	return ne;
 }
 
@@ -149,7 +206,24 @@ static bool name_admits(struct resolver *r, struct name_entry *ne, const uint32_
 	}
 	memcpy(ne->ips[slot].addr, addr, 16);
 	ne->ips[slot].expires_ns = expires;
+	note_expiry(r, expires);
 	return true;
+}
+
+/* A failed map update, in egretd's log at most every 10 s (a full map fails every answer). */
+static void warn_unopened(struct resolver *r, uint64_t sandbox, int err)
+{
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	if (r->warned_ns && now - r->warned_ns < 10000000000ull) {
+		r->unwarned++;
+		return;
+	}
+	log_warn("dns: cannot open an address to sandbox %llu: %s (%llu more since the last "
+		 "warning)",
+		 (unsigned long long)sandbox, strerror(err), (unsigned long long)r->unwarned);
+	r->warned_ns = now;
+	r->unwarned = 0;
 }
 
 /* Open addr to the sandbox until expires (boot time); the map is written before the answer is
@@ -161,25 +235,33 @@ static bool open_address(struct resolver *r, uint64_t sandbox, struct name_entry
 	struct egret_dns_allow_key k = { .sandbox_id = sandbox };
 	struct egret_dns_allow v;
 	struct allow_entry *ae;
+	bool full = false;
 
 	memcpy(k.addr, addr, 16);
 	if (!ne || !name_admits(r, ne, addr, expires, now)) {
 		r->st.capped++;
 		return false;
 	}
-	ae = allow_slot(r, &k);
+	/* an address the mirror cannot hold is not opened: every open one is counted and swept */
+	ae = allow_slot(r, &k, true, &full);
+	if (!ae) {
+		if (full)
+			r->st.capped++;
+		else
+			r->st.map_full++;
+		return false;
+	}
 	/* already open long enough: a repeated answer does not cost a map update */
-	if (ae && ae->expires_ns + 1000000000ull >= expires)
+	if (ae->expires_ns + 1000000000ull >= expires)
 		return true;
 	v.expires_ns = expires;
 	if (bpf_map_update_elem(r->m.allow_fd, &k, &v, BPF_ANY)) {
 		r->st.map_full++;
-		log_warn("dns: cannot open an address to sandbox %llu: %s",
-			 (unsigned long long)sandbox, strerror(errno));
-		return false;
+		warn_unopened(r, sandbox, errno);
+		return false; /* a new mirror entry (expiry 0) goes at the next sweep */
 	}
-	if (ae)
-		ae->expires_ns = expires;
+	ae->expires_ns = expires;
+	note_expiry(r, expires);
 	r->st.opened++;
 	return true;
 }
@@ -200,31 +282,42 @@ static bool name_live(const struct name_entry *ne, uint64_t now)
  */
 void allow__sweep(struct resolver *r, uint64_t now)
 {
+	uint64_t next = UINT64_MAX;
+
 	for (size_t i = 0; i < r->allow.cap;) {
 		struct allow_entry *ae = htab__at(&r->allow, i);
 		struct egret_dns_allow_key k;
 
 		if (!ae || ae->expires_ns > now) {
+			if (ae && ae->expires_ns < next)
+				next = ae->expires_ns;
 			i++;
 			continue;
 		}
 		k = ae->key;
 		bpf_map_delete_elem(r->m.allow_fd, &k);
 		htab__remove(&r->allow, &k);
+		held_drop(r, k.sandbox_id, false);
 	}
 	for (size_t i = 0; i < r->names.cap;) {
 		struct name_entry *ne = htab__at(&r->names, i);
 		struct name_key k;
 
 		if (!ne || name_live(ne, now)) {
+			/* the earliest of its addresses: no name goes before that */
+			for (unsigned int j = 0; ne && j < ne->n; j++) {
+				if (ne->ips[j].expires_ns > now && ne->ips[j].expires_ns < next)
+					next = ne->ips[j].expires_ns;
+			}
 			i++;
 			continue;
 		}
 		free(ne->ips);
 		k = ne->key;
 		htab__remove(&r->names, &k);
-		name_count_add(r, k.sandbox, -1);
+		held_drop(r, k.sandbox, true);
 	}
+	r->next_expiry_ns = next;
 }
 
 /* Entries a previous egretd left in the pinned map: learn the live ones, delete the rest. */
@@ -240,10 +333,13 @@ void allow__adopt(struct resolver *r)
 		k = next;
 		have = true;
 		if (bpf_map_lookup_elem(r->m.allow_fd, &k, &v) == 0 && v.expires_ns > now) {
-			struct allow_entry *ae = allow_slot(r, &k);
+			/* what an egretd before left open stays open: not bounded again */
+			struct allow_entry *ae = allow_slot(r, &k, false, NULL);
 
-			if (ae)
+			if (ae) {
 				ae->expires_ns = v.expires_ns;
+				note_expiry(r, v.expires_ns);
+			}
 			continue;
 		}
 		if (ARRAY_RESERVE(dead, cap, ndead + 1))
@@ -268,7 +364,10 @@ const char *allow__open_answers(struct resolver *r, struct dns_query *q,
 
 	/* a name whose answer holds no address takes no room */
 	if (ans->naddrs && !(ne = name_slot(r, q, &why))) {
-		r->st.names_full++;
+		if (why == out_of_memory)
+			r->st.map_full++;
+		else
+			r->st.names_full++;
 		return why;
 	}
 
@@ -279,8 +378,12 @@ const char *allow__open_answers(struct resolver *r, struct dns_query *q,
 	}
 	for (size_t i = 0; i < ans->naddrs; i++) {
 		const struct dns_addr *d = &ans->addrs[i];
-		uint32_t ttl = d->ttl < r->o.min_ttl ? r->o.min_ttl : d->ttl;
-		uint64_t expires = now + ((uint64_t)ttl + r->o.grace) * 1000000000ull;
+		/* the TTL within --dns-max-ttl and at least --dns-min-ttl */
+		uint32_t ttl = d->ttl > r->o.max_ttl ? r->o.max_ttl : d->ttl;
+
+		if (ttl < r->o.min_ttl)
+			ttl = r->o.min_ttl;
+		const uint64_t expires = now + ((uint64_t)ttl + r->o.grace) * 1000000000ull;
 
 		if (open_address(r, q->who.sandbox_id, ne, d->addr, expires, now)) {
 			out->opened++;
@@ -311,10 +414,12 @@ int allow__init(struct resolver *r)
 	err = htab__init(&r->names, sizeof(struct name_entry), sizeof(struct name_key), 256);
 	if (err)
 		goto err_allow;
-	err = htab__init(&r->name_counts, sizeof(struct name_count), offsetof(struct name_count, n),
-			 64);
+	err = htab__init(&r->held, sizeof(struct dns_held), offsetof(struct dns_held, names), 64);
 	if (err)
 		goto err_names;
+	if (getrandom(r->name_salt, sizeof(r->name_salt), 0) != (ssize_t)sizeof(r->name_salt))
+		arc4random_buf(r->name_salt, sizeof(r->name_salt));
+	r->next_expiry_ns = UINT64_MAX;
 	return 0;
 
 err_names:
@@ -343,6 +448,6 @@ void allow__free(struct resolver *r)
 			free(ne->ips);
 	}
 	htab__free(&r->names);
-	htab__free(&r->name_counts);
+	htab__free(&r->held);
 	htab__free(&r->allow);
 }

@@ -30,6 +30,8 @@ struct dns_options {
 	unsigned int grace;
 	unsigned int max_ips;
 	unsigned int max_names; /* names holding addresses for one sandbox at once */
+	unsigned int max_addrs; /* addresses open to one sandbox at once */
+	unsigned int max_ttl;	/* the longest an answer's address stays open, before grace */
 	unsigned int timeout_ms;
 };
 

@@ -147,6 +147,11 @@ static void query_refuse(struct resolver *r, struct dns_query *q, const ldns_pkt
 	query__free(r, q);
 }
 
+static bool opens_addresses(uint16_t type)
+{
+	return type == LDNS_RR_TYPE_A || type == LDNS_RR_TYPE_AAAA || type == LDNS_RR_TYPE_ANY;
+}
+
 /* Allowed: the question alone goes upstream (dns__bare_query), not the client's message. */
 static void query_forward(struct resolver *r, struct dns_query *q, const struct dns_question *dq)
 {
@@ -189,13 +194,18 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 	} else if (q) {
 		budget__entropy(q);
 		allow__name_key(q);
-		if (budget__over_names(r, q, dq.wire_len))
-			query_refuse(r, q, pkt, &dq, "over the sandbox's DNS name budget");
-		else if ((why = allow__name_refused(r, q))) {
+		/* a question whose answer opens addresses (A, AAAA, ANY) needs room for its name
+		 * (any other that brings some anyway is bounded at the answer, allow.c), before the
+		 * name is charged to the budget of what goes upstream
+		 */
+		if (opens_addresses(q->qtype) && (why = allow__name_refused(r, q))) {
 			r->st.names_full++;
 			query_refuse(r, q, pkt, &dq, why);
-		} else
+		} else if (budget__over_names(r, q, dq.wire_len)) {
+			query_refuse(r, q, pkt, &dq, "over the sandbox's DNS name budget");
+		} else {
 			query_forward(r, q, &dq);
+		}
 	}
 	ldns_pkt_free(pkt);
 }

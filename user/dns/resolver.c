@@ -80,7 +80,7 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     "refused, %llu of them not host names, %llu over a budget, %llu not from a "
 		     "sandbox, %llu "
 		     "malformed, %llu upstream failures, %llu timeouts), %zu addresses open, "
-		     "%llu capped, %zu names holding addresses (%llu refused at the bound), "
+		     "%llu capped, %zu names holding addresses (%llu refused at a bound), "
 		     "%u TCP clients (%llu evicted)\n",
 		     r->upstream_text, n, (unsigned long long)r->st.queries,
 		     (unsigned long long)r->st.allowed, (unsigned long long)r->st.refused,
@@ -126,8 +126,13 @@ int resolver__new(struct resolver **out, const struct dns_options *o, const stru
 	if (!r)
 		return -ENOMEM;
 	r->o = *o;
+	/* bounds not given (a caller other than egretd's options): the resolver's own */
 	if (!r->o.max_names || r->o.max_names > DNS_NAMES_MAX)
-		r->o.max_names = DNS_NAMES_MAX; /* no bound of its own: the resolver's */
+		r->o.max_names = DNS_NAMES_MAX;
+	if (!r->o.max_addrs || r->o.max_addrs > EGRET_DNS_ALLOW_MAX)
+		r->o.max_addrs = EGRET_DNS_ALLOW_MAX;
+	if (!r->o.max_ttl)
+		r->o.max_ttl = UINT32_MAX;
 	r->m = *m;
 	r->rand_used = sizeof(r->rand);
 	r->loop = loop;

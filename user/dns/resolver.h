@@ -145,16 +145,18 @@ struct name_entry {
 	} * ips;
 };
 
-/* how many names hold addresses for a sandbox (--dns-max-names): a struct htab entry, keyed by
+/* What one sandbox holds (--dns-max-names, --dns-max-addresses): a struct htab entry keyed by
  * the sandbox and a 1 (sandbox 0, the root's, would be an all-zero key, which no htab holds)
  */
-struct name_count {
+struct dns_held {
 	uint64_t sandbox;
 	uint32_t one;
-	uint32_t n;
+	uint32_t names; /* entries in r->names */
+	uint32_t addrs; /* entries in r->allow */
+	uint32_t pad;
 };
 
-#define NAMES_RESWEEP_NS 100000000ull /* a sandbox at its bound sweeps at most this often */
+#define NAMES_RESWEEP_NS 100000000ull /* sweeps for a name at a bound: at most this often */
 
 struct dns_stats {
 	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
@@ -187,9 +189,12 @@ struct resolver {
 	size_t rand_used;
 	struct htab allow;	 /* struct allow_entry */
 	struct htab names;	 /* struct name_entry */
-	struct htab name_counts; /* struct name_count */
-	uint64_t names_swept_ns; /* when a sandbox at its bound last swept (CLOCK_BOOTTIME) */
-	struct htab budgets;	 /* budget.c: struct budget_entry */
+	struct htab held;	 /* struct dns_held */
+	uint64_t swept_ns;	 /* the last sweep made for a name at a bound (CLOCK_BOOTTIME) */
+	uint64_t next_expiry_ns; /* no address or name expires before this (CLOCK_BOOTTIME) */
+	uint8_t name_salt[16];	 /* allow__name_key's secret */
+	uint64_t warned_ns, unwarned; /* the last map failure logged, and those not logged since */
+	struct htab budgets;	      /* budget.c: struct budget_entry */
 	uint64_t last_sweep_ns;
 	struct dns_stats st;
 	/* resolver__recv_batch(): datagram i in buf[i], msg[i].msg_len bytes, from from[i] */
@@ -261,8 +266,8 @@ void upstream__close_all(struct resolver *r);
 /* allow.c */
 /* q->nk, from the sandbox and name of q */
 void allow__name_key(struct dns_query *q);
-/* Why the name of q may not hold addresses (the sandbox holds --dns-max-names names, or egret
- * DNS_NAMES_MAX), or NULL when it may: it holds some already, or there is room for it.
+/* Why the name of q may not hold addresses (its sandbox holds --dns-max-names names, or the
+ * resolver DNS_NAMES_MAX), or NULL when it may: it holds some already, or there is room.
  */
 const char *allow__name_refused(struct resolver *r, const struct dns_query *q);
 /* Open the answer's addresses to q's sandbox; NULL, or why none was (allow__name_refused). */

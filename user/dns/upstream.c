@@ -232,14 +232,16 @@ static bool upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *ms
 		query__free(r, q);
 		return true;
 	}
-	/* a new name over the bound (other queries took the room since this one was asked) is
-	 * not answered: its addresses would not open
+	/* a new name over a bound (other answers took the room since this one was asked) is
+	 * refused as at the question: its addresses would not open
 	 */
 	why = allow__open_answers(r, q, &ans, &a);
 	if (why) {
+		uint8_t rcode = r->o.nxdomain ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED;
+
 		dns__answer_free(&ans);
-		query__reply_rcode(r, q, NULL, LDNS_RCODE_SERVFAIL);
-		query__emit(r, q, true, LDNS_RCODE_SERVFAIL, NULL, why);
+		query__reply_rcode(r, q, NULL, rcode);
+		query__emit(r, q, false, rcode, NULL, why);
 		query__free(r, q);
 		return true;
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "audit.h"
+#include "egret/dns.h"
 #include "egret/syscalls32.h"
 #include "engine.h"
 #include "log.h"
@@ -199,10 +200,18 @@ static const struct opt_spec specs[] = {
 		  "not refused" },
 	{ "dns-max-ips", 0, "N", OPT_UINT, FIELD(dns.max_ips), .min = 1, .max = 4096, .def = "32",
 	  .help = "addresses one name may open to one sandbox" },
-	{ "dns-max-names", 0, "N", OPT_UINT, FIELD(dns.max_names), .min = 1, .max = DNS_NAMES_MAX,
-	  .def = "8192",
+	{ "dns-max-names", 0, "N", OPT_UINT, FIELD(dns.max_names), .min = 1,
+	  .max = DNS_NAMES_MAX / 8, .def = "4096",
 	  .help = "names whose addresses one sandbox may hold open at once; a new name over it "
 		  "is refused until some expire" },
+	{ "dns-max-addresses", 0, "N", OPT_UINT, FIELD(dns.max_addrs), .min = 1,
+	  .max = EGRET_DNS_ALLOW_MAX / 4, .def = "16384",
+	  .help = "addresses answers may hold open to one sandbox at once (the kernel's table "
+		  "holds 262,144 for all)" },
+	{ "dns-max-ttl", 0, "SECONDS", OPT_SECONDS, FIELD(dns.max_ttl), .min = 1, .max = 7 * 86400,
+	  .def = "86400",
+	  .help = "an answer's addresses stay open at most this long (before the "
+		  "grace), whatever its TTL" },
 	{ "audit-scope", 0, NULL, OPT_WORD, FIELD(loader.audit_host), .words = "sandbox|host",
 	  .def = "sandbox",
 	  .help = "whose processes, files and flows are audited: the sandboxes' (everything under "
