@@ -1330,3 +1330,35 @@ Test(dns, addresses_a_sandbox_holds_are_bounded)
 	cr_expect_eq(addresses_open(), 3, "box's 2 and other's 1");
 	cr_expect_geq(status_count(" capped"), 2, "multi's third and allowed.test's");
 }
+
+/* A sandbox that goes (its cgroup removed) takes what its answers opened with it: its names and
+ * addresses leave the resolver's tables, so sandboxes that come and go do not fill the bound of
+ * all; another sandbox keeps its own.
+ */
+Test(dns, a_sandbox_that_goes_takes_its_names_with_it)
+{
+	const char *extra[] = { "--upstream-dns", UPSTREAM, "--dns-min-ttl", "600", NULL };
+	char out[8192], path[PATH_MAX];
+	int names = -1, addrs = -1;
+
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	cr_assert_eq(dig("gone1", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "www.allowed.test", false), 0, "%s",
+		     out);
+	cr_expect_eq(status_count(" names holding addresses"), 2);
+	cr_expect_eq(addresses_open(), 2);
+	cr_assert_eq(sandbox_path(T, "gone1", path, sizeof(path)), 0);
+	cr_assert_eq(rmdir(path), 0, "%s: %s", path, strerror(errno));
+	for (int i = 0; i < 100 * (int)harness_timeout_scale(); i++) {
+		names = status_count(" names holding addresses");
+		addrs = addresses_open();
+		if (names == 1 && addrs == 1)
+			break;
+		usleep(100000);
+	}
+	cr_expect_eq(names, 1, "%d names held after the sandbox went", names);
+	cr_expect_eq(addrs, 1, "%d addresses open after the sandbox went", addrs);
+	cr_expect_eq(connect_in("box", "203.0.113.7", 8080), 0, "the other sandbox's address");
+	cr_expect_eq(connect_in("gone2", "192.0.2.10", 8080), EPERM, "open to a new sandbox");
+}

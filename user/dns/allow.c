@@ -320,6 +320,38 @@ void allow__sweep(struct resolver *r, uint64_t now)
 	r->next_expiry_ns = next;
 }
 
+void allow__sandbox_gone(struct resolver *r, uint64_t sandbox)
+{
+	if (!held(r, sandbox, false))
+		return; /* it holds nothing: no walk */
+	for (size_t i = 0; i < r->allow.cap;) {
+		struct allow_entry *ae = htab__at(&r->allow, i);
+		struct egret_dns_allow_key k;
+
+		if (!ae || ae->key.sandbox_id != sandbox) {
+			i++;
+			continue;
+		}
+		k = ae->key;
+		bpf_map_delete_elem(r->m.allow_fd, &k);
+		htab__remove(&r->allow, &k);
+		held_drop(r, sandbox, false);
+	}
+	for (size_t i = 0; i < r->names.cap;) {
+		struct name_entry *ne = htab__at(&r->names, i);
+		struct name_key k;
+
+		if (!ne || ne->key.sandbox != sandbox) {
+			i++;
+			continue;
+		}
+		free(ne->ips);
+		k = ne->key;
+		htab__remove(&r->names, &k);
+		held_drop(r, sandbox, true);
+	}
+}
+
 /* Entries a previous egretd left in the pinned map: learn the live ones, delete the rest. */
 void allow__adopt(struct resolver *r)
 {

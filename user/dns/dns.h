@@ -138,6 +138,9 @@ void resolver__device_release(struct resolver *r, const uint32_t addr[4]);
 void resolver__each_netns(struct resolver *r,
 			  void (*fn)(void *ctx, int sock, const uint64_t *sandboxes, size_t n),
 			  void *ctx);
+/* The sandbox was unregistered or its cgroup removed: the namespaces it alone used stop being
+ * listened in, and the names and addresses its answers opened go (allow.c).
+ */
 void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox);
 /* One datagram a sandbox sent (who: the kernel's record of its socket), answered from fd to
  * from: what the UDP listeners do with each query they receive.

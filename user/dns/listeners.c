@@ -516,6 +516,9 @@ void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox)
 {
 	struct dns_listener **pp = &r->listeners;
 
+	if (sandbox)
+		allow__sandbox_gone(r, sandbox);
+
 	while (*pp) {
 		struct dns_listener *l = *pp;
 		size_t had = l->nusers;

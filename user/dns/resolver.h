@@ -275,6 +275,10 @@ const char *allow__open_answers(struct resolver *r, struct dns_query *q,
 				const struct dns_answer *ans, struct answer_list *out);
 int allow__init(struct resolver *r);
 void allow__sweep(struct resolver *r, uint64_t now);
+/* The sandbox is gone (unregistered, or its cgroup removed): its names go and its addresses
+ * close, so that sandboxes come and go without filling the resolver's bound for all.
+ */
+void allow__sandbox_gone(struct resolver *r, uint64_t sandbox);
 void allow__adopt(struct resolver *r);
 size_t allow__count(const struct resolver *r);
 size_t allow__names(const struct resolver *r);
