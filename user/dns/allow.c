@@ -123,22 +123,30 @@ static const char *name_full(struct resolver *r, uint64_t sandbox)
 	return NULL;
 }
 
+/* At a bound: names and addresses whose time is up since the last sweep make room now, not
+ * at the next periodic sweep; at most every 100 ms, and only once something has expired.
+ * Whether it swept.
+ */
+static bool bound_sweep(struct resolver *r)
+{
+	uint64_t now = now_ns(CLOCK_BOOTTIME);
+
+	if (now < r->next_expiry_ns || now - r->swept_ns < NAMES_RESWEEP_NS)
+		return false;
+	r->swept_ns = now;
+	r->st.early_sweeps++;
+	allow__sweep(r, now);
+	return true;
+}
+
 const char *allow__name_refused(struct resolver *r, const struct dns_query *q)
 {
-	uint64_t now;
 	const char *why;
 
 	if (htab__find(&r->names, &q->nk) || !(why = name_full(r, q->who.sandbox_id)))
 		return NULL;
-	/* at a bound: names whose addresses expired since the last sweep make room now, not at
-	 * the next periodic sweep; the resolver sweeps so at most every 100 ms, and only once
-	 * something has expired
-	 */
-	now = now_ns(CLOCK_BOOTTIME);
-	if (now < r->next_expiry_ns || now - r->swept_ns < NAMES_RESWEEP_NS)
+	if (!bound_sweep(r))
 		return why;
-	r->swept_ns = now;
-	allow__sweep(r, now);
 	return name_full(r, q->who.sandbox_id);
 }
 
@@ -258,7 +266,11 @@ static bool open_address(struct resolver *r, uint64_t sandbox, struct name_entry
 	if (bpf_map_update_elem(r->m.allow_fd, &k, &v, BPF_ANY)) {
 		r->st.map_full++;
 		warn_unopened(r, sandbox, errno);
-		return false; /* a new mirror entry (expiry 0) goes at the next sweep */
+		if (!ae->expires_ns) { /* new: not open, so not held (ae goes; ne is elsewhere) */
+			htab__remove(&r->allow, &k);
+			held_drop(r, sandbox, false);
+		}
+		return false;
 	}
 	ae->expires_ns = expires;
 	note_expiry(r, expires);
@@ -322,6 +334,11 @@ void allow__sweep(struct resolver *r, uint64_t now)
 
 void allow__sandbox_gone(struct resolver *r, uint64_t sandbox)
 {
+	/* its queries still upstream open nothing when answered */
+	for (struct dns_query *q = r->pending; q; q = q->next) {
+		if (q->who.sandbox_id == sandbox)
+			q->gone = true;
+	}
 	if (!held(r, sandbox, false))
 		return; /* it holds nothing: no walk */
 	for (size_t i = 0; i < r->allow.cap;) {
@@ -352,35 +369,49 @@ void allow__sandbox_gone(struct resolver *r, uint64_t sandbox)
 	}
 }
 
-/* Entries a previous egretd left in the pinned map: learn the live ones, delete the rest. */
+/* Entries a previous egretd left in the pinned map: learn the live ones (not bounded again, but
+ * open no longer than this egretd's --dns-max-ttl and grace allow), delete the rest and any
+ * this one cannot hold (every open address is mirrored here: counted and swept).
+ */
 void allow__adopt(struct resolver *r)
 {
-	struct egret_dns_allow_key k, next, *dead = NULL;
-	size_t ndead = 0, cap = 0;
+	struct egret_dns_allow_key k, next, *dead = NULL, *cut = NULL;
+	size_t ndead = 0, dcap = 0, ncut = 0, ccap = 0;
+	const uint64_t now = now_ns(CLOCK_BOOTTIME);
+	const uint64_t latest = now + ((uint64_t)r->o.max_ttl + r->o.grace) * 1000000000ull;
 	struct egret_dns_allow v;
 	bool have = false;
-	uint64_t now = now_ns(CLOCK_BOOTTIME);
 
 	while (bpf_map_get_next_key(r->m.allow_fd, have ? &k : NULL, &next) == 0) {
 		k = next;
 		have = true;
 		if (bpf_map_lookup_elem(r->m.allow_fd, &k, &v) == 0 && v.expires_ns > now) {
-			/* what an egretd before left open stays open: not bounded again */
 			struct allow_entry *ae = allow_slot(r, &k, false, NULL);
 
 			if (ae) {
-				ae->expires_ns = v.expires_ns;
-				note_expiry(r, v.expires_ns);
+				ae->expires_ns = v.expires_ns < latest ? v.expires_ns : latest;
+				note_expiry(r, ae->expires_ns);
+				/* the map's copy cut too (else the sweep deletes it at latest) */
+				if (v.expires_ns > latest && !ARRAY_RESERVE(cut, ccap, ncut + 1))
+					cut[ncut++] = k;
+				continue;
 			}
-			continue;
 		}
-		if (ARRAY_RESERVE(dead, cap, ndead + 1))
+		if (ARRAY_RESERVE(dead, dcap, ndead + 1)) {
+			log_warn(
+				"dns: out of memory adopting the addresses an egretd before opened: "
+				"some stay open until they expire, unmirrored");
 			break;
+		}
 		dead[ndead++] = k;
 	}
 	for (size_t i = 0; i < ndead; i++)
 		bpf_map_delete_elem(r->m.allow_fd, &dead[i]);
+	v.expires_ns = latest;
+	for (size_t i = 0; i < ncut; i++)
+		bpf_map_update_elem(r->m.allow_fd, &cut[i], &v, BPF_EXIST);
 	free(dead);
+	free(cut);
 }
 
 /* Open each address of the answer to the sandbox for its TTL (at least the floor) plus the
@@ -392,8 +423,15 @@ const char *allow__open_answers(struct resolver *r, struct dns_query *q,
 	uint64_t now = now_ns(CLOCK_BOOTTIME);
 	struct name_entry *ne = NULL;
 	unsigned int min_ttl = UINT32_MAX;
+	const struct dns_held *h;
 	const char *why = NULL;
 
+	if (q->gone)
+		return "the sandbox went while its query was upstream";
+	/* at the address bound, what expired makes room first */
+	h = held(r, q->who.sandbox_id, false);
+	if (ans->naddrs && h && h->addrs + ans->naddrs > r->o.max_addrs)
+		bound_sweep(r);
 	/* a name whose answer holds no address takes no room */
 	if (ans->naddrs && !(ne = name_slot(r, q, &why))) {
 		if (why == out_of_memory)
@@ -410,11 +448,11 @@ const char *allow__open_answers(struct resolver *r, struct dns_query *q,
 	}
 	for (size_t i = 0; i < ans->naddrs; i++) {
 		const struct dns_addr *d = &ans->addrs[i];
-		/* the TTL within --dns-max-ttl and at least --dns-min-ttl */
-		uint32_t ttl = d->ttl > r->o.max_ttl ? r->o.max_ttl : d->ttl;
+		/* the TTL at least --dns-min-ttl and at most --dns-max-ttl (which wins) */
+		uint32_t ttl = d->ttl < r->o.min_ttl ? r->o.min_ttl : d->ttl;
 
-		if (ttl < r->o.min_ttl)
-			ttl = r->o.min_ttl;
+		if (ttl > r->o.max_ttl)
+			ttl = r->o.max_ttl;
 		const uint64_t expires = now + ((uint64_t)ttl + r->o.grace) * 1000000000ull;
 
 		if (open_address(r, q->who.sandbox_id, ne, d->addr, expires, now)) {
@@ -432,6 +470,9 @@ const char *allow__open_answers(struct resolver *r, struct dns_query *q,
 			out->n++;
 		}
 	}
+	/* a name left with no address (out of memory for its first): gone at the next sweep */
+	if (ne && !ne->n)
+		note_expiry(r, now);
 	out->ttl = out->opened ? min_ttl + r->o.grace : 0;
 	return NULL;
 }

@@ -80,7 +80,8 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     "refused, %llu of them not host names, %llu over a budget, %llu not from a "
 		     "sandbox, %llu "
 		     "malformed, %llu upstream failures, %llu timeouts), %zu addresses open, "
-		     "%llu capped, %zu names holding addresses (%llu refused at a bound), "
+		     "%llu capped, %zu names holding addresses (%llu refused at a bound, %llu "
+		     "early sweeps), "
 		     "%u TCP clients (%llu evicted)\n",
 		     r->upstream_text, n, (unsigned long long)r->st.queries,
 		     (unsigned long long)r->st.allowed, (unsigned long long)r->st.refused,
@@ -88,8 +89,8 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     (unsigned long long)r->st.outside, (unsigned long long)r->st.malformed,
 		     (unsigned long long)r->st.upstream_fail, (unsigned long long)r->st.timeouts,
 		     allow__count(r), (unsigned long long)r->st.capped, allow__names(r),
-		     (unsigned long long)r->st.names_full, r->nconns,
-		     (unsigned long long)r->st.tcp_evicted);
+		     (unsigned long long)r->st.names_full, (unsigned long long)r->st.early_sweeps,
+		     r->nconns, (unsigned long long)r->st.tcp_evicted);
 }
 
 /* The upstream of the options (--upstream-dns), or the first nameserver of resolv.conf. */

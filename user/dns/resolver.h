@@ -112,6 +112,7 @@ struct dns_query {
 	uint16_t client_id, up_id;
 	char name[DNS_NAME_LEN];
 	struct name_key nk; /* the name's key in the names its sandbox holds (allow.c) */
+	bool gone;	    /* its sandbox went while it was upstream: it opens nothing */
 	uint16_t qtype;
 	uint8_t *msg; /* what goes upstream: the bare question (dns__bare_query), id up_id */
 	size_t msg_len;
@@ -160,7 +161,7 @@ struct dns_held {
 
 struct dns_stats {
 	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
-		opened, capped, map_full, tcp_evicted, over_budget, names_full;
+		opened, capped, map_full, tcp_evicted, over_budget, names_full, early_sweeps;
 };
 
 struct resolver {

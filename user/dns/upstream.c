@@ -239,6 +239,8 @@ static bool upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *ms
 	if (why) {
 		uint8_t rcode = r->o.nxdomain ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED;
 
+		r->st.allowed--; /* counted at its question */
+		r->st.refused++;
 		dns__answer_free(&ans);
 		query__reply_rcode(r, q, NULL, rcode);
 		query__emit(r, q, false, rcode, NULL, why);
