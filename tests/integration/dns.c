@@ -1387,3 +1387,29 @@ Test(dns, a_sandbox_that_goes_takes_its_names_with_it)
 	cr_expect_eq(connect_in("box", "203.0.113.7", 8080), 0, "the other sandbox's address");
 	cr_expect_eq(connect_in("gone2", "192.0.2.10", 8080), EPERM, "open to a new sandbox");
 }
+
+/* An address an egretd before opened for long is adopted by the next one for no longer than its
+ * own --dns-max-ttl and grace allow: opened for 630 s, then egretd restarted with 1 + 1 (the
+ * same egretd restarted as it was keeps it open: the pinned map outlives egretd).
+ */
+Test(dns, adopted_addresses_are_held_no_longer_than_the_ttl_allows)
+{
+	const char *longer[] = { "--upstream-dns", UPSTREAM, "--dns-min-ttl", "600", NULL };
+	const char *shorter[] = {
+		"--upstream-dns", UPSTREAM, "--dns-max-ttl", "1", "--dns-grace", "1", NULL
+	};
+	char out[8192];
+	int shut = -1;
+
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, longer), 0, "%s", harness_log(T));
+	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "not opened");
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, shorter), 0, "%s", harness_log(T));
+	for (int i = 0; i < 60 * (int)harness_timeout_scale() && shut != EPERM; i++) {
+		usleep(100000);
+		shut = connect_in("box", "192.0.2.10", 8080);
+	}
+	cr_expect_eq(shut, EPERM, "an adopted address stayed open past --dns-max-ttl and grace");
+}
