@@ -543,6 +543,21 @@ Test(dns, truncated_answers_go_over_tcp)
 	cr_expect(strstr(out, "zzz"), "%s", out);
 }
 
+/* How many of multi.allowed.test's three addresses the sandbox can connect to */
+static int multi_open(const char *sandbox)
+{
+	return (connect_in(sandbox, "192.0.2.21", 8080) == 0) +
+	       (connect_in(sandbox, "192.0.2.22", 8080) == 0) +
+	       (connect_in(sandbox, "192.0.2.23", 8080) == 0);
+}
+
+/* egretd stopped and started again with other options (the pinned maps outlive it) */
+static void restart_with(const char **extra)
+{
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+}
+
 Test(dns, addresses_per_name_are_capped)
 {
 	char out[8192];
@@ -554,9 +569,7 @@ Test(dns, addresses_per_name_are_capped)
 	cr_expect(strstr(out, "192.0.2.21") && strstr(out, "192.0.2.22") &&
 			  strstr(out, "192.0.2.23"),
 		  "%s", out);
-	open += connect_in("box", "192.0.2.21", 8080) == 0;
-	open += connect_in("box", "192.0.2.22", 8080) == 0;
-	open += connect_in("box", "192.0.2.23", 8080) == 0;
+	open = multi_open("box");
 	cr_expect_eq(open, 2, "--dns-max-ips 2: %d of 3 addresses opened", open);
 	cr_assert_eq(events_wait(T->sink_path, is_dns, "multi.allowed.test", 5000, &evs), 0);
 	cr_expect_eq(
@@ -706,8 +719,7 @@ Test(dns, a_tcp_answer_in_pieces_is_read_whole)
 	char out[8192];
 
 	start_splitter();
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	restart_with(extra);
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "split.allowed.test", true), 0, "%s",
 		     out);
 	cr_expect(strstr(out, "status: NOERROR"), "%s", out);
@@ -721,8 +733,7 @@ Test(dns, nxdomain_instead_of_refused)
 	const char *extra[] = { "--upstream-dns", UPSTREAM, "--dns-refuse", "nxdomain", NULL };
 	char out[8192];
 
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	restart_with(extra);
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "blocked.test", false), 0, "%s", out);
 	cr_expect(strstr(out, "status: NXDOMAIN"), "%s", out);
 	cr_expect_not(upstream_saw("blocked.test"));
@@ -862,8 +873,7 @@ Test(dns, only_the_question_reaches_the_upstream)
 	cr_assert_eq(netns_addr("lo", RECORDER "/32"), 0);
 	snprintf(file, sizeof(file), "%s/recorded", T->tmpdir);
 	start_recorder(file);
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	restart_with(extra);
 	cr_assert_eq(in_sandbox(T, "box", stuffed_query, NULL), 0, "the query was not answered");
 	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "its answer opened no address");
 	n = read_file(file, got, sizeof(got));
@@ -1005,18 +1015,35 @@ static int query_label(const char *label, uint16_t id)
 	return raw_query(q, n + 18);
 }
 
+/* n queries for names <prefix><i>.allowed.test, as fast as they are answered: how many were
+ * (NOERROR)
+ */
+struct query_run {
+	char prefix;
+	int n;
+	uint16_t first_id;
+};
+
+static int query_names(void *arg)
+{
+	const struct query_run *run = arg;
+	int answered = 0;
+
+	for (int i = 0; i < run->n; i++) {
+		char label[16];
+
+		snprintf(label, sizeof(label), "%c%d", run->prefix, i);
+		answered += query_label(label, (uint16_t)(run->first_id + i)) == 0;
+	}
+	return answered;
+}
+
 /* 30 queries as fast as they are answered: how many were (NOERROR) */
 static int query_burst(void *arg)
 {
-	int answered = 0;
+	const struct query_run burst = { 'b', 30, 0x2000 };
 
-	for (int i = 0; i < 30; i++) {
-		char label[16];
-
-		snprintf(label, sizeof(label), "b%d", i);
-		answered += query_label(label, (uint16_t)(0x2000 + i)) == 0;
-	}
-	return answered;
+	return query_names((void *)&burst);
 }
 
 static bool is_dns_over_budget(const Egret__V1__Event *ev, const void *arg)
@@ -1130,20 +1157,6 @@ Test(dns, high_entropy_names_are_flagged)
 	events_free(&evs);
 }
 
-/* 300 queries for names never asked before (fN.allowed.test): how many were answered NOERROR */
-static int query_new_names(void *arg)
-{
-	int answered = 0;
-
-	for (int i = 0; i < 300; i++) {
-		char label[16];
-
-		snprintf(label, sizeof(label), "f%d", i);
-		answered += query_label(label, (uint16_t)(0x3000 + i)) == 0;
-	}
-	return answered;
-}
-
 struct dns_from {
 	const char *name, *sandbox;
 };
@@ -1169,13 +1182,13 @@ Test(dns, names_a_sandbox_holds_are_bounded)
 		"--upstream-dns", UPSTREAM, "--dns-min-ttl", "600", "--dns-max-names", "3", NULL
 	};
 	const struct dns_from n4_box = { "n4.allowed.test", "box" };
+	struct query_run flood = { 'f', 300, 0x3000 }; /* names never asked before */
 	const Egret__V1__Event *ev;
 	struct events evs;
 	char out[8192], name[64];
 	int open = 0;
 
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	restart_with(extra);
 	for (int i = 1; i <= 3; i++) {
 		snprintf(name, sizeof(name), "n%d.allowed.test", i);
 		cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, name, false), 0, "%s", out);
@@ -1194,9 +1207,7 @@ Test(dns, names_a_sandbox_holds_are_bounded)
 	cr_expect(strstr(out, "status: NOERROR"), "another sandbox's name: %s", out);
 	cr_assert_eq(dig("other", out, sizeof(out), UPSTREAM, "multi.allowed.test", false), 0, "%s",
 		     out);
-	open += connect_in("other", "192.0.2.21", 8080) == 0;
-	open += connect_in("other", "192.0.2.22", 8080) == 0;
-	open += connect_in("other", "192.0.2.23", 8080) == 0;
+	open = multi_open("other");
 	cr_expect_eq(open, 3, "%d of multi's 3 addresses opened", open);
 	usleep(300000);
 	cr_expect(upstream_saw("n3.allowed.test"), "the upstream's query log does not work");
@@ -1207,7 +1218,7 @@ Test(dns, names_a_sandbox_holds_are_bounded)
 	cr_expect(strstr(ev->dns_query->error, "--dns-max-names"), "%s", ev->dns_query->error);
 	events_free(&evs);
 	/* the flood */
-	cr_expect_eq(in_sandbox(T, "box", query_new_names, NULL), 0,
+	cr_expect_eq(in_sandbox(T, "box", query_names, &flood), 0,
 		     "new names over the bound were answered");
 	cr_expect_not(upstream_saw("f0.allowed.test"), "a name over the bound went upstream");
 	cr_expect_not(upstream_saw("f299.allowed.test"), "a name over the bound went upstream");
@@ -1229,8 +1240,7 @@ Test(dns, a_name_whose_addresses_expired_gives_its_room_back)
 	char out[8192];
 	int open = 0;
 
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	restart_with(extra);
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "e1.allowed.test", false), 0, "%s",
 		     out);
 	cr_expect(strstr(out, "status: NOERROR"), "%s", out);
@@ -1238,9 +1248,7 @@ Test(dns, a_name_whose_addresses_expired_gives_its_room_back)
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "multi.allowed.test", false), 0, "%s",
 		     out);
 	cr_expect(strstr(out, "status: NOERROR"), "the room of an expired name: %s", out);
-	open += connect_in("box", "192.0.2.21", 8080) == 0;
-	open += connect_in("box", "192.0.2.22", 8080) == 0;
-	open += connect_in("box", "192.0.2.23", 8080) == 0;
+	open = multi_open("box");
 	cr_expect_eq(open, 1, "%d of multi's addresses opened in the room of e1's one", open);
 	cr_expect_geq(status_count(" early sweeps"), 1, "the room came from the periodic sweep");
 }
@@ -1301,8 +1309,7 @@ Test(dns, bounds_hold_at_the_answer_and_the_ttl_is_capped)
 	snprintf(file, sizeof(file), "%s/slow.queries", T->tmpdir);
 	cr_assert_eq(netns_addr("lo", RECORDER "/32"), 0);
 	start_recorder_held(file, 2, 3600);
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	restart_with(extra);
 	rcodes = in_sandbox(T, "box", two_names_at_once, NULL);
 	cr_expect_eq(rcodes >> 4, 0, "d1: rcode %d", rcodes >> 4);
 	cr_expect_eq(rcodes & 15, 5, "d2 over the bound at its answer: rcode %d", rcodes & 15);
@@ -1340,13 +1347,10 @@ Test(dns, addresses_a_sandbox_holds_are_bounded)
 	char out[8192];
 	int open = 0;
 
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	restart_with(extra);
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "multi.allowed.test", false), 0, "%s",
 		     out);
-	open += connect_in("box", "192.0.2.21", 8080) == 0;
-	open += connect_in("box", "192.0.2.22", 8080) == 0;
-	open += connect_in("box", "192.0.2.23", 8080) == 0;
+	open = multi_open("box");
 	cr_expect_eq(open, 2, "%d of multi's 3 addresses opened", open);
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
 	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), EPERM, "a third address opened");
@@ -1366,8 +1370,7 @@ Test(dns, a_sandbox_that_goes_takes_its_names_with_it)
 	char out[8192], path[PATH_MAX];
 	int names = -1, addrs = -1;
 
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "%s", harness_log(T));
+	restart_with(extra);
 	cr_assert_eq(dig("gone1", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "www.allowed.test", false), 0, "%s",
 		     out);
@@ -1401,12 +1404,10 @@ Test(dns, adopted_addresses_are_held_no_longer_than_the_ttl_allows)
 	char out[8192];
 	int shut = -1;
 
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, longer), 0, "%s", harness_log(T));
+	restart_with(longer);
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
 	cr_expect_eq(connect_in("box", "192.0.2.10", 8080), 0, "not opened");
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, shorter), 0, "%s", harness_log(T));
+	restart_with(shorter);
 	for (int i = 0; i < 60 * (int)harness_timeout_scale() && shut != EPERM; i++) {
 		usleep(100000);
 		shut = connect_in("box", "192.0.2.10", 8080);

@@ -287,6 +287,26 @@ static bool name_live(const struct name_entry *ne, uint64_t now)
 	return false;
 }
 
+/* The address of ae closes: out of the map and the mirror, given back to its sandbox. */
+static void allow_forget(struct resolver *r, struct allow_entry *ae)
+{
+	struct egret_dns_allow_key k = ae->key; /* the removal shifts entries over ae */
+
+	bpf_map_delete_elem(r->m.allow_fd, &k);
+	htab__remove(&r->allow, &k);
+	held_drop(r, k.sandbox_id, false);
+}
+
+/* The name of ne goes, given back to its sandbox. */
+static void name_forget(struct resolver *r, struct name_entry *ne)
+{
+	struct name_key k = ne->key;
+
+	free(ne->ips);
+	htab__remove(&r->names, &k);
+	held_drop(r, k.sandbox, true);
+}
+
 /* Delete expired addresses from the map (the kernel already ignores them), and forget names
  * whose addresses all expired. A removal shifts later entries back into slot i, so slot i is
  * looked at again; an entry shifted round from the start may be looked at twice, which is
@@ -298,7 +318,6 @@ void allow__sweep(struct resolver *r, uint64_t now)
 
 	for (size_t i = 0; i < r->allow.cap;) {
 		struct allow_entry *ae = htab__at(&r->allow, i);
-		struct egret_dns_allow_key k;
 
 		if (!ae || ae->expires_ns > now) {
 			if (ae && ae->expires_ns < next)
@@ -306,14 +325,10 @@ void allow__sweep(struct resolver *r, uint64_t now)
 			i++;
 			continue;
 		}
-		k = ae->key;
-		bpf_map_delete_elem(r->m.allow_fd, &k);
-		htab__remove(&r->allow, &k);
-		held_drop(r, k.sandbox_id, false);
+		allow_forget(r, ae);
 	}
 	for (size_t i = 0; i < r->names.cap;) {
 		struct name_entry *ne = htab__at(&r->names, i);
-		struct name_key k;
 
 		if (!ne || name_live(ne, now)) {
 			/* the earliest of its addresses: no name goes before that */
@@ -324,10 +339,7 @@ void allow__sweep(struct resolver *r, uint64_t now)
 			i++;
 			continue;
 		}
-		free(ne->ips);
-		k = ne->key;
-		htab__remove(&r->names, &k);
-		held_drop(r, k.sandbox, true);
+		name_forget(r, ne);
 	}
 	r->next_expiry_ns = next;
 }
@@ -343,29 +355,19 @@ void allow__sandbox_gone(struct resolver *r, uint64_t sandbox)
 		return; /* it holds nothing: no walk */
 	for (size_t i = 0; i < r->allow.cap;) {
 		struct allow_entry *ae = htab__at(&r->allow, i);
-		struct egret_dns_allow_key k;
 
-		if (!ae || ae->key.sandbox_id != sandbox) {
+		if (ae && ae->key.sandbox_id == sandbox)
+			allow_forget(r, ae); /* slot i holds the next entry now */
+		else
 			i++;
-			continue;
-		}
-		k = ae->key;
-		bpf_map_delete_elem(r->m.allow_fd, &k);
-		htab__remove(&r->allow, &k);
-		held_drop(r, sandbox, false);
 	}
 	for (size_t i = 0; i < r->names.cap;) {
 		struct name_entry *ne = htab__at(&r->names, i);
-		struct name_key k;
 
-		if (!ne || ne->key.sandbox != sandbox) {
+		if (ne && ne->key.sandbox == sandbox)
+			name_forget(r, ne);
+		else
 			i++;
-			continue;
-		}
-		free(ne->ips);
-		k = ne->key;
-		htab__remove(&r->names, &k);
-		held_drop(r, sandbox, true);
 	}
 }
 
