@@ -1250,7 +1250,13 @@ Test(dns, a_name_whose_addresses_expired_gives_its_room_back)
 	cr_expect(strstr(out, "status: NOERROR"), "the room of an expired name: %s", out);
 	open = multi_open("box");
 	cr_expect_eq(open, 1, "%d of multi's addresses opened in the room of e1's one", open);
-	cr_expect_geq(status_count(" early sweeps"), 1, "the room came from the periodic sweep");
+	/* natively multi is asked well before the periodic sweep after e1 (egretd swept at its
+	 * start, 5 s before the next); under emulation the digs are slow enough for it to come
+	 * first, and then only the room is checked
+	 */
+	if (harness_timeout_scale() == 1)
+		cr_expect_geq(status_count(" early sweeps"), 1,
+			      "the room came from the periodic sweep");
 }
 
 /* Two new names asked at once (d1, d2), by one UDP socket: the rcode of d1's answer << 4 | d2's
