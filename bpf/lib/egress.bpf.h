@@ -156,6 +156,14 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 	if (!m || !meta_is_flow(m, &f)) {
 		e = egress_event(&f, sandbox_id, hook, &d, (__u16)ctx->type);
 		if (e) {
+			/* a TCP flow starts with this record: its close carries the same cookie
+			 * (lib/flow.bpf.h), and egretd joins them; the socket needs no storage
+			 */
+			if (!datagrams && f.protocol == IPPROTO_TCP) {
+				e->cookie = bpf_get_socket_cookie(ctx);
+				event_submit(e);
+				return SK_PASS;
+			}
 			flow_start_of(&start, &e->hdr, sandbox_id);
 			event_submit(e);
 			from = &start;

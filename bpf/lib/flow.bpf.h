@@ -1,11 +1,14 @@
 /* The audit stream's flow records: when a socket that carried traffic closes, what it carried,
- * between which addresses, for the task that started it (noted by lib/egress.bpf.h's
- * flow_begin() in the socket's sock_flows storage).
+ * between which addresses, for the task that started it. A TCP connect's record carries the
+ * socket's cookie and its flow record the same cookie: egretd joins the two, and the socket
+ * needs no storage. UDP flows, and a TCP flow whose connect record was lost (the ring full),
+ * have their start noted by lib/egress.bpf.h's flow_begin() in the socket's sock_flows storage.
  */
 #ifndef EGRET_FLOW_BPF_H
 #define EGRET_FLOW_BPF_H
 
 #include "lib/events.bpf.h"
+#include "lib/sandbox.bpf.h"
 
 /* The flow record of the flow st started, reserved, its header and duration filled: the
  * starter's ids, not those of whoever runs when it ends. NULL when the ring is full (counted).
@@ -24,7 +27,9 @@ static __always_inline struct egret_flow_event *flow_record(const struct egret_f
 	e->duration_ns = e->hdr.ts_ns - st->start_ns;
 	e->protocol = protocol;
 	e->family = family;
-	e->pad[0] = e->pad[1] = 0;
+	e->by_cookie = 0;
+	e->pad = 0;
+	e->cookie = 0;
 	return e;
 }
 
@@ -62,6 +67,20 @@ static __always_inline void flow_end_udp(struct bpf_sock *sk)
 	flow_send(e, bpf_sk_storage_get(&sock_meta, sk, 0, 0));
 }
 
+/* The sandbox of a socket's cgroup, for a BTF pointer to it: its own cgroup read with direct
+ * loads, nearly always a registered sandbox (one lookup); else its ancestry.
+ */
+static __always_inline __u64 sandbox_of_sock(struct sock *sk)
+{
+	struct cgroup *cg = sk->sk_cgrp_data.cgroup;
+	__u64 own;
+
+	if (!cg)
+		return NOT_A_SANDBOX;
+	own = registration_of(cg->kn->id);
+	return own ? own : sandbox_of_cgroup(cg);
+}
+
 /* A TCP socket goes: its own counters say what it carried. The tracepoint's socket is a BTF
  * pointer: its fields are read with plain loads (the verifier guards them), not a helper call a
  * field, and bpf_skc_to_tcp_sock() gives the tcp_sock's counters the same way.
@@ -69,16 +88,34 @@ static __always_inline void flow_end_udp(struct bpf_sock *sk)
 static __always_inline void flow_end_tcp(struct sock *sk)
 {
 	struct egret_flow *fl = bpf_sk_storage_get(&sock_flows, sk, 0, 0);
+	__u64 cookie = sk->__sk_common.skc_cookie.counter;
+	struct egret_flow_start joined = {};
 	struct egret_flow_event *e;
 	struct tcp_sock *tp;
 	__u16 family;
 
-	if (!fl)
-		return;
+	/* No storage: a flow whose start is its connect record, if that record carried the
+	 * socket's cookie. A socket without a cookie was never connected by a sandbox (egret's
+	 * connect hook gives it one); one with a cookie (something else asked for it) that is in
+	 * no sandbox is the host's.
+	 */
+	if (!fl) {
+		if (!cookie)
+			return;
+		joined.sandbox_id = sandbox_of_sock(sk);
+		if (joined.sandbox_id == NOT_A_SANDBOX)
+			return;
+	}
 	family = sk->__sk_common.skc_family;
-	e = flow_record(&fl->st, (__u8)family, IPPROTO_TCP);
+	e = flow_record(fl ? &fl->st : &joined, (__u8)family, IPPROTO_TCP);
 	if (!e)
 		return;
+	/* the cookie in either case: egretd forgets the connect it noted */
+	e->cookie = cookie;
+	if (!fl) {
+		e->by_cookie = 1;
+		e->duration_ns = 0;
+	}
 	tp = bpf_skc_to_tcp_sock(sk);
 	e->bytes_out = tp ? tp->bytes_acked : 0;
 	e->bytes_in = tp ? tp->bytes_received : 0;

@@ -42,6 +42,7 @@ static __always_inline struct egret_connect_event *egress_event(const struct flo
 	__builtin_memset(e->saddr, 0, sizeof(e->saddr));
 	e->sport = 0;
 	e->pad2 = 0;
+	e->cookie = 0;
 	return e;
 }
 

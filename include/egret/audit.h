@@ -134,7 +134,10 @@ struct egret_flow_event {
 	__u16 sport, dport; /* host order */
 	__u8 protocol;
 	__u8 family;
-	__u8 pad[2];
+	__u8 by_cookie; /* 1: who started the flow, and when, is the connect record with this
+			 * cookie (egretd fills them in; hdr has the sandbox and the close's time) */
+	__u8 pad;
+	__u64 cookie; /* the socket's cookie, when a connect record carried it; else 0 */
 };
 
 /* Who started a flow and when: noted by the connect or send that began it. */

@@ -94,6 +94,8 @@ struct egret_connect_event {
 	__u8 saddr[EGRET_ADDR_LEN]; /* HOOK_DEVICE: the packet's source, IPv4 mapped */
 	__u16 sport;		    /* HOOK_DEVICE: its source port, host order */
 	__u16 pad2;
+	__u64 cookie; /* an allowed TCP connect: the socket's cookie, which its flow record carries
+		       * when it closes (egretd joins the two); 0 otherwise */
 };
 
 #endif /* EGRET_EGRESS_H */

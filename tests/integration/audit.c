@@ -23,7 +23,12 @@
 
 #include <criterion/criterion.h>
 
+#include <bpf/bpf.h>
+#include <sys/socket.h>
+
 #include "cgroup.h"
+#include "egret/events.h"
+#include "egret/audit.h"
 #include "harness.h"
 #include "pbjson.h"
 #include "util.h"
@@ -700,6 +705,209 @@ Test(audit, a_flow_record_names_who_started_it_not_who_closed_it)
 		cr_expect_eq(ev->sandbox->cgroup_id, conn->sandbox->cgroup_id);
 	}
 	events_free(&evs);
+}
+
+/* A blocking TCP connection to the test's web server, or -1 */
+static int web_connection(void)
+{
+	struct sockaddr_in web = { .sin_family = AF_INET, .sin_port = htons(8080) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	inet_pton(AF_INET, "192.0.2.10", &web.sin_addr);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&web, sizeof(web))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A TCP connection and a UDP socket made in the sandbox, each after some traffic, handed to the
+ * test over the socketpair arg points at (SCM_RIGHTS): the test closes them when it chooses.
+ */
+static int sockets_handed_out(void *arg)
+{
+	struct sockaddr_in dgram = { .sin_family = AF_INET, .sin_port = htons(5000) };
+	int tcp, udp = socket(AF_INET, SOCK_DGRAM, 0);
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	struct iovec iov = { .iov_base = "s", .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	char buf[64];
+	int fds[2];
+
+	inet_pton(AF_INET, "192.0.2.10", &dgram.sin_addr);
+	prctl(PR_SET_NAME, "flowstart");
+	tcp = web_connection();
+	if (tcp < 0 || udp < 0 || send(tcp, "GET / HTTP/1.0\r\n\r\n", 18, 0) != 18 ||
+	    recv(tcp, buf, sizeof(buf), 0) <= 0 ||
+	    sendto(udp, "12345678", 8, 0, (struct sockaddr *)&dgram, sizeof(dgram)) != 8)
+		return 1;
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	fds[0] = tcp;
+	fds[1] = udp;
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	return sendmsg(*(int *)arg, &mh, 0) == 1 ? 0 : 2;
+}
+
+/* The two sockets sockets_handed_out made, into fds[0] (TCP) and fds[1] (UDP). */
+static void take_sandbox_sockets(int fds[2])
+{
+	union {
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+		struct cmsghdr align;
+	} ctl;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *c;
+	int sp[2];
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), 0);
+	cr_assert_eq(in_sandbox(T, "box", sockets_handed_out, &sp[1]), 0);
+	/* close-on-exec: an egretd the test starts later must not hold them open */
+	cr_assert_eq(recvmsg(sp[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC), 1);
+	c = CMSG_FIRSTHDR(&mh);
+	cr_assert(c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(2 * sizeof(int)));
+	memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
+	close(sp[0]);
+	close(sp[1]);
+}
+
+static bool is_flowstart_connect(const Egret__V1__Event *ev, const void *arg)
+{
+	(void)arg;
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+	       ev->net_connect->dst_port == 8080 && !strcmp(ev->process->comm, "flowstart");
+}
+
+/* The kernel keeps nothing on a sandbox's TCP socket for its flow (the connect record names who
+ * started it, egretd joins the two by the socket's cookie), and the flow record still names the
+ * starter; a UDP socket keeps its storage (the lookup finds it: the test can see storage).
+ */
+Test(audit, a_tcp_flow_keeps_nothing_on_its_socket)
+{
+	const Egret__V1__Event *conn, *ev;
+	struct egret_flow fl;
+	char pin[PATH_MAX];
+	struct events evs;
+	int fds[2], map;
+
+	snprintf(pin, sizeof(pin), "%s/maps/sock_flows", T->state_dir);
+	map = bpf_obj_get(pin);
+	cr_assert(map >= 0, "%s: %s", pin, strerror(errno));
+	take_sandbox_sockets(fds);
+	cr_expect_eq(bpf_map_lookup_elem(map, &fds[1], &fl), 0, "the UDP socket has no storage");
+	cr_expect_neq(bpf_map_lookup_elem(map, &fds[0], &fl), 0, "the TCP socket has storage");
+	cr_expect_eq(errno, ENOENT);
+	close(map);
+	close(fds[0]);
+	close(fds[1]);
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)8080L, 5000, &evs), 0);
+	conn = events_find(&evs, is_flowstart_connect, NULL, NULL);
+	ev = events_find(&evs, is_flow_to, (void *)8080L, NULL);
+	cr_assert(conn && ev);
+	cr_expect_str_eq(ev->process->comm, "flowstart");
+	cr_expect_eq(ev->process->pid, conn->process->pid);
+	cr_expect_not(ev->flow->start_unknown);
+	cr_expect_gt(ev->flow->duration_ns, 0);
+	cr_expect_gt(ev->flow->bytes_out, 0);
+	cr_assert(ev->sandbox && conn->sandbox);
+	cr_expect_eq(ev->sandbox->cgroup_id, conn->sandbox->cgroup_id);
+	events_free(&evs);
+}
+
+/* A TCP connection open across an egretd restart: the new egretd never saw its connect, and
+ * reports its flow with the sandbox (from the socket's cgroup), the bytes, and its start unknown
+ * rather than not at all or with a made-up starter.
+ */
+Test(audit, a_tcp_flow_open_across_a_restart_has_its_start_unknown)
+{
+	const Egret__V1__Event *conn, *ev;
+	struct events evs;
+	char out[4096];
+	int fds[2];
+
+	take_sandbox_sockets(fds);
+	cr_assert_eq(events_wait(T->sink_path, is_flowstart_connect, NULL, 5000, &evs), 0);
+	events_free(&evs);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	close(fds[0]);
+	close(fds[1]);
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)8080L, 5000, &evs), 0);
+	conn = events_find(&evs, is_flowstart_connect, NULL, NULL);
+	ev = events_find(&evs, is_flow_to, (void *)8080L, NULL);
+	cr_assert(conn && ev);
+	cr_expect(ev->flow->start_unknown);
+	cr_expect_eq(ev->process->pid, 0);
+	cr_expect_eq(ev->flow->duration_ns, 0);
+	cr_expect_gt(ev->flow->bytes_out, 0);
+	cr_assert(ev->sandbox && conn->sandbox);
+	cr_expect_eq(ev->sandbox->cgroup_id, conn->sandbox->cgroup_id);
+	/* the UDP socket's storage outlived the restart: its starter is known */
+	events_free(&evs);
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)5000L, 5000, &evs), 0);
+	ev = events_find(&evs, is_flow_to, (void *)5000L, NULL);
+	cr_expect_str_eq(ev->process->comm, "flowstart");
+	cr_expect_not(ev->flow->start_unknown);
+	events_free(&evs);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "tcp flows: 0 open, 0 closed and joined to their connect, 1 with "
+			      "their start unknown"),
+		  "%s", out);
+}
+
+/* A sandbox holding more connections open than --max-tcp-flows cannot grow egretd past it:
+ * the connects over it are not held, and their flows are reported with their start unknown.
+ */
+static int three_connections(void *arg)
+{
+	int fd[3];
+
+	(void)arg;
+	for (int i = 0; i < 3; i++) {
+		fd[i] = web_connection();
+		if (fd[i] < 0)
+			return 1;
+	}
+	usleep(200 * 1000); /* all three open while egretd reads their connects */
+	for (int i = 0; i < 3; i++)
+		close(fd[i]);
+	return 0;
+}
+
+Test(audit, tcp_flows_egretd_holds_are_bounded)
+{
+	const char *bound[] = { "--max-tcp-flows", "2", NULL };
+	struct events evs;
+	size_t unknown = 0;
+	char out[4096];
+
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, bound), 0, "%s", harness_log(T));
+	cr_assert_eq(in_sandbox(T, "box", three_connections, NULL), 0);
+	cr_assert_eq(events_wait_count(T->sink_path, is_flow_to, (void *)8080L, 3,
+				       5000 * harness_timeout_scale(), &evs),
+		     0);
+	for (size_t i = 0; i < evs.n; i++)
+		unknown += is_flow_to(evs.ev[i], (void *)8080L) && evs.ev[i]->flow->start_unknown;
+	cr_expect_eq(unknown, 1, "%zu flows with their start unknown", unknown);
+	events_free(&evs);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "2 closed and joined to their connect, 1 with their start unknown, "
+			      "1 connects not held (at the bound of 2)"),
+		  "%s", out);
 }
 
 static bool is_exec_of_marker(const Egret__V1__Event *ev, const void *arg)

@@ -16,6 +16,8 @@
 #include "collector.h"
 #include "decoders.h"
 #include "egret/audit.h"
+#include "egret/confine.h"
+#include "egret/egress.h"
 #include "stream.h"
 
 static struct stream stream;
@@ -26,6 +28,11 @@ static char last_args[256], last_path[2][256], last_env[256];
 static size_t last_env_len;
 static bool last_has_token; /* "TOKEN" in the event's protobuf */
 static int events;
+static const char *last_flow_comm;
+static char last_flow_comm_buf[EGRET_COMM_LEN + 1];
+static uint32_t last_flow_pid;
+static uint64_t last_flow_duration, last_flow_sandbox;
+static bool last_flow_unknown;
 
 static void observe(void *ctx, const Egret__V1__Event *ev, const struct env_block *env)
 {
@@ -44,6 +51,14 @@ static void observe(void *ctx, const Egret__V1__Event *ev, const struct env_bloc
 		for (size_t i = 0; i < ev->exec->n_args; i++)
 			n += (size_t)snprintf(last_args + n, sizeof(last_args) - n, "%s%s",
 					      i ? " " : "", ev->exec->args[i]);
+	} else if (ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FLOW) {
+		snprintf(last_flow_comm_buf, sizeof(last_flow_comm_buf), "%s",
+			 ev->process && ev->process->comm ? ev->process->comm : "");
+		last_flow_comm = last_flow_comm_buf;
+		last_flow_pid = ev->process ? ev->process->pid : 0;
+		last_flow_sandbox = ev->sandbox ? ev->sandbox->cgroup_id : 0;
+		last_flow_duration = ev->flow->duration_ns;
+		last_flow_unknown = ev->flow->start_unknown;
 	} else if (ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FILE) {
 		snprintf(last_path[0], sizeof(last_path[0]), "%s", ev->file->path);
 		snprintf(last_path[1], sizeof(last_path[1]), "%s",
@@ -230,4 +245,148 @@ Test(record, any_timestamp_converts)
 	f.hdr.ts_ns = UINT64_MAX;
 	feed(&f, sizeof(f));
 	cr_expect_eq(events, 2);
+}
+
+/* an allowed TCP connect by pid in sandbox at ts, its socket's cookie in the record */
+static void tcp_connect_rec(uint64_t cookie, uint64_t ts, uint32_t pid, uint64_t sandbox)
+{
+	struct egret_connect_event c;
+
+	memset(&c, 0, sizeof(c));
+	hdr(&c.hdr, EGRET_EV_CONNECT);
+	c.hdr.ts_ns = ts;
+	c.hdr.pid = c.hdr.tid = pid;
+	c.hdr.sandbox_id = sandbox;
+	c.family = 2;
+	c.protocol = 6;
+	c.hook = EGRET_HOOK_CONNECT4;
+	c.verdict = EGRET_VERDICT_ALLOW;
+	c.reason = EGRET_REASON_ALLOW_RULE;
+	c.cookie = cookie;
+	feed(&c, sizeof(c));
+}
+
+/* the socket's flow record at ts as the kernel sends it: by cookie, no starter, or pid's from
+ * the socket's storage
+ */
+static void tcp_flow_rec(uint64_t cookie, uint64_t ts, uint32_t pid, uint64_t sandbox)
+{
+	struct egret_flow_event f;
+
+	memset(&f, 0, sizeof(f));
+	hdr(&f.hdr, EGRET_EV_FLOW);
+	f.hdr.ts_ns = ts;
+	f.hdr.sandbox_id = sandbox;
+	f.hdr.pid = f.hdr.tid = pid;
+	if (!pid)
+		memset(f.hdr.comm, 0, sizeof(f.hdr.comm));
+	f.duration_ns = pid ? 123 : 0;
+	f.protocol = 6;
+	f.family = 2;
+	f.by_cookie = !pid;
+	f.cookie = cookie;
+	f.bytes_out = 10;
+	last_flow_comm = NULL;
+	feed(&f, sizeof(f));
+	cr_assert(last_flow_comm, "no flow event");
+}
+
+Test(record, a_tcp_flow_is_joined_to_its_connect_by_cookie)
+{
+	const struct flow_starts *fl = &col.ctx.flows;
+
+	tcp_connect_rec(7, 1000, 42, 5);
+	tcp_connect_rec(7, 2000, 43, 5); /* retried: the first connect started the flow */
+	cr_expect_eq(fl->h.used, 1);
+	tcp_flow_rec(7, 5000, 0, 5);
+	cr_expect_eq(last_flow_pid, 42);
+	cr_expect_str_eq(last_flow_comm, "sh");
+	cr_expect_eq(last_flow_duration, 4000);
+	cr_expect_eq(last_flow_sandbox, 5);
+	cr_expect_not(last_flow_unknown);
+	cr_expect_eq(fl->h.used, 0, "the connect is forgotten once its flow closed");
+	cr_expect_eq(fl->joined, 1);
+	/* the same cookie again, or one never seen: a flow whose start egretd does not hold */
+	tcp_flow_rec(7, 6000, 0, 5);
+	cr_expect(last_flow_unknown);
+	cr_expect_eq(last_flow_pid, 0);
+	cr_expect_eq(last_flow_duration, 0);
+	cr_expect_eq(last_flow_sandbox, 5, "the sandbox comes from the socket's cgroup");
+	cr_expect_eq(fl->unjoined, 1);
+	/* a flow whose start the socket's storage had (its first connect's record was lost):
+	 * the record's own starter stands, and the later connect's entry goes
+	 */
+	tcp_connect_rec(9, 7000, 44, 5);
+	tcp_flow_rec(9, 8000, 50, 5);
+	cr_expect_eq(last_flow_pid, 50);
+	cr_expect_eq(last_flow_duration, 123);
+	cr_expect_not(last_flow_unknown);
+	cr_expect_eq(fl->h.used, 0);
+}
+
+static void sandbox_gone(uint64_t sandbox, uint64_t ts)
+{
+	struct egret_cgroup_event c;
+
+	memset(&c, 0, sizeof(c));
+	hdr(&c.hdr, EGRET_EV_CGROUP);
+	c.hdr.ts_ns = ts;
+	c.cgroup_id = sandbox;
+	c.op = EGRET_CG_DESTROYED;
+	memcpy(c.name, "box", 3);
+	feed(&c, sizeof(c));
+}
+
+/* A sandbox holding many connections open cannot grow egretd past --max-tcp-flows; a gone
+ * sandbox's connects are forgotten once its sockets had time to close.
+ */
+Test(record, tcp_flows_held_are_bounded_and_go_with_their_sandbox)
+{
+	struct flow_starts *fl = &col.ctx.flows;
+
+	fl->max = 3;
+	for (uint64_t cookie = 1; cookie <= 5; cookie++)
+		tcp_connect_rec(cookie, 1000 + cookie, 42, 5);
+	cr_expect_eq(fl->h.used, 3);
+	cr_expect_eq(fl->not_held, 2);
+	tcp_flow_rec(5, 2000, 0, 5);
+	cr_expect(last_flow_unknown, "a flow over the bound has its start unknown");
+	tcp_flow_rec(1, 2000, 0, 5);
+	cr_expect_not(last_flow_unknown);
+	tcp_connect_rec(10, 3000, 60, 6);
+	cr_expect_eq(fl->h.used, 3);
+	/* sandbox 5 goes: a socket closing soon after is still joined */
+	sandbox_gone(5, 4000);
+	tcp_flow_rec(2, 5000, 0, 5);
+	cr_expect_not(last_flow_unknown);
+	cr_expect_eq(fl->h.used, 2);
+	/* long after, its connects are forgotten, another sandbox's are not */
+	tcp_connect_rec(11, 4000 + FLOW_STARTS_LINGER, 61, 6);
+	cr_expect_eq(fl->forgotten, 1);
+	cr_expect_eq(fl->h.used, 2);
+	tcp_flow_rec(3, 5000 + FLOW_STARTS_LINGER, 0, 5);
+	cr_expect(last_flow_unknown);
+	tcp_flow_rec(10, 5000 + FLOW_STARTS_LINGER, 0, 6);
+	cr_expect_not(last_flow_unknown);
+	cr_expect_eq(last_flow_pid, 60);
+}
+
+/* More sandboxes gone than the list holds: the oldest's connects are forgotten early, none
+ * is lost track of
+ */
+Test(record, many_sandboxes_gone_at_once)
+{
+	struct flow_starts *fl = &col.ctx.flows;
+
+	for (uint64_t sb = 1; sb <= FLOW_STARTS_GONE + 2; sb++) {
+		tcp_connect_rec(100 + sb, 1000, 42, sb);
+		sandbox_gone(sb, 2000);
+	}
+	cr_expect_eq(fl->n_gone, FLOW_STARTS_GONE);
+	cr_expect_eq(fl->forgotten, 2);
+	cr_expect_eq(fl->h.used, FLOW_STARTS_GONE);
+	tcp_connect_rec(1, 2000 + FLOW_STARTS_LINGER, 42, 1000);
+	cr_expect_eq(fl->n_gone, 0);
+	cr_expect_eq(fl->h.used, 1);
+	cr_expect_eq(fl->forgotten, FLOW_STARTS_GONE + 2);
 }

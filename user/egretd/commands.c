@@ -38,6 +38,7 @@ static void json_str(FILE *f, const char *key, const char *v)
 static int status_json(struct daemon *d, struct control_req *r)
 {
 	const struct engine *e = &d->engine;
+	const struct flow_starts *fl = &d->collector.ctx.flows;
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -75,12 +76,28 @@ static int status_json(struct daemon *d, struct control_req *r)
 		json_str(f, "error", s->error);
 		fputc('}', f);
 	}
-	fprintf(f, "],\"programs\":{\"in_force\":%u,\"adopted\":%u}}\n", d->loader.attached,
+	fprintf(f, "],\"programs\":{\"in_force\":%u,\"adopted\":%u},", d->loader.attached,
 		d->loader.adopted);
+	fprintf(f,
+		"\"tcp_flows\":{\"open\":%zu,\"joined\":%llu,\"start_unknown\":%llu,"
+		"\"not_held\":%llu,\"forgotten\":%llu}}\n",
+		fl->h.used, (unsigned long long)fl->joined, (unsigned long long)fl->unjoined,
+		(unsigned long long)fl->not_held, (unsigned long long)fl->forgotten);
 	fclose(f);
 	control__out(r, "%s", buf);
 	free(buf);
 	return 0;
+}
+
+/* TCP flows whose connect egretd holds, to fill in their flow records (events/flows.h) */
+static void flows_status(const struct flow_starts *f, struct control_req *r)
+{
+	control__out(r,
+		     "tcp flows: %zu open, %llu closed and joined to their connect, %llu with "
+		     "their start unknown, %llu connects not held (at the bound of %u), %llu "
+		     "forgotten with their sandbox\n",
+		     f->h.used, (unsigned long long)f->joined, (unsigned long long)f->unjoined,
+		     (unsigned long long)f->not_held, f->max, (unsigned long long)f->forgotten);
 }
 
 static int do_status(void *ctx, struct control_req *r)
@@ -113,6 +130,7 @@ static int do_status(void *ctx, struct control_req *r)
 	}
 	control__out(r, "programs: %u in force, %u adopted from a previous egretd\n",
 		     d->loader.attached, d->loader.adopted);
+	flows_status(&d->collector.ctx.flows, r);
 	control__status(&d->control, r);
 	collector__format_counters(d->loader.maps.counters, counters, sizeof(counters));
 	control__out(r, "%s", counters);

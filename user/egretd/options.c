@@ -13,6 +13,7 @@
 #include "egret/dns.h"
 #include "egret/syscalls32.h"
 #include "engine.h"
+#include "flows.h"
 #include "log.h"
 #include "options.h"
 #include "paths.h"
@@ -224,6 +225,11 @@ static const struct opt_spec specs[] = {
 	{ "audit-skip", 0, "PREFIX", OPT_ADD, .add = add_pattern, .param = EGRET_PATTERN_SKIP,
 	  .defs = default_skips,
 	  .help = "report no writes under it; reads named by --audit-read are still reported" },
+	{ "max-tcp-flows", 0, "N", OPT_UINT, FIELD(max_tcp_flows), .min = 1, .max = 1u << 20,
+	  .def = "262144",
+	  .help = "open TCP flows of sandboxes whose connect egretd holds, to name who started "
+		  "each in its flow record when it closes; a flow opened over it is reported "
+		  "with its start unknown" },
 	{ "file-budget", 0, "N", OPT_UINT, FIELD(loader.file_budget), .max = 100000000,
 	  .def = "20000",
 	  .help = "file records a second each sandbox may send (reads of secret paths have a "
@@ -302,6 +308,7 @@ _Static_assert(sizeof(enum sink_format) == sizeof(uint32_t) &&
 _Static_assert(EGRET_COMPAT_REFUSE == 0 && EGRET_COMPAT_JUDGE == 1,
 	       "--compat's words in enum order");
 _Static_assert(EGRET_FILE_BUDGET_DEFAULT == 20000, "--file-budget's default is the kernel's");
+_Static_assert(FLOW_STARTS_DEFAULT == 262144, "--max-tcp-flows's default is the collector's");
 
 /* ---- --help ------------------------------------------------------------------------------ */
 

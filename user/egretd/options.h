@@ -36,6 +36,7 @@ struct options {
 	uint64_t spool_max;
 	enum spool_sync spool_sync;
 	unsigned int heartbeat_s;
+	unsigned int max_tcp_flows; /* --max-tcp-flows: open TCP flows whose starter egretd holds */
 	struct dns_options dns;
 	struct loader_config loader;
 	struct redactor redact;

@@ -468,6 +468,7 @@ int daemon__setup_pipeline(struct daemon *d)
 	err = decoders__register(&d->collector);
 	if (err)
 		return err;
+	d->collector.ctx.flows.max = d->opt.max_tcp_flows;
 	d->collector.ctx.procs = proc_cache__init(&d->procs) ? NULL : &d->procs;
 	d->collector.ctx.redactor = &d->opt.redact;
 	d->collector.ctx.hooks = (struct collector_hooks){

@@ -259,8 +259,14 @@ void audit__on_flow(struct decoder_ctx *d, const void *rec, size_t size)
 	const struct egret_flow_event *r = rec;
 	Egret__V1__NetFlow nf = EGRET__V1__NET_FLOW__INIT;
 	char src[ADDR_STRLEN], dst[ADDR_STRLEN], proto[8];
+	struct egret_flow_event joined;
 	struct envelope e;
 
+	/* a TCP flow: who started it, and when, from its connect record (flows.h) */
+	if (r->cookie) {
+		nf.start_unknown = !flow_starts__take(&d->flows, r, &joined);
+		r = &joined;
+	}
 	decoder__envelope(d, &r->hdr, &e);
 	addr__format((const uint8_t *)r->saddr, src, sizeof(src));
 	addr__format((const uint8_t *)r->daddr, dst, sizeof(dst));

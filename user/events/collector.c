@@ -82,7 +82,7 @@ int collector__init_offline(struct collector *c, struct stream *s, struct sandbo
 	c->counters_fd = c->losses_fd = c->reported_fd = -1;
 	c->rings.epfd = -1;
 	c->ctx.names = names;
-	return 0;
+	return flow_starts__init(&c->ctx.flows);
 }
 
 static int add_ring(struct collector *c, int fd, const char *name)
@@ -249,6 +249,7 @@ void collector__free(struct collector *c)
 	if (c->have_rings)
 		rings__free(&c->rings);
 	c->have_rings = false;
+	flow_starts__free(&c->ctx.flows);
 }
 
 /* The counters map as a small table: per hook, allowed / denied / audited; then the totals of

@@ -66,8 +66,10 @@ void confine__on_cgroup(struct decoder_ctx *d, const void *rec, size_t size)
 		sandbox_names__set(d->names, r->cgroup_id, name);
 		if (d->hooks.sandbox_created)
 			d->hooks.sandbox_created(d->hooks.ctx, r->cgroup_id, name);
-	} else if (r->op == EGRET_CG_DESTROYED && d->hooks.sandbox_destroyed) {
-		d->hooks.sandbox_destroyed(d->hooks.ctx, r->cgroup_id);
+	} else if (r->op == EGRET_CG_DESTROYED) {
+		flow_starts__sandbox_gone(&d->flows, r->cgroup_id, r->hdr.ts_ns);
+		if (d->hooks.sandbox_destroyed)
+			d->hooks.sandbox_destroyed(d->hooks.ctx, r->cgroup_id);
 	}
 	decoder__envelope(d, &r->hdr, &e);
 	memcpy(comm, r->hdr.comm, EGRET_COMM_LEN);

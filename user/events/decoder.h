@@ -13,6 +13,7 @@
 #include "egret/events.h"
 #include "egret/v1/events.pb-c.h"
 #include "engine.h"
+#include "flows.h"
 #include "proc.h"
 #include "redact.h"
 #include "sandbox.h"
@@ -37,6 +38,7 @@ struct decoder_ctx {
 	struct proc_cache *procs;    /* exec/fork-fed process cache, or NULL */
 	struct redactor *redactor;   /* applied to argv and paths, or NULL */
 	struct sandbox_names *names; /* sandbox id -> name, kept by the cgroup records */
+	struct flow_starts flows;    /* open TCP flows' starters, by socket cookie */
 };
 
 /* A decoder of one record type: rec holds size bytes, at least the size it registered. */

@@ -16,6 +16,9 @@ void egress__on_connect(struct decoder_ctx *d, const void *rec, size_t size)
 	char dst[ADDR_STRLEN], src[ADDR_STRLEN], proto[8], rule[400], ifname[IF_NAMESIZE + 16];
 	struct envelope e;
 
+	/* an allowed TCP connect: its flow record, when the socket goes, names it by cookie */
+	if (r->cookie)
+		flow_starts__note(&d->flows, r);
 	decoder__envelope(d, &r->hdr, &e);
 	addr__format(r->daddr, dst, sizeof(dst));
 	nc.verdict = (Egret__V1__NetConnect__Verdict)r->verdict;

@@ -17,7 +17,7 @@
 
 /* records in the events ring buffer, each after the 56-byte header */
 EGRET_ABI_SIZE(egret_event_hdr, 56);
-EGRET_ABI_SIZE(egret_connect_event, 112);
+EGRET_ABI_SIZE(egret_connect_event, 120);
 EGRET_ABI_SIZE(egret_cgroup_event, 72 + EGRET_CGROUP_NAME_LEN);
 EGRET_ABI_SIZE(egret_tamper_event, 80);
 EGRET_ABI_SIZE(egret_netns_event, 56 + 8);
@@ -25,7 +25,7 @@ EGRET_ABI_SIZE(egret_exec_event, 56 + 64 + EGRET_ARGS_MAX + 2 * EGRET_PATH_MAX +
 EGRET_ABI_SIZE(egret_fork_event, 56 + 16);
 EGRET_ABI_SIZE(egret_exit_event, 56 + 24);
 EGRET_ABI_SIZE(egret_file_event, 56 + 24 + 2 * EGRET_PATH_MAX);
-EGRET_ABI_SIZE(egret_flow_event, 56 + 88);
+EGRET_ABI_SIZE(egret_flow_event, 56 + 96);
 EGRET_ABI_SIZE(egret_limit_event, 56 + 32 + EGRET_CGROUP_NAME_LEN);
 EGRET_ABI_SIZE(egret_budget, 96);
 
