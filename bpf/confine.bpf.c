@@ -353,14 +353,14 @@ int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
 		pids_note_child(child);
 		return 0;
 	}
-	cg = BPF_CORE_READ(child, cgroups, dfl_cgrp);
-	to = sandbox_of_cgroup(cg);
+	cg = child->cgroups->dfl_cgrp;
+	to = sandbox_of_cgroup_btf(cg);
 	if (task_foreign(parent)) {
 		foreign_child(parent, child, to);
 		return 0;
 	}
 	remember_sandbox(child, to);
-	if (cg != BPF_CORE_READ(parent, cgroups, dfl_cgrp) && !move_allowed(from, to)) {
+	if (cg != parent->cgroups->dfl_cgrp && !move_allowed(from, to)) {
 		bpf_send_signal(SIGKILL);
 		kill_task(child, to);
 		tamper_report(EGRET_TAMPER_CGROUP_ESCAPE, BPF_CORE_READ(cg, kn, id), child->tgid,
@@ -517,7 +517,7 @@ static __always_inline void netns_check(__u64 sb)
 	if (sb == NOT_A_SANDBOX)
 		return;
 	t = bpf_get_current_task_btf();
-	cookie = BPF_CORE_READ(t, nsproxy, net_ns, net_cookie);
+	cookie = t->nsproxy->net_ns->net_cookie;
 	if (!bpf_map_lookup_elem(&dns_listeners, &cookie))
 		netns_report(cookie, sb);
 }

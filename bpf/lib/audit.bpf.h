@@ -29,6 +29,13 @@ static __always_inline bool in_scope(void)
 	return audit_host || current_in_root();
 }
 
+/* in_scope() for a caller that wants the sandbox too: one lookup, not two */
+static __always_inline bool in_scope_as(__u64 *sandbox)
+{
+	*sandbox = sandbox_of_current();
+	return audit_host || *sandbox != NOT_A_SANDBOX;
+}
+
 /* (per-CPU sequence << 8) | cpu: unique per boot without a shared counter */
 static __always_inline __u64 exec_id_new(void)
 {

@@ -67,20 +67,6 @@ static __always_inline void flow_end_udp(struct bpf_sock *sk)
 	flow_send(e, bpf_sk_storage_get(&sock_meta, sk, 0, 0));
 }
 
-/* The sandbox of a socket's cgroup, for a BTF pointer to it: its own cgroup read with direct
- * loads, nearly always a registered sandbox (one lookup); else its ancestry.
- */
-static __always_inline __u64 sandbox_of_sock(struct sock *sk)
-{
-	struct cgroup *cg = sk->sk_cgrp_data.cgroup;
-	__u64 own;
-
-	if (!cg)
-		return NOT_A_SANDBOX;
-	own = registration_of(cg->kn->id);
-	return own ? own : sandbox_of_cgroup(cg);
-}
-
 /* A TCP socket goes: its own counters say what it carried. The tracepoint's socket is a BTF
  * pointer: its fields are read with plain loads (the verifier guards them), not a helper call a
  * field, and bpf_skc_to_tcp_sock() gives the tcp_sock's counters the same way.
@@ -102,7 +88,7 @@ static __always_inline void flow_end_tcp(struct sock *sk)
 	if (!fl) {
 		if (!cookie)
 			return;
-		joined.sandbox_id = sandbox_of_sock(sk);
+		joined.sandbox_id = sandbox_of_cgroup_btf(sk->sk_cgrp_data.cgroup);
 		if (joined.sandbox_id == NOT_A_SANDBOX)
 			return;
 	}

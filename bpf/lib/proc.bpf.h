@@ -44,13 +44,14 @@ static __always_inline void exec_lost_clear(__u32 tgid)
 
 /* Who runs the new image: a fresh exec_id for the task, its parent's, its ids and creds. */
 static __always_inline void exec_fill_task(struct egret_exec_event *e, struct egret_task_info *ti,
-					   struct task_struct *task, struct linux_binprm *bprm)
+					   struct task_struct *task, struct linux_binprm *bprm,
+					   __u64 sandbox)
 {
 	struct task_struct *parent = task->real_parent;
 	struct egret_task_info *pti = bpf_task_storage_get(&task_info, parent, 0, 0);
 	struct task_caps caps;
 
-	event_fill_hdr(&e->hdr, EGRET_EV_EXEC, sandbox_of_current());
+	event_fill_hdr(&e->hdr, EGRET_EV_EXEC, sandbox);
 	e->hdr.flags &= ~EGRET_HDR_EXEC_LOST; /* a mark is of the image before: this one is known */
 	ti->exec_id = exec_id_new();
 	if (!ti->start_ns)
@@ -150,8 +151,9 @@ static __always_inline void exec_report(struct task_struct *task, struct linux_b
 	struct egret_task_info *ti;
 	struct egret_exec_event *e;
 	__u32 zero = 0;
+	__u64 sandbox;
 
-	if (!in_scope())
+	if (!in_scope_as(&sandbox))
 		return;
 	e = bpf_map_lookup_elem(&exec_scratch, &zero);
 	ti = bpf_task_storage_get(&task_info, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -159,7 +161,7 @@ static __always_inline void exec_report(struct task_struct *task, struct linux_b
 		exec_lost_mark(task->tgid, true);
 		return;
 	}
-	exec_fill_task(e, ti, task, bprm);
+	exec_fill_task(e, ti, task, bprm, sandbox);
 	if (exec_send(e, task, bprm))
 		exec_lost_clear(task->tgid);
 	else
@@ -173,7 +175,7 @@ static __always_inline void fork_report(struct task_struct *parent, struct task_
 	struct egret_fork_event *e;
 	__u64 exec_id, sandbox;
 
-	if (child->pid != child->tgid || !in_scope())
+	if (child->pid != child->tgid || !in_scope_as(&sandbox))
 		return;
 	exec_id = exec_id_of(parent);
 	ti = bpf_task_storage_get(&task_info, child, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
@@ -184,7 +186,6 @@ static __always_inline void fork_report(struct task_struct *parent, struct task_
 	/* the child runs the image its parent runs, known or not */
 	if (hdr_flags(parent->tgid))
 		exec_lost_mark(child->tgid, false);
-	sandbox = sandbox_of_current();
 	e = event_reserve_for(sizeof(*e), EGRET_EV_FORK, sandbox);
 	if (!e)
 		return;
@@ -196,17 +197,15 @@ static __always_inline void fork_report(struct task_struct *parent, struct task_
 }
 
 /* The exit record of the process task's group leader leads. */
-static __always_inline void exit_send(struct task_struct *task)
+static __always_inline void exit_send(struct task_struct *task, __u64 sandbox)
 {
 	struct egret_task_info *ti;
 	struct egret_exit_event *e;
-	__u64 sandbox;
 
 	ti = bpf_task_storage_get(&task_info, task->group_leader, 0,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (ti && __sync_val_compare_and_swap(&ti->exited, 0, 1) != 0)
 		return;
-	sandbox = sandbox_of_current();
 	e = event_reserve_for(sizeof(*e), EGRET_EV_EXIT, sandbox);
 	if (!e)
 		return;
@@ -226,10 +225,12 @@ static __always_inline void exit_send(struct task_struct *task)
  */
 static __always_inline void exit_report(struct task_struct *task)
 {
+	__u64 sandbox;
+
 	if (task->signal->live.counter != 0)
 		return;
-	if (in_scope())
-		exit_send(task);
+	if (in_scope_as(&sandbox))
+		exit_send(task, sandbox);
 	exec_lost_clear(task->tgid);
 }
 

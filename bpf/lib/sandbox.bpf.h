@@ -158,6 +158,20 @@ static __always_inline __u64 sandbox_of_cgroup(struct cgroup *cg)
 	return sandbox_pick(&c);
 }
 
+/* The same for a cgroup the program reached through BTF pointers (a tracepoint's task or
+ * socket): its id read with direct loads, nearly always a registered sandbox's (one lookup and
+ * no helper call); else its ancestry, as sandbox_of_cgroup() reads it.
+ */
+static __always_inline __u64 sandbox_of_cgroup_btf(struct cgroup *cg)
+{
+	__u64 own;
+
+	if (!cg)
+		return NOT_A_SANDBOX;
+	own = registration_of(cg->kn->id);
+	return own ? own : sandbox_of_cgroup(cg);
+}
+
 /* Is cg a direct child of egret's root (a sandbox `egretctl run` or a cgroup-parent makes)? */
 static __always_inline bool cgroup_in_egret_root(struct cgroup *cg)
 {
