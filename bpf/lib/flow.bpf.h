@@ -10,6 +10,8 @@
 #include "lib/events.bpf.h"
 #include "lib/sandbox.bpf.h"
 
+#define CSS_ONLINE_ (1u << 1) /* cgroup_subsys_state.flags: not removed */
+
 /* The flow record of the flow st started, reserved, its header and duration filled: the
  * starter's ids, not those of whoever runs when it ends. NULL when the ring is full (counted).
  */
@@ -82,14 +84,17 @@ static __always_inline void flow_end_tcp(struct sock *sk)
 
 	/* No storage: a flow whose start is its connect record, if that record carried the
 	 * socket's cookie. A socket without a cookie was never connected by a sandbox (egret's
-	 * connect hook gives it one); one with a cookie (something else asked for it) that is in
-	 * no sandbox is the host's.
+	 * connect hook gives it one); one with a cookie (something else asked for it) in no
+	 * sandbox is the host's, unless its cgroup was removed since: a container gone while its
+	 * connection closes (egretd knows whether it held the connect).
 	 */
 	if (!fl) {
+		struct cgroup *cg = sk->sk_cgrp_data.cgroup;
+
 		if (!cookie)
 			return;
-		joined.sandbox_id = sandbox_of_cgroup_btf(sk->sk_cgrp_data.cgroup);
-		if (joined.sandbox_id == NOT_A_SANDBOX)
+		joined.sandbox_id = sandbox_of_cgroup_btf(cg);
+		if (joined.sandbox_id == NOT_A_SANDBOX && (!cg || (cg->self.flags & CSS_ONLINE_)))
 			return;
 	}
 	family = sk->__sk_common.skc_family;

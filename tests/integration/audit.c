@@ -727,59 +727,28 @@ static int web_connection(void)
 static int sockets_handed_out(void *arg)
 {
 	struct sockaddr_in dgram = { .sin_family = AF_INET, .sin_port = htons(5000) };
-	int tcp, udp = socket(AF_INET, SOCK_DGRAM, 0);
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	struct iovec iov = { .iov_base = "s", .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	int fds[2], udp = socket(AF_INET, SOCK_DGRAM, 0);
 	char buf[64];
-	int fds[2];
 
 	inet_pton(AF_INET, "192.0.2.10", &dgram.sin_addr);
 	prctl(PR_SET_NAME, "flowstart");
-	tcp = web_connection();
-	if (tcp < 0 || udp < 0 || send(tcp, "GET / HTTP/1.0\r\n\r\n", 18, 0) != 18 ||
-	    recv(tcp, buf, sizeof(buf), 0) <= 0 ||
+	fds[0] = web_connection();
+	fds[1] = udp;
+	if (fds[0] < 0 || udp < 0 || send(fds[0], "GET / HTTP/1.0\r\n\r\n", 18, 0) != 18 ||
+	    recv(fds[0], buf, sizeof(buf), 0) <= 0 ||
 	    sendto(udp, "12345678", 8, 0, (struct sockaddr *)&dgram, sizeof(dgram)) != 8)
 		return 1;
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(fds));
-	fds[0] = tcp;
-	fds[1] = udp;
-	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	return sendmsg(*(int *)arg, &mh, 0) == 1 ? 0 : 2;
+	return fds_send(*(int *)arg, fds, 2) ? 2 : 0;
 }
 
 /* The two sockets sockets_handed_out made, into fds[0] (TCP) and fds[1] (UDP). */
 static void take_sandbox_sockets(int fds[2])
 {
-	union {
-		char buf[CMSG_SPACE(2 * sizeof(int))];
-		struct cmsghdr align;
-	} ctl;
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
-	struct msghdr mh = { .msg_iov = &iov,
-			     .msg_iovlen = 1,
-			     .msg_control = ctl.buf,
-			     .msg_controllen = sizeof(ctl.buf) };
-	struct cmsghdr *c;
 	int sp[2];
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp), 0);
 	cr_assert_eq(in_sandbox(T, "box", sockets_handed_out, &sp[1]), 0);
-	/* close-on-exec: an egretd the test starts later must not hold them open */
-	cr_assert_eq(recvmsg(sp[0], &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC), 1);
-	c = CMSG_FIRSTHDR(&mh);
-	cr_assert(c && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(2 * sizeof(int)));
-	memcpy(fds, CMSG_DATA(c), 2 * sizeof(int));
+	cr_assert_eq(fds_recv(sp[0], fds, 2), 0);
 	close(sp[0]);
 	close(sp[1]);
 }
@@ -789,6 +758,20 @@ static bool is_flowstart_connect(const Egret__V1__Event *ev, const void *arg)
 	(void)arg;
 	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
 	       ev->net_connect->dst_port == 8080 && !strcmp(ev->process->comm, "flowstart");
+}
+
+/* Close the sockets take_sandbox_sockets gave; the TCP connection's flow event and its connect
+ * event, in evs.
+ */
+static void close_sandbox_sockets(int fds[2], struct events *evs, const Egret__V1__Event **conn,
+				  const Egret__V1__Event **ev)
+{
+	close(fds[0]);
+	close(fds[1]);
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)8080L, 5000, evs), 0);
+	*conn = events_find(evs, is_flowstart_connect, NULL, NULL);
+	*ev = events_find(evs, is_flow_to, (void *)8080L, NULL);
+	cr_assert(*conn && *ev);
 }
 
 /* The kernel keeps nothing on a sandbox's TCP socket for its flow (the connect record names who
@@ -811,12 +794,7 @@ Test(audit, a_tcp_flow_keeps_nothing_on_its_socket)
 	cr_expect_neq(bpf_map_lookup_elem(map, &fds[0], &fl), 0, "the TCP socket has storage");
 	cr_expect_eq(errno, ENOENT);
 	close(map);
-	close(fds[0]);
-	close(fds[1]);
-	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)8080L, 5000, &evs), 0);
-	conn = events_find(&evs, is_flowstart_connect, NULL, NULL);
-	ev = events_find(&evs, is_flow_to, (void *)8080L, NULL);
-	cr_assert(conn && ev);
+	close_sandbox_sockets(fds, &evs, &conn, &ev);
 	cr_expect_str_eq(ev->process->comm, "flowstart");
 	cr_expect_eq(ev->process->pid, conn->process->pid);
 	cr_expect_not(ev->flow->start_unknown);
@@ -843,15 +821,13 @@ Test(audit, a_tcp_flow_open_across_a_restart_has_its_start_unknown)
 	events_free(&evs);
 	cr_assert_eq(harness_stop(T, SIGTERM), 0);
 	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
-	close(fds[0]);
-	close(fds[1]);
-	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)8080L, 5000, &evs), 0);
-	conn = events_find(&evs, is_flowstart_connect, NULL, NULL);
-	ev = events_find(&evs, is_flow_to, (void *)8080L, NULL);
-	cr_assert(conn && ev);
+	close_sandbox_sockets(fds, &evs, &conn, &ev);
 	cr_expect(ev->flow->start_unknown);
 	cr_expect_eq(ev->process->pid, 0);
 	cr_expect_eq(ev->flow->duration_ns, 0);
+	/* the connect event names the starter, with the same cookie */
+	cr_expect_neq(ev->flow->socket_cookie, 0);
+	cr_expect_eq(ev->flow->socket_cookie, conn->net_connect->socket_cookie);
 	cr_expect_gt(ev->flow->bytes_out, 0);
 	cr_assert(ev->sandbox && conn->sandbox);
 	cr_expect_eq(ev->sandbox->cgroup_id, conn->sandbox->cgroup_id);
@@ -868,8 +844,10 @@ Test(audit, a_tcp_flow_open_across_a_restart_has_its_start_unknown)
 		  "%s", out);
 }
 
-/* A sandbox holding more connections open than --max-tcp-flows cannot grow egretd past it:
- * the connects over it are not held, and their flows are reported with their start unknown.
+/* A sandbox holding more connections open than --max-tcp-flows-per-sandbox cannot grow egretd
+ * past it: the connects over it are not held, and their flows are reported with their start
+ * unknown and the socket's cookie, which their connect event carries too (a SIEM joins them).
+ * Nothing stays held once they closed.
  */
 static int three_connections(void *arg)
 {
@@ -889,7 +867,8 @@ static int three_connections(void *arg)
 
 Test(audit, tcp_flows_egretd_holds_are_bounded)
 {
-	const char *bound[] = { "--max-tcp-flows", "2", NULL };
+	const char *bound[] = { "--max-tcp-flows-per-sandbox", "2", NULL };
+	const Egret__V1__Event *conn = NULL, *ev;
 	struct events evs;
 	size_t unknown = 0;
 	char out[4096];
@@ -900,13 +879,25 @@ Test(audit, tcp_flows_egretd_holds_are_bounded)
 	cr_assert_eq(events_wait_count(T->sink_path, is_flow_to, (void *)8080L, 3,
 				       5000 * harness_timeout_scale(), &evs),
 		     0);
-	for (size_t i = 0; i < evs.n; i++)
-		unknown += is_flow_to(evs.ev[i], (void *)8080L) && evs.ev[i]->flow->start_unknown;
+	for (size_t i = 0; i < evs.n; i++) {
+		ev = evs.ev[i];
+		if (!is_flow_to(ev, (void *)8080L) || !ev->flow->start_unknown)
+			continue;
+		unknown++;
+		cr_expect_neq(ev->flow->socket_cookie, 0);
+		for (size_t j = 0; j < i && !conn; j++) {
+			if (evs.ev[j]->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+			    evs.ev[j]->net_connect->socket_cookie == ev->flow->socket_cookie)
+				conn = evs.ev[j];
+		}
+	}
 	cr_expect_eq(unknown, 1, "%zu flows with their start unknown", unknown);
+	cr_expect(conn, "no connect event with the unknown flow's cookie");
 	events_free(&evs);
 	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
-	cr_expect(strstr(out, "2 closed and joined to their connect, 1 with their start unknown, "
-			      "1 connects not held (at the bound of 2)"),
+	cr_expect(strstr(out,
+			 "tcp flows: 0 open, 2 closed and joined to their connect, 1 with "
+			 "their start unknown, 1 connects not held (1 at a sandbox's bound of 2"),
 		  "%s", out);
 }
 

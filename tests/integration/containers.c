@@ -9,6 +9,7 @@
  * watched subtree (podman's --cgroup-parent). Containers join the test's network namespace,
  * where the addresses they reach are, or get an empty one of their own.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -19,6 +20,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -363,6 +365,87 @@ Test(containers, a_cgroup_in_a_watched_subtree_has_no_network_until_registered)
 	cr_assert_eq(egretctl(T, out, sizeof(out), "register", pod, "exempt=1", NULL), 0, "%s",
 		     out);
 	cr_expect_eq(in_cgroup(pod, connect_server), 0, "an exempt cgroup is the host's");
+}
+
+/* A registered container's connection, handed to the test over handoff[1] */
+static int handoff[2] = { -1, -1 };
+
+static int connection_handed_out(void *arg)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(8080) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	(void)arg;
+	prctl(PR_SET_NAME, "ctrstart");
+	inet_pton(AF_INET, SERVER, &sa.sin_addr);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+		return 1;
+	return fds_send(handoff[1], &fd, 1) ? 2 : 0;
+}
+
+static bool is_flow_to_server(const Egret__V1__Event *ev, const void *arg)
+{
+	(void)arg;
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FLOW && ev->flow->dst_port == 8080;
+}
+
+static bool is_connect_to_server(const Egret__V1__Event *ev, const void *arg)
+{
+	(void)arg;
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+	       ev->net_connect->dst_port == 8080 && !strcmp(ev->process->comm, "ctrstart");
+}
+
+static bool is_destroyed(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_SANDBOX_LIFECYCLE &&
+	       ev->sandbox_lifecycle->kind == EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_DESTROYED &&
+	       ev->sandbox && !strcmp(ev->sandbox->name, arg);
+}
+
+/* A container gone (its cgroup removed, its registration with it) while its connection is still
+ * closing: the kernel keeps nothing on the socket, and the flow is still reported, naming the
+ * process that started it (the kernel sends the close of a socket whose cgroup went; egretd
+ * held the connect).
+ */
+Test(containers, a_connection_closing_after_its_container_went_has_its_flow)
+{
+	char pod[PATH_MAX + 16], out[4096];
+	const Egret__V1__Event *ev, *conn;
+	struct events evs;
+	int fd = -1;
+
+	harness_close_at_teardown(&handoff[0]);
+	harness_close_at_teardown(&handoff[1]);
+	harness_close_at_teardown(&fd);
+	snprintf(pod, sizeof(pod), "%s/leaving", top);
+	cr_assert_eq(mkdir(pod, 0755), 0);
+	harness_setup_start("mode enforce\n"
+			    "sandbox leaving {\n"
+			    "  allow " SERVER " tcp/8080\n"
+			    "}\n",
+			    NULL);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "register", pod, "name=leaving", NULL), 0, "%s",
+		     out);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, handoff), 0);
+	cr_assert_eq(in_cgroup(pod, connection_handed_out), 0);
+	cr_assert_eq(fds_recv(handoff[0], &fd, 1), 0);
+	cr_assert_eq(rmdir(pod), 0, "%s", strerror(errno));
+	cr_assert_eq(events_wait(T->sink_path, is_destroyed, "leaving", 5000, &evs), 0);
+	events_free(&evs);
+	close(fd);
+	fd = -1;
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to_server, NULL, 5000, &evs), 0,
+		     "no flow for the gone container's connection");
+	ev = events_find(&evs, is_flow_to_server, NULL, NULL);
+	conn = events_find(&evs, is_connect_to_server, NULL, NULL);
+	cr_assert(conn && conn->sandbox && ev->sandbox);
+	cr_expect_not(ev->flow->start_unknown);
+	cr_expect_str_eq(ev->process->comm, "ctrstart");
+	cr_expect_eq(ev->process->pid, conn->process->pid);
+	cr_expect_eq(ev->sandbox->cgroup_id, conn->sandbox->cgroup_id);
+	cr_expect_str_eq(conn->sandbox->name, "leaving");
+	events_free(&evs);
 }
 
 Test(containers, registration_is_refused_where_it_would_not_hold)

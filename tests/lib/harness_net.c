@@ -206,3 +206,50 @@ out:
 	close(fd);
 	return err;
 }
+
+union fds_cmsg {
+	char buf[CMSG_SPACE(4 * sizeof(int))];
+	struct cmsghdr align;
+};
+
+int fds_send(int sock, const int *fds, unsigned int n)
+{
+	union fds_cmsg ctl;
+	char byte = 'f';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = CMSG_SPACE(n * sizeof(int)) };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+
+	if (n == 0 || n > 4)
+		return EINVAL;
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, n * sizeof(int));
+	return sendmsg(sock, &mh, 0) == 1 ? 0 : errno;
+}
+
+int fds_recv(int sock, int *fds, unsigned int n)
+{
+	union fds_cmsg ctl;
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = ctl.buf,
+			     .msg_controllen = sizeof(ctl.buf) };
+	struct cmsghdr *c;
+
+	if (n == 0 || n > 4)
+		return EINVAL;
+	if (recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) != 1)
+		return errno ? errno : EIO;
+	c = CMSG_FIRSTHDR(&mh);
+	if (!c || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(n * sizeof(int)))
+		return EPROTO;
+	memcpy(fds, CMSG_DATA(c), n * sizeof(int));
+	return 0;
+}

@@ -20,4 +20,10 @@ int udp_connect_send(const char *addr, uint16_t port, int family);
 int tcp_fastopen(const char *addr, uint16_t port, int family);
 int ping_echo(const char *addr, int timeout_ms);
 
+/* n descriptors (at most 4) over a unix socket, with one byte: 0 or an errno. fds_recv's are
+ * close-on-exec (an egretd the test starts later must not hold them open).
+ */
+int fds_send(int sock, const int *fds, unsigned int n);
+int fds_recv(int sock, int *fds, unsigned int n);
+
 #endif /* EGRET_TEST_HARNESS_NET_H */

@@ -69,7 +69,7 @@ Test(pbjson, net_connect_event)
 			 "\"protocol\":\"\",\"dst_addr\":\"169.254.169.254\",\"dst_port\":80,"
 			 "\"v4_mapped\":true,\"family\":0,\"rule_id\":0,\"rule\":\"\","
 			 "\"sock_type\":0,\"killed\":false,\"interface\":\"\",\"src_addr\":\"\","
-			 "\"src_port\":0}}");
+			 "\"src_port\":0,\"socket_cookie\":\"0\"}}");
 	free(json);
 }
 

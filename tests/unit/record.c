@@ -267,9 +267,9 @@ static void tcp_connect_rec(uint64_t cookie, uint64_t ts, uint32_t pid, uint64_t
 }
 
 /* the socket's flow record at ts as the kernel sends it: by cookie, no starter, or pid's from
- * the socket's storage
+ * the socket's storage; an event or none
  */
-static void tcp_flow_rec(uint64_t cookie, uint64_t ts, uint32_t pid, uint64_t sandbox)
+static void tcp_flow_rec_any(uint64_t cookie, uint64_t ts, uint32_t pid, uint64_t sandbox)
 {
 	struct egret_flow_event f;
 
@@ -286,8 +286,14 @@ static void tcp_flow_rec(uint64_t cookie, uint64_t ts, uint32_t pid, uint64_t sa
 	f.by_cookie = !pid;
 	f.cookie = cookie;
 	f.bytes_out = 10;
-	last_flow_comm = NULL;
 	feed(&f, sizeof(f));
+}
+
+/* the same, and its event */
+static void tcp_flow_rec(uint64_t cookie, uint64_t ts, uint32_t pid, uint64_t sandbox)
+{
+	last_flow_comm = NULL;
+	tcp_flow_rec_any(cookie, ts, pid, sandbox);
 	cr_assert(last_flow_comm, "no flow event");
 }
 
@@ -313,15 +319,25 @@ Test(record, a_tcp_flow_is_joined_to_its_connect_by_cookie)
 	cr_expect_eq(last_flow_duration, 0);
 	cr_expect_eq(last_flow_sandbox, 5, "the sandbox comes from the socket's cgroup");
 	cr_expect_eq(fl->unjoined, 1);
-	/* a flow whose start the socket's storage had (its first connect's record was lost):
-	 * the record's own starter stands, and the later connect's entry goes
+	/* a socket with storage (a connect's record was dropped) and a connect held: the earlier
+	 * started the flow (the storage's began at 8000 - 123), and the held connect goes
 	 */
-	tcp_connect_rec(9, 7000, 44, 5);
+	tcp_connect_rec(9, 7950, 44, 5);
 	tcp_flow_rec(9, 8000, 50, 5);
 	cr_expect_eq(last_flow_pid, 50);
 	cr_expect_eq(last_flow_duration, 123);
 	cr_expect_not(last_flow_unknown);
 	cr_expect_eq(fl->h.used, 0);
+	tcp_connect_rec(9, 7000, 44, 5);
+	tcp_flow_rec(9, 8000, 50, 5);
+	cr_expect_eq(last_flow_pid, 44);
+	cr_expect_eq(last_flow_duration, 1000);
+	cr_expect_eq(fl->h.used, 0);
+	/* a socket in no sandbox, its cgroup removed, that egretd held nothing for: no event */
+	last_flow_comm = "none";
+	tcp_flow_rec_any(12, 9000, 0, ~0ull);
+	cr_expect_str_eq(last_flow_comm, "none", "a flow of a socket in no sandbox was reported");
+	cr_expect_eq(fl->foreign, 1);
 }
 
 static void sandbox_gone(uint64_t sandbox, uint64_t ts)
@@ -340,6 +356,50 @@ static void sandbox_gone(uint64_t sandbox, uint64_t ts)
 /* A sandbox holding many connections open cannot grow egretd past --max-tcp-flows; a gone
  * sandbox's connects are forgotten once its sockets had time to close.
  */
+Test(record, one_sandbox_holds_no_more_than_its_share)
+{
+	struct flow_starts *fl = &col.ctx.flows;
+
+	fl->max_per = 2;
+	for (uint64_t cookie = 1; cookie <= 4; cookie++)
+		tcp_connect_rec(cookie, 1000 + cookie, 42, 5);
+	tcp_connect_rec(20, 2000, 43, 6);
+	cr_expect_eq(fl->h.used, 3, "another sandbox's connect was not held");
+	cr_expect_eq(fl->over_quota, 2);
+	tcp_flow_rec(3, 3000, 0, 5);
+	cr_expect(last_flow_unknown);
+	tcp_flow_rec(1, 3000, 0, 5);
+	cr_expect_not(last_flow_unknown);
+	/* room again: held */
+	tcp_connect_rec(30, 3100, 42, 5);
+	tcp_flow_rec(30, 3200, 0, 5);
+	cr_expect_not(last_flow_unknown);
+	cr_expect_eq(last_flow_duration, 100);
+}
+
+/* Thousands of connects of a few sandboxes: one gone, after the linger exactly its connects are
+ * forgotten (removals in the middle of runs and across the table's end), the others' joined.
+ */
+Test(record, a_gone_sandboxs_connects_are_forgotten_among_many)
+{
+	struct flow_starts *fl = &col.ctx.flows;
+	const uint64_t n = 3000;
+
+	for (uint64_t c = 1; c <= n; c++)
+		tcp_connect_rec(c, 1000, (uint32_t)(100 + c % 3), 7 + c % 3);
+	cr_assert_eq(fl->h.used, n);
+	sandbox_gone(8, 2000);
+	tcp_connect_rec(n + 1, 2000 + FLOW_STARTS_LINGER, 99, 7);
+	cr_expect_eq(fl->forgotten, n / 3);
+	cr_expect_eq(fl->h.used, n - n / 3 + 1);
+	for (uint64_t c = 1; c <= n; c++) {
+		tcp_flow_rec(c, 3000 + FLOW_STARTS_LINGER, 0, 7 + c % 3);
+		if (last_flow_unknown != (c % 3 == 1))
+			cr_assert_fail("cookie %llu: start %s", (unsigned long long)c,
+				       last_flow_unknown ? "unknown" : "known");
+	}
+	cr_expect_eq(fl->h.used, 1);
+}
 Test(record, tcp_flows_held_are_bounded_and_go_with_their_sandbox)
 {
 	struct flow_starts *fl = &col.ctx.flows;

@@ -80,9 +80,10 @@ static int status_json(struct daemon *d, struct control_req *r)
 		d->loader.adopted);
 	fprintf(f,
 		"\"tcp_flows\":{\"open\":%zu,\"joined\":%llu,\"start_unknown\":%llu,"
-		"\"not_held\":%llu,\"forgotten\":%llu}}\n",
+		"\"over_sandbox_bound\":%llu,\"not_held\":%llu,\"forgotten\":%llu}}\n",
 		fl->h.used, (unsigned long long)fl->joined, (unsigned long long)fl->unjoined,
-		(unsigned long long)fl->not_held, (unsigned long long)fl->forgotten);
+		(unsigned long long)fl->over_quota, (unsigned long long)fl->not_held,
+		(unsigned long long)fl->forgotten);
 	fclose(f);
 	control__out(r, "%s", buf);
 	free(buf);
@@ -94,10 +95,12 @@ static void flows_status(const struct flow_starts *f, struct control_req *r)
 {
 	control__out(r,
 		     "tcp flows: %zu open, %llu closed and joined to their connect, %llu with "
-		     "their start unknown, %llu connects not held (at the bound of %u), %llu "
-		     "forgotten with their sandbox\n",
+		     "their start unknown, %llu connects not held (%llu at a sandbox's bound of "
+		     "%u, %llu at the bound of %u for all), %llu forgotten with their sandbox\n",
 		     f->h.used, (unsigned long long)f->joined, (unsigned long long)f->unjoined,
-		     (unsigned long long)f->not_held, f->max, (unsigned long long)f->forgotten);
+		     (unsigned long long)(f->over_quota + f->not_held),
+		     (unsigned long long)f->over_quota, f->max_per, (unsigned long long)f->not_held,
+		     f->max, (unsigned long long)f->forgotten);
 }
 
 static int do_status(void *ctx, struct control_req *r)

@@ -226,10 +226,14 @@ static const struct opt_spec specs[] = {
 	  .defs = default_skips,
 	  .help = "report no writes under it; reads named by --audit-read are still reported" },
 	{ "max-tcp-flows", 0, "N", OPT_UINT, FIELD(max_tcp_flows), .min = 1, .max = 1u << 20,
-	  .def = "262144",
-	  .help = "open TCP flows of sandboxes whose connect egretd holds, to name who started "
-		  "each in its flow record when it closes; a flow opened over it is reported "
-		  "with its start unknown" },
+	  .def = "131072",
+	  .help = "open TCP connections of all sandboxes whose connect egretd holds, to name "
+		  "who started each in its flow record when it closes (about 110 bytes each); "
+		  "one opened over it has its flow reported with its start unknown" },
+	{ "max-tcp-flows-per-sandbox", 0, "N", OPT_UINT, FIELD(max_tcp_flows_per_sandbox), .min = 1,
+	  .max = 1u << 20, .def = "16384",
+	  .help = "the same for one sandbox, so that one holding many connections open leaves "
+		  "room for the others" },
 	{ "file-budget", 0, "N", OPT_UINT, FIELD(loader.file_budget), .max = 100000000,
 	  .def = "20000",
 	  .help = "file records a second each sandbox may send (reads of secret paths have a "
@@ -308,7 +312,9 @@ _Static_assert(sizeof(enum sink_format) == sizeof(uint32_t) &&
 _Static_assert(EGRET_COMPAT_REFUSE == 0 && EGRET_COMPAT_JUDGE == 1,
 	       "--compat's words in enum order");
 _Static_assert(EGRET_FILE_BUDGET_DEFAULT == 20000, "--file-budget's default is the kernel's");
-_Static_assert(FLOW_STARTS_DEFAULT == 262144, "--max-tcp-flows's default is the collector's");
+_Static_assert(FLOW_STARTS_DEFAULT == 131072, "--max-tcp-flows's default is the collector's");
+_Static_assert(FLOW_STARTS_PER_SB_DEFAULT == 16384,
+	       "--max-tcp-flows-per-sandbox's default is the collector's");
 
 /* ---- --help ------------------------------------------------------------------------------ */
 

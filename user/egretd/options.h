@@ -37,6 +37,7 @@ struct options {
 	enum spool_sync spool_sync;
 	unsigned int heartbeat_s;
 	unsigned int max_tcp_flows; /* --max-tcp-flows: open TCP flows whose starter egretd holds */
+	unsigned int max_tcp_flows_per_sandbox; /* --max-tcp-flows-per-sandbox */
 	struct dns_options dns;
 	struct loader_config loader;
 	struct redactor redact;

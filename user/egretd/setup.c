@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -347,6 +348,14 @@ static void on_sandbox_destroyed(void *ctx, uint64_t id)
 	pkg__set_sandbox_root(&d->pkg, id, -1);
 }
 
+/* an unregistered sandbox's sockets are the host's from now on: its TCP connects held go */
+static void on_unregistered(void *ctx, uint64_t id)
+{
+	struct daemon *d = ctx;
+
+	flow_starts__sandbox_gone(&d->collector.ctx.flows, id, now_ns(CLOCK_BOOTTIME));
+}
+
 static const char *on_rule_text(void *ctx, uint32_t id, char *buf, size_t size)
 {
 	struct daemon *d = ctx;
@@ -469,6 +478,7 @@ int daemon__setup_pipeline(struct daemon *d)
 	if (err)
 		return err;
 	d->collector.ctx.flows.max = d->opt.max_tcp_flows;
+	d->collector.ctx.flows.max_per = d->opt.max_tcp_flows_per_sandbox;
 	d->collector.ctx.procs = proc_cache__init(&d->procs) ? NULL : &d->procs;
 	d->collector.ctx.redactor = &d->opt.redact;
 	d->collector.ctx.hooks = (struct collector_hooks){
@@ -488,6 +498,8 @@ int daemon__setup_pipeline(struct daemon *d)
 	d->pkg.redact = redact__cb; /* registries, sources: secrets in URLs and .npmrc */
 	d->pkg.redact_ctx = &d->opt.redact;
 	d->engine.stream = &d->stream;
+	d->engine.unregistered = on_unregistered;
+	d->engine.unregistered_ctx = d;
 	d->rbw = (struct watch){ .fd = collector__fd(&d->collector), .fn = on_ringbuf, .data = d };
 	return loop__add(&d->loop, &d->rbw, EPOLLIN);
 }

@@ -264,7 +264,12 @@ void audit__on_flow(struct decoder_ctx *d, const void *rec, size_t size)
 
 	/* a TCP flow: who started it, and when, from its connect record (flows.h) */
 	if (r->cookie) {
-		nf.start_unknown = !flow_starts__take(&d->flows, r, &joined);
+		enum flow_join j = flow_starts__take(&d->flows, r, &joined);
+
+		if (j == FLOW_NOT_SANDBOX)
+			return;
+		nf.start_unknown = j == FLOW_START_UNKNOWN;
+		nf.socket_cookie = r->cookie;
 		r = &joined;
 	}
 	decoder__envelope(d, &r->hdr, &e);

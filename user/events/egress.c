@@ -33,6 +33,7 @@ void egress__on_connect(struct decoder_ctx *d, const void *rec, size_t size)
 	if (r->rule_id && d->hooks.rule_text)
 		nc.rule = (char *)d->hooks.rule_text(d->hooks.ctx, r->rule_id, rule, sizeof(rule));
 	nc.sock_type = r->sock_type;
+	nc.socket_cookie = r->cookie;
 	nc.killed = r->killed;
 	if (r->hook == EGRET_HOOK_DEVICE) {
 		/* a device gone since is named by its index */

@@ -1,56 +1,121 @@
 /* Who started each open TCP flow, by socket cookie (flows.h). */
+#include <errno.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "flows.h"
 
+/* the no-sandbox id (bpf/lib/sandbox.bpf.h NOT_A_SANDBOX) */
+#define NO_SANDBOX (~0ull)
+
 int flow_starts__init(struct flow_starts *f)
 {
+	uint64_t secret[3];
+	int err;
+
 	memset(f, 0, sizeof(*f));
 	f->max = FLOW_STARTS_DEFAULT;
-	return htab__init(&f->h, sizeof(struct flow_start_entry), sizeof(uint64_t), 0);
+	f->max_per = FLOW_STARTS_PER_SB_DEFAULT;
+	if (getrandom(secret, sizeof(secret), 0) != (ssize_t)sizeof(secret))
+		return -EIO;
+	f->k0 = secret[0];
+	f->k1 = secret[1];
+	f->mul = secret[2] | 1; /* odd: a bijection of 64-bit words */
+	err = htab__init(&f->h, sizeof(struct flow_start_entry), sizeof(uint64_t), 0);
+	if (!err)
+		err = htab__init(&f->per, sizeof(struct flow_quota), sizeof(uint64_t), 0);
+	if (err)
+		flow_starts__free(f);
+	return err;
 }
 
 void flow_starts__free(struct flow_starts *f)
 {
 	htab__free(&f->h);
+	htab__free(&f->per);
 }
 
-/* forget every flow of the first gone sandbox, and it */
-static void forget_first_gone(struct flow_starts *f)
+/* The cookie under the keyed permutation: distinct cookies, distinct keys; 0 is not a key. */
+static uint64_t flow_key(const struct flow_starts *f, uint64_t cookie)
 {
-	uint64_t sandbox_id = f->gone[0].sandbox_id;
+	uint64_t x = (cookie ^ f->k0) * f->mul;
+
+	return (x ^ (x >> 29)) ^ f->k1;
+}
+
+static struct flow_quota *quota_of(struct flow_starts *f, uint64_t sandbox_id, bool add)
+{
+	uint64_t k = sandbox_id + 1;
+
+	return add ? htab__insert(&f->per, &k, NULL) : htab__find(&f->per, &k);
+}
+
+/* one held connect of sandbox_id fewer */
+static void quota_drop(struct flow_starts *f, uint64_t sandbox_id)
+{
+	struct flow_quota *q = quota_of(f, sandbox_id, false);
+	uint64_t k = sandbox_id + 1;
+
+	if (q && --q->n == 0)
+		htab__remove(&f->per, &k);
+}
+
+/* Forget every held connect of the gone sandboxes whose time came (the first n of gone[]), in
+ * one pass over the table; a table left empty gives its memory back.
+ */
+static void forget_gone(struct flow_starts *f, uint32_t n)
+{
 	size_t i = 0;
 
 	/* a removal shifts later entries back into slot i: look at it again */
 	while (i < f->h.cap) {
 		const struct flow_start_entry *e = htab__at(&f->h, i);
+		bool due = false;
 
-		if (e && e->sandbox_id == sandbox_id) {
-			uint64_t cookie = e->cookie;
+		for (uint32_t g = 0; e && g < n && !due; g++)
+			due = e->sandbox_id == f->gone[g].sandbox_id;
+		if (due) {
+			uint64_t key = e->key, sandbox_id = e->sandbox_id;
 
-			htab__remove(&f->h, &cookie);
+			htab__remove(&f->h, &key);
+			quota_drop(f, sandbox_id);
 			f->forgotten++;
 			continue;
 		}
 		i++;
 	}
-	memmove(&f->gone[0], &f->gone[1], --f->n_gone * sizeof(f->gone[0]));
+	f->n_gone -= n;
+	memmove(&f->gone[0], &f->gone[n], f->n_gone * sizeof(f->gone[0]));
+	if (!f->h.used && f->h.cap > 1024) {
+		htab__free(&f->h);
+		htab__init(&f->h, sizeof(struct flow_start_entry), sizeof(uint64_t), 0);
+	}
 }
 
 void flow_starts__expire(struct flow_starts *f, uint64_t now_ns)
 {
+	uint32_t n = 0;
+
 	/* records come in time order only nearly (two rings, several CPUs): one a little
 	 * older than the sandbox's going does not wrap around
 	 */
-	while (f->n_gone && (int64_t)(now_ns - f->gone[0].at_ns) >= (int64_t)FLOW_STARTS_LINGER)
-		forget_first_gone(f);
+	while (n < f->n_gone && (int64_t)(now_ns - f->gone[n].at_ns) >= (int64_t)FLOW_STARTS_LINGER)
+		n++;
+	if (n)
+		forget_gone(f, n);
 }
 
 void flow_starts__sandbox_gone(struct flow_starts *f, uint64_t sandbox_id, uint64_t now_ns)
 {
 	flow_starts__expire(f, now_ns);
+	if (!quota_of(f, sandbox_id, false))
+		return; /* it holds nothing */
+	for (uint32_t g = 0; g < f->n_gone; g++) {
+		if (f->gone[g].sandbox_id == sandbox_id)
+			return; /* unregistered, then its cgroup removed: the first counts */
+	}
 	if (f->n_gone == FLOW_STARTS_GONE)
-		forget_first_gone(f); /* sooner than its time: the list has no room */
+		forget_gone(f, 1); /* sooner than its time: the list has no room */
 	f->gone[f->n_gone].sandbox_id = sandbox_id;
 	f->gone[f->n_gone].at_ns = now_ns;
 	f->n_gone++;
@@ -58,21 +123,29 @@ void flow_starts__sandbox_gone(struct flow_starts *f, uint64_t sandbox_id, uint6
 
 void flow_starts__note(struct flow_starts *f, const struct egret_connect_event *r)
 {
+	uint64_t key = flow_key(f, r->cookie);
 	struct flow_start_entry *e;
-	bool added;
+	struct flow_quota *q;
 
 	flow_starts__expire(f, r->hdr.ts_ns);
-	if (f->h.used >= f->max && !htab__find(&f->h, &r->cookie)) {
+	if (!key || r->hdr.sandbox_id == NO_SANDBOX) {
 		f->not_held++;
 		return;
 	}
-	e = htab__insert(&f->h, &r->cookie, &added);
-	if (!e) {
-		f->not_held++;
-		return;
-	}
-	if (!added)
+	if (htab__find(&f->h, &key))
 		return; /* the first connect started the flow */
+	q = quota_of(f, r->hdr.sandbox_id, true);
+	if (q && q->n >= f->max_per) {
+		f->over_quota++;
+		return;
+	}
+	if (!q || f->h.used >= f->max || !(e = htab__insert(&f->h, &key, NULL))) {
+		if (q && !q->n)
+			quota_drop(f, r->hdr.sandbox_id);
+		f->not_held++;
+		return;
+	}
+	q->n++;
 	e->start_ns = r->hdr.ts_ns;
 	e->sandbox_id = r->hdr.sandbox_id;
 	e->pid = r->hdr.pid;
@@ -82,30 +155,45 @@ void flow_starts__note(struct flow_starts *f, const struct egret_connect_event *
 	f->noted++;
 }
 
-bool flow_starts__take(struct flow_starts *f, const struct egret_flow_event *r,
-		       struct egret_flow_event *out)
+/* out's starter from st */
+static void fill_start(struct egret_flow_event *out, const struct flow_start_entry *st)
 {
-	const struct flow_start_entry *e = htab__find(&f->h, &r->cookie);
+	out->hdr.sandbox_id = st->sandbox_id;
+	out->hdr.pid = st->pid;
+	out->hdr.tid = st->pid; /* as the kernel's storage has it: the process */
+	out->hdr.uid = st->uid;
+	out->hdr.gid = st->gid;
+	memcpy(out->hdr.comm, st->comm, sizeof(out->hdr.comm));
+	out->duration_ns = out->hdr.ts_ns > st->start_ns ? out->hdr.ts_ns - st->start_ns : 0;
+}
+
+enum flow_join flow_starts__take(struct flow_starts *f, const struct egret_flow_event *r,
+				 struct egret_flow_event *out)
+{
+	uint64_t key = flow_key(f, r->cookie);
+	const struct flow_start_entry *e = key ? htab__find(&f->h, &key) : NULL;
 	struct flow_start_entry st;
 
 	*out = *r;
 	if (!e) {
-		if (r->by_cookie)
-			f->unjoined++;
-		return !r->by_cookie;
+		if (!r->by_cookie)
+			return FLOW_KNOWN;
+		if (r->hdr.sandbox_id == NO_SANDBOX) {
+			f->foreign++;
+			return FLOW_NOT_SANDBOX;
+		}
+		f->unjoined++;
+		return FLOW_START_UNKNOWN;
 	}
 	st = *e;
-	htab__remove(&f->h, &r->cookie);
-	if (!r->by_cookie)
-		return true; /* the socket's storage had the start (its first connect's record
-			      * was lost); this one came after */
-	out->hdr.sandbox_id = st.sandbox_id;
-	out->hdr.pid = st.pid;
-	out->hdr.tid = st.pid; /* as the kernel's storage has it: the process */
-	out->hdr.uid = st.uid;
-	out->hdr.gid = st.gid;
-	memcpy(out->hdr.comm, st.comm, sizeof(out->hdr.comm));
-	out->duration_ns = r->hdr.ts_ns > st.start_ns ? r->hdr.ts_ns - st.start_ns : 0;
+	htab__remove(&f->h, &key);
+	quota_drop(f, st.sandbox_id);
+	/* the socket's storage had a start too (a later connect's record was dropped): the
+	 * earlier of the two started the flow
+	 */
+	if (!r->by_cookie && r->hdr.ts_ns - r->duration_ns <= st.start_ns)
+		return FLOW_KNOWN;
+	fill_start(out, &st);
 	f->joined++;
-	return true;
+	return FLOW_KNOWN;
 }
