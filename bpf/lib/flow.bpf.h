@@ -80,22 +80,28 @@ static __always_inline void flow_end_tcp(struct sock *sk)
 	struct egret_flow_start joined = {};
 	struct egret_flow_event *e;
 	struct tcp_sock *tp;
+	__u8 by_cookie = 1;
 	__u16 family;
 
 	/* No storage: a flow whose start is its connect record, if that record carried the
 	 * socket's cookie. A socket without a cookie was never connected by a sandbox (egret's
 	 * connect hook gives it one); one with a cookie (something else asked for it) in no
 	 * sandbox is the host's, unless its cgroup was removed since: a container gone while its
-	 * connection closes (egretd knows whether it held the connect).
+	 * connection closes (its registration went with it). That one names its cgroup; egretd
+	 * knows whether it held the connect, or whether the cgroup was a sandbox's.
 	 */
 	if (!fl) {
 		struct cgroup *cg = sk->sk_cgrp_data.cgroup;
 
-		if (!cookie)
+		if (!cookie || !cg)
 			return;
 		joined.sandbox_id = sandbox_of_cgroup_btf(cg);
-		if (joined.sandbox_id == NOT_A_SANDBOX && (!cg || (cg->self.flags & CSS_ONLINE_)))
-			return;
+		if (joined.sandbox_id == NOT_A_SANDBOX) {
+			if (cg->self.flags & CSS_ONLINE_)
+				return;
+			joined.sandbox_id = cg->kn->id;
+			by_cookie = 2;
+		}
 	}
 	family = sk->__sk_common.skc_family;
 	e = flow_record(fl ? &fl->st : &joined, (__u8)family, IPPROTO_TCP);
@@ -104,7 +110,7 @@ static __always_inline void flow_end_tcp(struct sock *sk)
 	/* the cookie in either case: egretd forgets the connect it noted */
 	e->cookie = cookie;
 	if (!fl) {
-		e->by_cookie = 1;
+		e->by_cookie = by_cookie;
 		e->duration_ns = 0;
 	}
 	tp = bpf_skc_to_tcp_sock(sk);

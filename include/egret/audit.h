@@ -134,8 +134,10 @@ struct egret_flow_event {
 	__u16 sport, dport; /* host order */
 	__u8 protocol;
 	__u8 family;
-	__u8 by_cookie; /* 1: who started the flow, and when, is the connect record with this
-			 * cookie (egretd fills them in; hdr has the sandbox and the close's time) */
+	__u8 by_cookie; /* who started the flow, and when, is the connect record with this cookie
+			 * (egretd fills them in; hdr has the close's time): 1, hdr.sandbox_id is
+			 * the socket's cgroup's sandbox; 2, that cgroup was removed and is in no
+			 * sandbox now: hdr.sandbox_id is its own id (a removed sandbox's, or not) */
 	__u8 pad;
 	__u64 cookie; /* the socket's cookie, when a connect record carried it; else 0 */
 };

@@ -448,6 +448,51 @@ Test(containers, a_connection_closing_after_its_container_went_has_its_flow)
 	events_free(&evs);
 }
 
+/* The same with egretd restarted before the container goes: the new egretd never held the
+ * connect, and the flow is still reported, its start unknown, with the container's cgroup.
+ */
+Test(containers, a_gone_containers_connection_is_reported_after_a_restart)
+{
+	char pod[PATH_MAX + 16], out[4096];
+	const Egret__V1__Event *ev, *conn;
+	struct events evs;
+	int fd = -1;
+
+	harness_close_at_teardown(&handoff[0]);
+	harness_close_at_teardown(&handoff[1]);
+	harness_close_at_teardown(&fd);
+	snprintf(pod, sizeof(pod), "%s/leaving", top);
+	cr_assert_eq(mkdir(pod, 0755), 0);
+	harness_setup_start("mode enforce\n"
+			    "sandbox leaving {\n"
+			    "  allow " SERVER " tcp/8080\n"
+			    "}\n",
+			    NULL);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "register", pod, "name=leaving", NULL), 0, "%s",
+		     out);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, handoff), 0);
+	cr_assert_eq(in_cgroup(pod, connection_handed_out), 0);
+	cr_assert_eq(fds_recv(handoff[0], &fd, 1), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_connect_to_server, NULL, 5000, &evs), 0);
+	events_free(&evs);
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_assert_eq(rmdir(pod), 0, "%s", strerror(errno));
+	cr_assert_eq(events_wait(T->sink_path, is_destroyed, "leaving", 5000, &evs), 0);
+	events_free(&evs);
+	close(fd);
+	fd = -1;
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to_server, NULL, 5000, &evs), 0,
+		     "no flow for the gone container's connection");
+	ev = events_find(&evs, is_flow_to_server, NULL, NULL);
+	conn = events_find(&evs, is_connect_to_server, NULL, NULL);
+	cr_assert(conn && conn->sandbox && ev->sandbox);
+	cr_expect(ev->flow->start_unknown);
+	cr_expect_eq(ev->flow->socket_cookie, conn->net_connect->socket_cookie);
+	cr_expect_eq(ev->sandbox->cgroup_id, conn->sandbox->cgroup_id);
+	events_free(&evs);
+}
+
 Test(containers, registration_is_refused_where_it_would_not_hold)
 {
 	char out[4096], here[PATH_MAX];

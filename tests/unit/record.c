@@ -377,6 +377,79 @@ Test(record, one_sandbox_holds_no_more_than_its_share)
 	cr_expect_eq(last_flow_duration, 100);
 }
 
+/* A sandbox whose first connect came while all held the bound for all gets its share once
+ * there is room (its count did not go wrong on the refusal).
+ */
+Test(record, a_sandbox_refused_at_the_bound_for_all_is_held_later)
+{
+	struct flow_starts *fl = &col.ctx.flows;
+
+	fl->max = 2;
+	tcp_connect_rec(1, 1000, 42, 5);
+	tcp_connect_rec(2, 1001, 42, 5);
+	tcp_connect_rec(3, 1002, 43, 6);
+	cr_expect_eq(fl->not_held, 1);
+	tcp_flow_rec(1, 2000, 0, 5);
+	tcp_connect_rec(4, 2001, 43, 6);
+	cr_expect_eq(fl->h.used, 2);
+	cr_expect_eq(fl->over_quota, 0);
+	tcp_flow_rec(4, 3001, 0, 6);
+	cr_expect_not(last_flow_unknown);
+	cr_expect_eq(last_flow_pid, 43);
+	cr_expect_eq(last_flow_duration, 1000);
+}
+
+/* Unregistered: a connect made before (read after) is not held, as its close would never come;
+ * one made after a registration again is, and is not forgotten with the old registration.
+ */
+Test(record, connects_from_before_a_sandbox_went_are_not_held)
+{
+	struct flow_starts *fl = &col.ctx.flows;
+
+	flow_starts__sandbox_gone(fl, 5, 5000);
+	tcp_connect_rec(1, 4000, 42, 5);
+	cr_expect_eq(fl->gone_before, 1);
+	cr_expect_eq(fl->h.used, 0);
+	tcp_connect_rec(2, 6000, 42, 5);
+	cr_expect_eq(fl->h.used, 1);
+	tcp_connect_rec(3, 5000 + FLOW_STARTS_LINGER, 44, 6);
+	cr_expect_eq(fl->forgotten, 0);
+	tcp_flow_rec(2, 7000 + FLOW_STARTS_LINGER, 0, 5);
+	cr_expect_not(last_flow_unknown);
+	cr_expect_eq(last_flow_pid, 42);
+}
+
+/* A socket whose cgroup was removed, in no sandbox now (by_cookie 2, its cgroup's own id): its
+ * flow is reported (start unknown when nothing was held) if that cgroup was a sandbox's.
+ */
+Test(record, a_removed_cgroups_socket_is_reported_if_it_was_a_sandbox)
+{
+	struct egret_flow_event f;
+
+	sandbox_names__set(&names, 77, "gone-ctr");
+	memset(&f, 0, sizeof(f));
+	hdr(&f.hdr, EGRET_EV_FLOW);
+	memset(f.hdr.comm, 0, sizeof(f.hdr.comm));
+	f.hdr.pid = f.hdr.tid = 0;
+	f.hdr.ts_ns = 1000;
+	f.hdr.sandbox_id = 77;
+	f.protocol = 6;
+	f.family = 2;
+	f.by_cookie = 2;
+	f.cookie = 5;
+	last_flow_comm = NULL;
+	feed(&f, sizeof(f));
+	cr_assert(last_flow_comm, "a removed sandbox's flow was not reported");
+	cr_expect(last_flow_unknown);
+	cr_expect_eq(last_flow_sandbox, 77);
+	f.hdr.sandbox_id = 78; /* never a sandbox: the host's */
+	f.cookie = 6;
+	last_flow_comm = NULL;
+	feed(&f, sizeof(f));
+	cr_expect_null(last_flow_comm, "a removed host cgroup's socket was reported");
+	cr_expect_eq(col.ctx.flows.foreign, 1);
+}
+
 /* Thousands of connects of a few sandboxes: one gone, after the linger exactly its connects are
  * forgotten (removals in the middle of runs and across the table's end), the others' joined.
  */

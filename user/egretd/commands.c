@@ -80,10 +80,12 @@ static int status_json(struct daemon *d, struct control_req *r)
 		d->loader.adopted);
 	fprintf(f,
 		"\"tcp_flows\":{\"open\":%zu,\"joined\":%llu,\"start_unknown\":%llu,"
-		"\"over_sandbox_bound\":%llu,\"not_held\":%llu,\"forgotten\":%llu}}\n",
+		"\"over_sandbox_bound\":%llu,\"not_held\":%llu,\"made_before_gone\":%llu,"
+		"\"forgotten\":%llu,\"not_a_sandbox\":%llu}}\n",
 		fl->h.used, (unsigned long long)fl->joined, (unsigned long long)fl->unjoined,
 		(unsigned long long)fl->over_quota, (unsigned long long)fl->not_held,
-		(unsigned long long)fl->forgotten);
+		(unsigned long long)fl->gone_before, (unsigned long long)fl->forgotten,
+		(unsigned long long)fl->foreign);
 	fclose(f);
 	control__out(r, "%s", buf);
 	free(buf);
@@ -96,11 +98,14 @@ static void flows_status(const struct flow_starts *f, struct control_req *r)
 	control__out(r,
 		     "tcp flows: %zu open, %llu closed and joined to their connect, %llu with "
 		     "their start unknown, %llu connects not held (%llu at a sandbox's bound of "
-		     "%u, %llu at the bound of %u for all), %llu forgotten with their sandbox\n",
+		     "%u, %llu at the bound of %u for all, %llu made before their sandbox went), "
+		     "%llu forgotten with their sandbox, %llu closes of sockets in no sandbox "
+		     "dropped\n",
 		     f->h.used, (unsigned long long)f->joined, (unsigned long long)f->unjoined,
-		     (unsigned long long)(f->over_quota + f->not_held),
+		     (unsigned long long)(f->over_quota + f->not_held + f->gone_before),
 		     (unsigned long long)f->over_quota, f->max_per, (unsigned long long)f->not_held,
-		     f->max, (unsigned long long)f->forgotten);
+		     f->max, (unsigned long long)f->gone_before, (unsigned long long)f->forgotten,
+		     (unsigned long long)f->foreign);
 }
 
 static int do_status(void *ctx, struct control_req *r)

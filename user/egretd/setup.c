@@ -348,8 +348,11 @@ static void on_sandbox_destroyed(void *ctx, uint64_t id)
 	pkg__set_sandbox_root(&d->pkg, id, -1);
 }
 
-/* an unregistered sandbox's sockets are the host's from now on: its TCP connects held go */
-static void on_unregistered(void *ctx, uint64_t id)
+/* A sandbox went: its TCP connects held go some time after (flows.h). An unregistered one's
+ * sockets are the host's from now on; the cgroup record of a removed one told the collector
+ * already, with the kernel's time (the first time counts).
+ */
+static void on_sandbox_gone(void *ctx, uint64_t id)
 {
 	struct daemon *d = ctx;
 
@@ -498,8 +501,8 @@ int daemon__setup_pipeline(struct daemon *d)
 	d->pkg.redact = redact__cb; /* registries, sources: secrets in URLs and .npmrc */
 	d->pkg.redact_ctx = &d->opt.redact;
 	d->engine.stream = &d->stream;
-	d->engine.unregistered = on_unregistered;
-	d->engine.unregistered_ctx = d;
+	d->engine.sandbox_gone = on_sandbox_gone;
+	d->engine.sandbox_gone_ctx = d;
 	d->rbw = (struct watch){ .fd = collector__fd(&d->collector), .fn = on_ringbuf, .data = d };
 	return loop__add(&d->loop, &d->rbw, EPOLLIN);
 }

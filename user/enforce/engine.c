@@ -611,6 +611,8 @@ void engine__sandbox_destroyed(struct engine *e, uint64_t id)
 	policy_map__remove(e->trie_fd, &e->pol, s->name, s->meta, id);
 	/* the entry stays: the collector names the sandbox's last events with it */
 	engine__mark_installed(e, id, false);
+	if (e->sandbox_gone)
+		e->sandbox_gone(e->sandbox_gone_ctx, id);
 }
 
 /* Register sandboxes created while nobody listened, forget those removed. */

@@ -53,9 +53,11 @@ struct engine {
 		uint64_t dev, ino, size, mtime_ns, ctime_ns;
 	} seen;			/* the policy file as last read (engine__reload_if_changed) */
 	const char *no_enforce; /* a kernel gap nobody accepted (kfeatures): no enforce mode */
-	/* told when a sandbox is unregistered (its cgroup stays: no cgroup record says it) */
-	void (*unregistered)(void *ctx, uint64_t id);
-	void *unregistered_ctx;
+	/* told when a sandbox goes: its cgroup removed, or unregistered (its cgroup stays, and no
+	 * cgroup record says it), or found gone by a rescan
+	 */
+	void (*sandbox_gone)(void *ctx, uint64_t id);
+	void *sandbox_gone_ctx;
 };
 
 #define ENGINE_SB_INSTALLED  1u	  /* sandbox_entry.flags: its rules are installed */

@@ -471,8 +471,6 @@ int engine__unregister(struct engine *e, uint64_t id, const char *why)
 		return -ENOENT;
 	emit_lifecycle(e, s, EGRET__V1__SANDBOX_LIFECYCLE__KIND__KIND_UNREGISTERED, why);
 	engine__sandbox_destroyed(e, id);
-	if (e->unregistered)
-		e->unregistered(e->unregistered_ctx, id);
 	return 0;
 }
 

@@ -264,7 +264,7 @@ void audit__on_flow(struct decoder_ctx *d, const void *rec, size_t size)
 
 	/* a TCP flow: who started it, and when, from its connect record (flows.h) */
 	if (r->cookie) {
-		enum flow_join j = flow_starts__take(&d->flows, r, &joined);
+		enum flow_join j = flow_starts__take(&d->flows, r, d->names, &joined);
 
 		if (j == FLOW_NOT_SANDBOX)
 			return;

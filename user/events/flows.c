@@ -50,30 +50,35 @@ static struct flow_quota *quota_of(struct flow_starts *f, uint64_t sandbox_id, b
 	return add ? htab__insert(&f->per, &k, NULL) : htab__find(&f->per, &k);
 }
 
-/* one held connect of sandbox_id fewer */
+/* one held connect of sandbox_id fewer; its entry goes with its last */
 static void quota_drop(struct flow_starts *f, uint64_t sandbox_id)
 {
 	struct flow_quota *q = quota_of(f, sandbox_id, false);
 	uint64_t k = sandbox_id + 1;
 
-	if (q && --q->n == 0)
+	if (q && (q->n <= 1 || --q->n == 0))
 		htab__remove(&f->per, &k);
 }
 
-/* Forget every held connect of the gone sandboxes whose time came (the first n of gone[]), in
- * one pass over the table; a table left empty gives its memory back.
+/* Forget every held connect of the gone sandboxes whose time came (the first n of gone[]),
+ * those noted before each went, in one pass over the table (none when they hold nothing); a
+ * table left empty gives its memory back.
  */
 static void forget_gone(struct flow_starts *f, uint32_t n)
 {
+	bool any = false;
 	size_t i = 0;
 
+	for (uint32_t g = 0; g < n && !any; g++)
+		any = quota_of(f, f->gone[g].sandbox_id, false) != NULL;
 	/* a removal shifts later entries back into slot i: look at it again */
-	while (i < f->h.cap) {
+	while (any && i < f->h.cap) {
 		const struct flow_start_entry *e = htab__at(&f->h, i);
 		bool due = false;
 
 		for (uint32_t g = 0; e && g < n && !due; g++)
-			due = e->sandbox_id == f->gone[g].sandbox_id;
+			due = e->sandbox_id == f->gone[g].sandbox_id &&
+			      e->start_ns <= f->gone[g].at_ns;
 		if (due) {
 			uint64_t key = e->key, sandbox_id = e->sandbox_id;
 
@@ -87,8 +92,12 @@ static void forget_gone(struct flow_starts *f, uint32_t n)
 	f->n_gone -= n;
 	memmove(&f->gone[0], &f->gone[n], f->n_gone * sizeof(f->gone[0]));
 	if (!f->h.used && f->h.cap > 1024) {
-		htab__free(&f->h);
-		htab__init(&f->h, sizeof(struct flow_start_entry), sizeof(uint64_t), 0);
+		struct htab small;
+
+		if (!htab__init(&small, sizeof(struct flow_start_entry), sizeof(uint64_t), 0)) {
+			htab__free(&f->h);
+			f->h = small;
+		}
 	}
 }
 
@@ -105,15 +114,24 @@ void flow_starts__expire(struct flow_starts *f, uint64_t now_ns)
 		forget_gone(f, n);
 }
 
+/* when sandbox_id went, if it did lately; 0 if not */
+static uint64_t gone_at(const struct flow_starts *f, uint64_t sandbox_id)
+{
+	for (uint32_t g = 0; g < f->n_gone; g++) {
+		if (f->gone[g].sandbox_id == sandbox_id)
+			return f->gone[g].at_ns;
+	}
+	return 0;
+}
+
+/* Kept even for a sandbox holding nothing now: an unregistered one's connects from before may
+ * still be in the ring, and are not held (their close would never come).
+ */
 void flow_starts__sandbox_gone(struct flow_starts *f, uint64_t sandbox_id, uint64_t now_ns)
 {
 	flow_starts__expire(f, now_ns);
-	if (!quota_of(f, sandbox_id, false))
-		return; /* it holds nothing */
-	for (uint32_t g = 0; g < f->n_gone; g++) {
-		if (f->gone[g].sandbox_id == sandbox_id)
-			return; /* unregistered, then its cgroup removed: the first counts */
-	}
+	if (gone_at(f, sandbox_id))
+		return; /* unregistered, then its cgroup removed: the first counts */
 	if (f->n_gone == FLOW_STARTS_GONE)
 		forget_gone(f, 1); /* sooner than its time: the list has no room */
 	f->gone[f->n_gone].sandbox_id = sandbox_id;
@@ -127,6 +145,8 @@ void flow_starts__note(struct flow_starts *f, const struct egret_connect_event *
 	struct flow_start_entry *e;
 	struct flow_quota *q;
 
+	uint64_t gone;
+
 	flow_starts__expire(f, r->hdr.ts_ns);
 	if (!key || r->hdr.sandbox_id == NO_SANDBOX) {
 		f->not_held++;
@@ -134,13 +154,24 @@ void flow_starts__note(struct flow_starts *f, const struct egret_connect_event *
 	}
 	if (htab__find(&f->h, &key))
 		return; /* the first connect started the flow */
-	q = quota_of(f, r->hdr.sandbox_id, true);
+	/* made before its sandbox went (read after an unregistration): not held */
+	gone = f->n_gone ? gone_at(f, r->hdr.sandbox_id) : 0;
+	if (gone && (int64_t)(r->hdr.ts_ns - gone) <= 0) {
+		f->gone_before++;
+		return;
+	}
+	q = quota_of(f, r->hdr.sandbox_id, false);
 	if (q && q->n >= f->max_per) {
 		f->over_quota++;
 		return;
 	}
-	if (!q || f->h.used >= f->max || !(e = htab__insert(&f->h, &key, NULL))) {
-		if (q && !q->n)
+	if (f->h.used >= f->max || (!q && !(q = quota_of(f, r->hdr.sandbox_id, true)))) {
+		f->not_held++;
+		return;
+	}
+	e = htab__insert(&f->h, &key, NULL);
+	if (!e) {
+		if (!q->n)
 			quota_drop(f, r->hdr.sandbox_id);
 		f->not_held++;
 		return;
@@ -168,7 +199,7 @@ static void fill_start(struct egret_flow_event *out, const struct flow_start_ent
 }
 
 enum flow_join flow_starts__take(struct flow_starts *f, const struct egret_flow_event *r,
-				 struct egret_flow_event *out)
+				 const struct sandbox_names *names, struct egret_flow_event *out)
 {
 	uint64_t key = flow_key(f, r->cookie);
 	const struct flow_start_entry *e = key ? htab__find(&f->h, &key) : NULL;
@@ -178,7 +209,12 @@ enum flow_join flow_starts__take(struct flow_starts *f, const struct egret_flow_
 	if (!e) {
 		if (!r->by_cookie)
 			return FLOW_KNOWN;
-		if (r->hdr.sandbox_id == NO_SANDBOX) {
+		/* a socket whose cgroup went: reported if that cgroup was a sandbox's (one gone
+		 * lately, or still named)
+		 */
+		if (r->hdr.sandbox_id == NO_SANDBOX ||
+		    (r->by_cookie == 2 && !gone_at(f, r->hdr.sandbox_id) &&
+		     !sandbox_names__entry(names, r->hdr.sandbox_id))) {
 			f->foreign++;
 			return FLOW_NOT_SANDBOX;
 		}

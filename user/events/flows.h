@@ -24,6 +24,7 @@
 #include "egret/audit.h"
 #include "egret/egress.h"
 #include "htab.h"
+#include "sandbox.h"
 
 #define FLOW_STARTS_DEFAULT	   131072u /* --max-tcp-flows */
 #define FLOW_STARTS_PER_SB_DEFAULT 16384u  /* --max-tcp-flows-per-sandbox */
@@ -57,20 +58,21 @@ struct flow_starts {
 		uint64_t at_ns; /* the close-record clock (boot time) when it went */
 	} gone[FLOW_STARTS_GONE];
 	uint32_t n_gone;
-	uint64_t noted;	     /* connects noted */
-	uint64_t joined;     /* flow records filled in from one */
-	uint64_t unjoined;   /* flow records by cookie with no connect noted */
-	uint64_t over_quota; /* connects not noted: their sandbox held max_per */
-	uint64_t not_held;   /* connects not noted: all held max, or no memory */
-	uint64_t forgotten;  /* noted connects of sandboxes long gone, dropped */
-	uint64_t foreign;    /* flow records of sockets in no sandbox egretd held nothing for */
+	uint64_t noted;	      /* connects noted */
+	uint64_t joined;      /* flow records filled in from one */
+	uint64_t unjoined;    /* flow records by cookie with no connect noted */
+	uint64_t over_quota;  /* connects not noted: their sandbox held max_per */
+	uint64_t not_held;    /* connects not noted: all held max, or no memory */
+	uint64_t forgotten;   /* noted connects of sandboxes long gone, dropped */
+	uint64_t foreign;     /* flow records of sockets in no sandbox egretd held nothing for */
+	uint64_t gone_before; /* connects read after their sandbox went (unregistered), not held */
 };
 
 /* What flow_starts__take made of a flow record */
 enum flow_join {
 	FLOW_KNOWN,	    /* its starter is in it */
 	FLOW_START_UNKNOWN, /* by cookie, with no connect held: reported with start_unknown */
-	FLOW_NOT_SANDBOX,   /* a socket whose cgroup went, in no sandbox: not reported */
+	FLOW_NOT_SANDBOX,   /* a socket in no sandbox (its cgroup went): not reported */
 };
 
 int flow_starts__init(struct flow_starts *f);
@@ -80,10 +82,10 @@ void flow_starts__free(struct flow_starts *f);
  */
 void flow_starts__note(struct flow_starts *f, const struct egret_connect_event *r);
 /* A flow record with a cookie: out is r, filled in from its connect when there is one; the
- * connect is forgotten.
+ * connect is forgotten. names: egretd's sandboxes, to tell whether a removed cgroup was one.
  */
 enum flow_join flow_starts__take(struct flow_starts *f, const struct egret_flow_event *r,
-				 struct egret_flow_event *out);
+				 const struct sandbox_names *names, struct egret_flow_event *out);
 /* A sandbox went (its cgroup removed, or unregistered) at now_ns (boot clock): its flows are
  * forgotten FLOW_STARTS_LINGER later.
  */
