@@ -403,22 +403,19 @@ static bool is_destroyed(const Egret__V1__Event *ev, const void *arg)
 	       ev->sandbox && !strcmp(ev->sandbox->name, arg);
 }
 
-/* A container gone (its cgroup removed, its registration with it) while its connection is still
- * closing: the kernel keeps nothing on the socket, and the flow is still reported, naming the
- * process that started it (the kernel sends the close of a socket whose cgroup went; egretd
- * held the connect).
+/* The registered container "leaving" in *pod (under the instance's tree, no watched subtree),
+ * with a connection to the server its process made, handed to the test in leaving_fd.
  */
-Test(containers, a_connection_closing_after_its_container_went_has_its_flow)
+static int leaving_fd = -1;
+
+static void leaving_container(char *pod, size_t size)
 {
-	char pod[PATH_MAX + 16], out[4096];
-	const Egret__V1__Event *ev, *conn;
-	struct events evs;
-	int fd = -1;
+	char out[4096];
 
 	harness_close_at_teardown(&handoff[0]);
 	harness_close_at_teardown(&handoff[1]);
-	harness_close_at_teardown(&fd);
-	snprintf(pod, sizeof(pod), "%s/leaving", top);
+	harness_close_at_teardown(&leaving_fd);
+	snprintf(pod, size, "%s/leaving", top);
 	cr_assert_eq(mkdir(pod, 0755), 0);
 	harness_setup_start("mode enforce\n"
 			    "sandbox leaving {\n"
@@ -429,17 +426,38 @@ Test(containers, a_connection_closing_after_its_container_went_has_its_flow)
 		     out);
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, handoff), 0);
 	cr_assert_eq(in_cgroup(pod, connection_handed_out), 0);
-	cr_assert_eq(fds_recv(handoff[0], &fd, 1), 0);
+	cr_assert_eq(fds_recv(handoff[0], &leaving_fd, 1), 0);
+}
+
+/* Its cgroup removed (egretd says so), then the connection closed: its flow and connect events */
+static void container_gone_then_closed(const char *pod, struct events *evs,
+				       const Egret__V1__Event **conn, const Egret__V1__Event **ev)
+{
 	cr_assert_eq(rmdir(pod), 0, "%s", strerror(errno));
-	cr_assert_eq(events_wait(T->sink_path, is_destroyed, "leaving", 5000, &evs), 0);
-	events_free(&evs);
-	close(fd);
-	fd = -1;
-	cr_assert_eq(events_wait(T->sink_path, is_flow_to_server, NULL, 5000, &evs), 0,
+	cr_assert_eq(events_wait(T->sink_path, is_destroyed, "leaving", 5000, evs), 0);
+	events_free(evs);
+	close(leaving_fd);
+	leaving_fd = -1;
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to_server, NULL, 5000, evs), 0,
 		     "no flow for the gone container's connection");
-	ev = events_find(&evs, is_flow_to_server, NULL, NULL);
-	conn = events_find(&evs, is_connect_to_server, NULL, NULL);
-	cr_assert(conn && conn->sandbox && ev->sandbox);
+	*ev = events_find(evs, is_flow_to_server, NULL, NULL);
+	*conn = events_find(evs, is_connect_to_server, NULL, NULL);
+	cr_assert(*conn && (*conn)->sandbox && (*ev)->sandbox);
+}
+
+/* A container gone (its cgroup removed, its registration with it) while its connection is still
+ * closing: the kernel keeps nothing on the socket, and the flow is still reported, naming the
+ * process that started it (the kernel sends the close of a socket whose cgroup went; egretd
+ * held the connect).
+ */
+Test(containers, a_connection_closing_after_its_container_went_has_its_flow)
+{
+	const Egret__V1__Event *ev, *conn;
+	char pod[PATH_MAX + 16];
+	struct events evs;
+
+	leaving_container(pod, sizeof(pod));
+	container_gone_then_closed(pod, &evs, &conn, &ev);
 	cr_expect_not(ev->flow->start_unknown);
 	cr_expect_str_eq(ev->process->comm, "ctrstart");
 	cr_expect_eq(ev->process->pid, conn->process->pid);
@@ -453,40 +471,16 @@ Test(containers, a_connection_closing_after_its_container_went_has_its_flow)
  */
 Test(containers, a_gone_containers_connection_is_reported_after_a_restart)
 {
-	char pod[PATH_MAX + 16], out[4096];
 	const Egret__V1__Event *ev, *conn;
+	char pod[PATH_MAX + 16];
 	struct events evs;
-	int fd = -1;
 
-	harness_close_at_teardown(&handoff[0]);
-	harness_close_at_teardown(&handoff[1]);
-	harness_close_at_teardown(&fd);
-	snprintf(pod, sizeof(pod), "%s/leaving", top);
-	cr_assert_eq(mkdir(pod, 0755), 0);
-	harness_setup_start("mode enforce\n"
-			    "sandbox leaving {\n"
-			    "  allow " SERVER " tcp/8080\n"
-			    "}\n",
-			    NULL);
-	cr_assert_eq(egretctl(T, out, sizeof(out), "register", pod, "name=leaving", NULL), 0, "%s",
-		     out);
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, handoff), 0);
-	cr_assert_eq(in_cgroup(pod, connection_handed_out), 0);
-	cr_assert_eq(fds_recv(handoff[0], &fd, 1), 0);
+	leaving_container(pod, sizeof(pod));
 	cr_assert_eq(events_wait(T->sink_path, is_connect_to_server, NULL, 5000, &evs), 0);
 	events_free(&evs);
 	cr_assert_eq(harness_stop(T, SIGTERM), 0);
 	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
-	cr_assert_eq(rmdir(pod), 0, "%s", strerror(errno));
-	cr_assert_eq(events_wait(T->sink_path, is_destroyed, "leaving", 5000, &evs), 0);
-	events_free(&evs);
-	close(fd);
-	fd = -1;
-	cr_assert_eq(events_wait(T->sink_path, is_flow_to_server, NULL, 5000, &evs), 0,
-		     "no flow for the gone container's connection");
-	ev = events_find(&evs, is_flow_to_server, NULL, NULL);
-	conn = events_find(&evs, is_connect_to_server, NULL, NULL);
-	cr_assert(conn && conn->sandbox && ev->sandbox);
+	container_gone_then_closed(pod, &evs, &conn, &ev);
 	cr_expect(ev->flow->start_unknown);
 	cr_expect_eq(ev->flow->socket_cookie, conn->net_connect->socket_cookie);
 	cr_expect_eq(ev->sandbox->cgroup_id, conn->sandbox->cgroup_id);
