@@ -146,6 +146,25 @@ static __always_inline bool file_path(const struct egret_task_info *pf, struct e
 	return true;
 }
 
+/* Whether the read that opened fd could be reported: false when its path's first name is one no
+ * read pattern starts with, told without resolving the path (most opens are such reads: a
+ * program's libraries, its configuration). A path under /sys may be on bpffs, where any access
+ * is reported: it is resolved. What is reported does not change: path_wanted() would have
+ * stopped at the same first name.
+ */
+static __always_inline bool read_may_match(long fd)
+{
+	struct file *f = current_fd_file(fd);
+	__u64 h;
+
+	if (!f || !path_first_name(&f->f_path, &h))
+		return true;
+	return h == egret_fnv64_byte(
+			    egret_fnv64_byte(egret_fnv64_byte(EGRET_FNV64_OFFSET, 's'), 'y'),
+			    's') ||
+	       first_name_possible(h, EGRET_PATTERN_READ);
+}
+
 /* At the syscall's exit: resolve the path(s), filter, take a record of the sandbox's budget,
  * send. A write under bpffs is a tamper attempt: it goes with the priority records, unbudgeted.
  */
@@ -165,6 +184,8 @@ static __always_inline void file_end(long ret)
 	pf->file_active = 0;
 	fs = bpf_map_lookup_elem(&file_scratch, &zero);
 	if (!fs)
+		return;
+	if (pf->file_op == EGRET_FILE_READ && ret >= 0 && !read_may_match(ret))
 		return;
 	e = &fs->e;
 	e->op = pf->file_op;

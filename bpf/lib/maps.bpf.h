@@ -312,7 +312,10 @@ struct path_scratch {
 	__u64 mnt_root;	   /* vfsmnt's root dentry */
 	__u64 root_dentry; /* the task's root, where the walk stops */
 	__u64 root_mnt;
-	__u32 pos; /* where the next name ends in buf: the path is written backwards */
+	__u32 pos;	/* where the next name ends in buf: the path is written backwards */
+	__u32 names;	/* 0: names are not copied, only the first one noted (path_first_name) */
+	__u64 top_name; /* the last name walked (the path's first): its bytes and length */
+	__u32 top_len;
 	__u32 pad;
 };
 

@@ -67,12 +67,43 @@ static long path_step(__u32 i, void *ctx)
 	if (pos > PATH_SCRATCH || pos < nlen + 2)
 		return 1;
 	pos -= nlen;
-	bpf_probe_read_kernel(&s->buf[pos & (PATH_SCRATCH - 1)], nlen, up.name.name);
+	if (s->names)
+		bpf_probe_read_kernel(&s->buf[pos & (PATH_SCRATCH - 1)], nlen, up.name.name);
 	pos -= 1;
-	s->buf[pos & (PATH_SCRATCH - 1)] = '/';
+	if (s->names)
+		s->buf[pos & (PATH_SCRATCH - 1)] = '/';
+	s->top_name = (__u64)up.name.name;
+	s->top_len = nlen;
 	s->pos = pos;
 	s->dentry = up.parent;
 	return 0;
+}
+
+/* Walk (dentry, vfsmnt) up to the task's root: with names, the path written backwards into the
+ * scratch's buf; without, only the first name noted (the walk is the same, step for step). NULL
+ * when there is no scratch; *steps: how many bpf_loop() ran.
+ */
+static __always_inline struct path_scratch *
+path_walk(struct dentry *dentry, struct vfsmount *vfsmnt, bool names, long *steps)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct path_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&path_scratch, &zero);
+	if (!s)
+		return NULL;
+	s->dentry = (__u64)dentry;
+	s->vfsmnt = (__u64)vfsmnt;
+	s->mnt = (__u64)container_of(vfsmnt, struct mount, mnt);
+	s->root_dentry = (__u64)task->fs->root.dentry; /* direct loads: a trusted task */
+	s->root_mnt = (__u64)task->fs->root.mnt;
+	s->mnt_root = (__u64)BPF_CORE_READ(vfsmnt, mnt_root);
+	s->pos = PATH_SCRATCH;
+	s->names = names;
+	s->top_len = 0;
+	*steps = bpf_loop(EGRET_PATH_DEPTH, path_step, &s, 0);
+	return s;
 }
 
 /* Write the path of (dentry, vfsmnt) into out[0..EGRET_PATH_MAX); returns its length, and sets
@@ -81,23 +112,14 @@ static long path_step(__u32 i, void *ctx)
 static __always_inline __u32 path_resolve(struct dentry *dentry, struct vfsmount *vfsmnt, char *out,
 					  bool *cut)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
 	struct path_scratch *s;
-	__u32 zero = 0, len, pos;
+	__u32 len, pos;
 	long steps;
 
 	*cut = false;
-	s = bpf_map_lookup_elem(&path_scratch, &zero);
+	s = path_walk(dentry, vfsmnt, true, &steps);
 	if (!s)
 		return 0;
-	s->dentry = (__u64)dentry;
-	s->vfsmnt = (__u64)vfsmnt;
-	s->mnt = (__u64)container_of(vfsmnt, struct mount, mnt);
-	s->root_dentry = (__u64)task->fs->root.dentry; /* direct loads: a trusted task */
-	s->root_mnt = (__u64)task->fs->root.mnt;
-	s->mnt_root = (__u64)BPF_CORE_READ(vfsmnt, mnt_root);
-	s->pos = PATH_SCRATCH;
-	steps = bpf_loop(EGRET_PATH_DEPTH, path_step, &s, 0);
 	if (steps >= EGRET_PATH_DEPTH)
 		*cut = true;
 	pos = s->pos;
@@ -121,6 +143,40 @@ static __always_inline __u32 path_of(const struct path *p, char *out, bool *cut)
 
 	bpf_probe_read_kernel(&pv, sizeof(pv), p);
 	return path_resolve(pv.dentry, pv.mnt, out, cut);
+}
+
+/* The first name of p's path (the one right under the task's root) hashed as the pattern
+ * matcher hashes a name (path_wanted), found by the same walk as path_of() but without copying
+ * the names on the way: one read a level instead of two, and none of the path's copying and
+ * hashing. False when there is no such name to go by (the root itself, a name too long for the
+ * matcher's window): the caller then resolves the whole path.
+ */
+#define FIRST_NAME_MAX 128
+
+static __always_inline bool path_first_name(const struct path *p, __u64 *hash)
+{
+	struct path pv = {};
+	struct path_scratch *s;
+	__u64 h = EGRET_FNV64_OFFSET;
+	__u32 len;
+	long steps;
+
+	bpf_probe_read_kernel(&pv, sizeof(pv), p);
+	s = path_walk(pv.dentry, pv.mnt, false, &steps);
+	if (!s)
+		return false;
+	len = s->top_len;
+	if (!len || len > FIRST_NAME_MAX)
+		return false;
+	if (bpf_probe_read_kernel(s->buf, len & (FIRST_NAME_MAX * 2 - 1), (void *)s->top_name))
+		return false;
+	for (__u32 j = 0; j < FIRST_NAME_MAX; j++) {
+		if (j >= len)
+			break;
+		h = egret_fnv64_byte(h, (__u8)s->buf[j]);
+	}
+	*hash = h;
+	return true;
 }
 
 #endif /* EGRET_PATH_BPF_H */

@@ -504,6 +504,121 @@ Test(audit, failed_reads_of_secrets_are_reported)
 	events_free(&evs);
 }
 
+/* Secret files reached by other names: a symlink from another top directory (and mount), `..`
+ * absolute and relative, a symlink into another mount; reported by the path the kernel opened.
+ */
+struct secret_names {
+	char dir[PATH_MAX], key[PATH_MAX + 16], other[PATH_MAX + 16];
+	char shm[PATH_MAX], key2[PATH_MAX + 16], shm_link[PATH_MAX + 16];
+	char link[PATH_MAX + 16], link2[PATH_MAX + 16], dotdot[PATH_MAX * 2], plain[PATH_MAX + 16];
+};
+
+static int open_close(const char *path)
+{
+	int fd = open(path, O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static int read_secrets_by_other_names(void *arg)
+{
+	const struct secret_names *sn = arg;
+
+	if (open_close(sn->key) || open_close(sn->shm_link) || open_close(sn->link) ||
+	    open_close(sn->dotdot))
+		return 101;
+	if (chdir(sn->other) || open_close("../secrets/key"))
+		return 102;
+	if (open_close(sn->key2) || open_close(sn->link2))
+		return 103;
+	/* not secrets: one under the same top directory, one under another */
+	if (open_close(sn->plain) || open_close("/etc/hostname"))
+		return 104;
+	return 0;
+}
+
+static int create_file(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	return 0;
+}
+
+static void remove_shm(void *arg)
+{
+	const struct secret_names *sn = arg;
+
+	unlink(sn->shm_link);
+	unlink(sn->key2);
+	rmdir(sn->shm);
+}
+
+static bool is_read_of(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FILE &&
+	       ev->file->op == EGRET__V1__FILE_ACTIVITY__OP__OP_READ &&
+	       !strcmp(ev->file->path, arg);
+}
+
+Test(audit, secret_reads_are_reported_by_any_name)
+{
+	const char *extra[] = { "--audit-read", NULL, "--audit-read", NULL, NULL };
+	static struct secret_names sn;
+	struct events evs;
+	size_t n = 0;
+	int rc;
+
+	snprintf(sn.dir, sizeof(sn.dir), "%s/secrets", T->tmpdir);
+	snprintf(sn.key, sizeof(sn.key), "%s/key", sn.dir);
+	snprintf(sn.other, sizeof(sn.other), "%s/other", T->tmpdir);
+	snprintf(sn.plain, sizeof(sn.plain), "%s/plain", T->tmpdir);
+	snprintf(sn.link, sizeof(sn.link), "%s/link-key", T->tmpdir);
+	snprintf(sn.dotdot, sizeof(sn.dotdot), "%s/../secrets/key", sn.other);
+	snprintf(sn.shm, sizeof(sn.shm), "/dev/shm/%s", strrchr(T->tmpdir, '/') + 1);
+	snprintf(sn.key2, sizeof(sn.key2), "%s/key2", sn.shm);
+	snprintf(sn.shm_link, sizeof(sn.shm_link), "%s-link", sn.shm);
+	snprintf(sn.link2, sizeof(sn.link2), "%s/link-key2", T->tmpdir);
+	harness_at_teardown(remove_shm, &sn);
+	cr_assert_eq(mkdir(sn.dir, 0755), 0);
+	cr_assert_eq(mkdir(sn.other, 0755), 0);
+	cr_assert_eq(mkdir(sn.shm, 0755), 0, "%s: %s", sn.shm, strerror(errno));
+	cr_assert_eq(create_file(sn.key), 0);
+	cr_assert_eq(create_file(sn.key2), 0);
+	cr_assert_eq(create_file(sn.plain), 0);
+	/* named from /dev (another top directory, another mount), from the same directory, and
+	 * a name in /run for a file on /dev/shm
+	 */
+	cr_assert_eq(symlink(sn.key, sn.shm_link), 0);
+	cr_assert_eq(symlink(sn.key, sn.link), 0);
+	cr_assert_eq(symlink(sn.key2, sn.link2), 0);
+	extra[1] = sn.dir;
+	extra[3] = sn.shm;
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+	rc = in_sandbox(T, "box", read_secrets_by_other_names, &sn);
+	cr_assert_eq(rc, 0, "the reads: %d", rc);
+	cr_assert_eq(events_wait(T->sink_path, is_read_of, sn.key2, 5000, &evs), 0,
+		     "no event for the read of %s", sn.key2);
+	events_free(&evs);
+	/* the stream is in order: the reads of key came first */
+	cr_assert_eq(events_read(T->sink_path, &evs), 0);
+	events_find(&evs, is_read_of, sn.key, &n);
+	cr_expect_eq(n, 5, "%zu reads of %s reported, of 5 (direct, two symlinks, .. twice)", n,
+		     sn.key);
+	events_find(&evs, is_read_of, sn.key2, &n);
+	cr_expect_eq(n, 2, "%zu reads of %s reported, of 2 (direct, a symlink)", n, sn.key2);
+	cr_expect_null(events_find(&evs, is_read_of, sn.plain, NULL), "an ordinary read reported");
+	cr_expect_null(events_find(&evs, is_read_of, "/etc/hostname", NULL),
+		       "an ordinary read reported");
+	events_free(&evs);
+}
+
 static int tamper(void *arg)
 {
 	pid_t outside = *(pid_t *)arg;
@@ -809,6 +924,38 @@ Test(audit, a_tcp_flow_keeps_nothing_on_its_socket)
  * reports its flow with the sandbox (from the socket's cgroup), the bytes, and its start unknown
  * rather than not at all or with a made-up starter.
  */
+/* the id of the link pinned at the instance's links/name (ids grow in the order made) */
+static __u32 link_id(const char *name)
+{
+	struct bpf_link_info info = {};
+	__u32 len = sizeof(info);
+	char pin[PATH_MAX + 64];
+	int fd;
+
+	snprintf(pin, sizeof(pin), "%s/links/%s", T->state_dir, name);
+	fd = bpf_obj_get(pin);
+	cr_assert_geq(fd, 0, "%s: %s", pin, strerror(errno));
+	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &info, &len), 0);
+	close(fd);
+	return info.id;
+}
+
+/* An upgrade from an egretd whose connect hooks kept a TCP flow's start in the socket: the
+ * new close (which reads both) is in force before the new connect hooks (which keep nothing),
+ * so no connection in between loses its flow. A first start attaches in the same order.
+ */
+Test(audit, flow_ends_are_attached_before_the_connect_hooks)
+{
+	static const char *const ends[] = { "egret_tcp_end", "egret_sock_end" };
+	static const char *const hooks[] = { "egret_connect4", "egret_connect6", "egret_sendmsg4",
+					     "egret_sendmsg6" };
+
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		for (size_t j = 0; j < sizeof(hooks) / sizeof(hooks[0]); j++)
+			cr_expect_lt(link_id(ends[i]), link_id(hooks[j]), "%s after %s", ends[i],
+				     hooks[j]);
+}
+
 Test(audit, a_tcp_flow_open_across_a_restart_has_its_start_unknown)
 {
 	const Egret__V1__Event *conn, *ev;

@@ -600,6 +600,18 @@ static void release(const char *fifo)
 	close(fd);
 }
 
+static bool is_connect_to_allowed(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_NET_CONNECT &&
+	       ev->net_connect->dst_port == ALLOWED_PORT;
+}
+
+static bool is_flow_to_allowed(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FLOW &&
+	       ev->flow->dst_port == ALLOWED_PORT && !strcmp(ev->flow->protocol, "tcp");
+}
+
 static bool exe_is_python(pid_t pid)
 {
 	char link[64], exe[PATH_MAX];
@@ -623,7 +635,7 @@ Test(flood, a_process_whose_exec_was_lost_is_marked)
 {
 	char script[PATH_MAX], py[PATH_MAX], fifo_a[PATH_MAX], fifo_b[PATH_MAX], out[PATH_MAX];
 	char pidfile[PATH_MAX], text[PATH_MAX * 4];
-	const Egret__V1__Event *sh, *conn, *file;
+	const Egret__V1__Event *sh, *conn, *file, *flow;
 	struct events evs;
 	struct timespec stopped;
 	pid_t child = 0;
@@ -646,16 +658,25 @@ Test(flood, a_process_whose_exec_was_lost_is_marked)
 	snprintf(pidfile, sizeof(pidfile), "%s/child.pid", T->tmpdir);
 	cr_assert_eq(mkfifo(fifo_a, 0600), 0);
 	cr_assert_eq(mkfifo(fifo_b, 0600), 0);
+	/* python's allowed connection is made while the ring is full: its connect record is
+	 * lost, and the socket keeps who started it (the fallback of lib/egress.bpf.h) for its
+	 * flow record, sent when it closes after egretd is back
+	 */
+	listeners[0] = tcp_listen(ALLOWED, ALLOWED_PORT);
+	cr_assert_geq(listeners[0], 0);
 	snprintf(text, sizeof(text),
 		 "import socket\n"
+		 "c = socket.create_connection(('%s', %d))\n"
+		 "c.sendall(b'x')\n"
 		 "open('%s').read(1)\n"
+		 "c.close()\n"
 		 "open('%s', 'w').write('x')\n"
 		 "s = socket.socket()\n"
 		 "try:\n"
 		 "    s.connect(('%s', 9))\n"
 		 "except OSError:\n"
 		 "    pass\n",
-		 fifo_b, out, DENIED);
+		 ALLOWED, ALLOWED_PORT, fifo_b, out, DENIED);
 	write_text(py, text);
 	snprintf(text, sizeof(text),
 		 "( read x < %s; exec /usr/bin/python3 %s ) &\n"
@@ -738,5 +759,19 @@ Test(flood, a_process_whose_exec_was_lost_is_marked)
 	cr_expect_str_eq(file->process->exe, "");
 	cr_expect(events_find(&evs, is_exec_loss_of_box, NULL, NULL),
 		  "no Loss event names the sandbox and its lost exec records");
+	events_free(&evs);
+	/* the connection: no connect record (the ring was full), its flow with its starter (sent
+	 * when the kernel destroys the socket, which may be after python's denied connect)
+	 */
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to_allowed, NULL, 10000, &evs), 0,
+		     "python's connection has no flow record");
+	cr_expect_null(events_find(&evs, is_connect_to_allowed, NULL, NULL),
+		       "python's allowed connect had room in a full ring");
+	flow = events_find(&evs, is_flow_to_allowed, NULL, NULL);
+	cr_assert(flow, "python's connection has no flow record");
+	cr_expect_eq(flow->process->pid, (uint32_t)child);
+	cr_expect_not(flow->flow->start_unknown, "the socket did not keep its starter");
+	cr_expect_gt(flow->flow->bytes_out, 0);
+	cr_expect_gt(flow->flow->duration_ns, 0);
 	events_free(&evs);
 }

@@ -179,20 +179,32 @@ static int attach_prog(struct loader *l, struct bpf_program *prog,
 	return err;
 }
 
+/* The programs that end a socket's flow are attached before the rest: they read both the
+ * socket storage an older egretd's connect hooks leave and the cookie of this one's connect
+ * records, so while an upgrade replaces the connect hooks after them no connection loses its
+ * flow (the other order left a TCP connection opened and closed in between without one).
+ */
+static bool attach_first(const struct egret_prog_spec *spec)
+{
+	return !strcmp(spec->prog, "egret_tcp_end") || !strcmp(spec->prog, "egret_sock_end");
+}
+
 int loader__attach(struct loader *l)
 {
 	int err;
 
-	for (unsigned int i = 0; i < l->specs.n; i++) {
-		const struct egret_prog_spec *spec = &l->specs.spec[i];
-		struct bpf_program *prog = loader__link_prog(l, spec);
+	for (int pass = 0; pass < 2; pass++) {
+		for (unsigned int i = 0; i < l->specs.n; i++) {
+			const struct egret_prog_spec *spec = &l->specs.spec[i];
+			struct bpf_program *prog = loader__link_prog(l, spec);
 
-		/* a device's programs go on devices, one by one (user/net/devices.c) */
-		if (!prog || spec->device)
-			continue;
-		err = attach_prog(l, prog, spec);
-		if (err)
-			return err;
+			/* a device's programs go on devices, one by one (user/net/devices.c) */
+			if (!prog || spec->device || attach_first(spec) != (pass == 0))
+				continue;
+			err = attach_prog(l, prog, spec);
+			if (err)
+				return err;
+		}
 	}
 	err = loader__pin_maps(l);
 	if (err)
