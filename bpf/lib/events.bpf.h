@@ -140,6 +140,21 @@ static __always_inline void event_fill_hdr(struct egret_event_hdr *h, __u32 type
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
+/* event_fill_hdr() for a tracing program, whose current task is a BTF pointer: its ids, creds
+ * and name read with plain loads instead of a helper call each (the same values: the kernel
+ * keeps comm NUL-padded, and a kuid is its uid in the initial namespace).
+ */
+static __always_inline void event_fill_hdr_cur(struct egret_event_hdr *h, __u32 type,
+					       __u64 sandbox_id)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	const struct cred *cred = t->cred;
+
+	event_set_hdr(h, type, sandbox_id, (__u64)t->tgid << 32 | (__u32)t->pid,
+		      (__u64)cred->gid.val << 32 | cred->uid.val);
+	__builtin_memcpy(h->comm, t->comm, sizeof(h->comm));
+}
+
 /* The same in a cgroup_skb program, with only the current-task helpers this kernel lets it call
  * (6.1 has none of them there, 6.12 no bpf_get_current_uid_gid); what it may not ask stays 0.
  */

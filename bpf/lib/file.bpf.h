@@ -205,7 +205,7 @@ static __always_inline void file_end(long ret)
 	/* skip patterns thin out writes; a read pattern is a precise ask and always wins */
 	if (!bpffs && !path_wanted((const struct path_window *)e->data, e->path_len, kind))
 		return;
-	sandbox = sandbox_of_current();
+	sandbox = sandbox_of_current_btf();
 	loss_kind = e->op == EGRET_FILE_READ ? EGRET_LOSS_FILE_READ : EGRET_EV_FILE;
 	if (!bpffs && !file_budget_take(sandbox, e->op == EGRET_FILE_READ)) {
 		loss_count(sandbox, loss_kind, true);
@@ -218,7 +218,7 @@ static __always_inline void file_end(long ret)
 	e->cut = (cut ? EGRET_FILE_PATH_CUT : 0) | (cut2 ? EGRET_FILE_PATH2_CUT : 0) |
 		 (bpffs ? EGRET_FILE_BPFFS : 0);
 	e->result = (__s32)ret;
-	event_fill_hdr(&e->hdr, EGRET_EV_FILE, sandbox);
+	event_fill_hdr_cur(&e->hdr, EGRET_EV_FILE, sandbox);
 	/* the files a record names are in this mount namespace: what egretd reads them through */
 	e->hdr.mnt_ns = BPF_CORE_READ(bpf_get_current_task_btf(), nsproxy, mnt_ns, ns.inum);
 	e->exec_id = exec_id_of(bpf_get_current_task_btf());

@@ -51,7 +51,7 @@ static __always_inline void exec_fill_task(struct egret_exec_event *e, struct eg
 	struct egret_task_info *pti = bpf_task_storage_get(&task_info, parent, 0, 0);
 	struct task_caps caps;
 
-	event_fill_hdr(&e->hdr, EGRET_EV_EXEC, sandbox);
+	event_fill_hdr_cur(&e->hdr, EGRET_EV_EXEC, sandbox);
 	e->hdr.flags &= ~EGRET_HDR_EXEC_LOST; /* a mark is of the image before: this one is known */
 	ti->exec_id = exec_id_new();
 	if (!ti->start_ns)
@@ -189,7 +189,7 @@ static __always_inline void fork_report(struct task_struct *parent, struct task_
 	e = event_reserve_for(sizeof(*e), EGRET_EV_FORK, sandbox);
 	if (!e)
 		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_FORK, sandbox);
+	event_fill_hdr_cur(&e->hdr, EGRET_EV_FORK, sandbox);
 	e->exec_id = exec_id;
 	e->child_pid = child->tgid;
 	e->pad = 0;
@@ -209,7 +209,7 @@ static __always_inline void exit_send(struct task_struct *task, __u64 sandbox)
 	e = event_reserve_for(sizeof(*e), EGRET_EV_EXIT, sandbox);
 	if (!e)
 		return;
-	event_fill_hdr(&e->hdr, EGRET_EV_EXIT, sandbox);
+	event_fill_hdr_cur(&e->hdr, EGRET_EV_EXIT, sandbox);
 	e->exec_id = ti ? ti->exec_id : 0;
 	e->duration_ns = bpf_ktime_get_boot_ns() - task->start_boottime;
 	e->exit_code = (__u32)task->exit_code;

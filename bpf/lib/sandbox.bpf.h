@@ -172,6 +172,14 @@ static __always_inline __u64 sandbox_of_cgroup_btf(struct cgroup *cg)
 	return own ? own : sandbox_of_cgroup(cg);
 }
 
+/* sandbox_of_current() for a tracing program, whose current task is a BTF pointer: its cgroup
+ * read with plain loads, not a helper call
+ */
+static __always_inline __u64 sandbox_of_current_btf(void)
+{
+	return sandbox_of_cgroup_btf(bpf_get_current_task_btf()->cgroups->dfl_cgrp);
+}
+
 /* Is cg a direct child of egret's root (a sandbox `egretctl run` or a cgroup-parent makes)? */
 static __always_inline bool cgroup_in_egret_root(struct cgroup *cg)
 {

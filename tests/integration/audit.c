@@ -72,6 +72,22 @@ static void setup(void)
 
 TestSuite(audit, .init = setup, .fini = harness_teardown, .timeout = 120);
 
+/* egretd stopped and started again with extra, asserted with its log */
+static void restart(const char *const extra[])
+{
+	cr_assert_eq(harness_stop(T, SIGTERM), 0);
+	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+}
+
+/* path made empty, with mode; asserted */
+static void create_file(const char *path, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+
+	cr_assert_geq(fd, 0, "%s: %s", path, strerror(errno));
+	close(fd);
+}
+
 /* The events of one process, in stream order. */
 static size_t of_pid(const struct events *evs, uint32_t pid, const Egret__V1__Event **out,
 		     size_t max)
@@ -485,12 +501,9 @@ Test(audit, failed_reads_of_secrets_are_reported)
 	snprintf(sp.missing, sizeof(sp.missing), "%s/missing", sp.dir);
 	cr_assert_eq(chmod(T->tmpdir, 0755), 0);
 	cr_assert_eq(mkdir(sp.dir, 0755), 0);
-	fd = open(sp.file, O_WRONLY | O_CREAT | O_EXCL, 0600);
-	cr_assert_geq(fd, 0);
-	close(fd);
+	create_file(sp.file, 0600);
 	extra[1] = sp.dir;
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+	restart(extra);
 	fd = in_sandbox(T, "box", read_secrets_denied, &sp);
 	cr_assert_eq(fd, 0, "the reads as nobody: %d", fd);
 	cr_assert_eq(events_wait(T->sink_path, is_read_result, sp.missing, 5000, &evs), 0,
@@ -540,16 +553,6 @@ static int read_secrets_by_other_names(void *arg)
 	return 0;
 }
 
-static int create_file(const char *path)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		return -errno;
-	close(fd);
-	return 0;
-}
-
 static void remove_shm(void *arg)
 {
 	const struct secret_names *sn = arg;
@@ -588,9 +591,9 @@ Test(audit, secret_reads_are_reported_by_any_name)
 	cr_assert_eq(mkdir(sn.dir, 0755), 0);
 	cr_assert_eq(mkdir(sn.other, 0755), 0);
 	cr_assert_eq(mkdir(sn.shm, 0755), 0, "%s: %s", sn.shm, strerror(errno));
-	cr_assert_eq(create_file(sn.key), 0);
-	cr_assert_eq(create_file(sn.key2), 0);
-	cr_assert_eq(create_file(sn.plain), 0);
+	create_file(sn.key, 0644);
+	create_file(sn.key2, 0644);
+	create_file(sn.plain, 0644);
 	/* named from /dev (another top directory, another mount), from the same directory, and
 	 * a name in /run for a file on /dev/shm
 	 */
@@ -599,8 +602,7 @@ Test(audit, secret_reads_are_reported_by_any_name)
 	cr_assert_eq(symlink(sn.key2, sn.link2), 0);
 	extra[1] = sn.dir;
 	extra[3] = sn.shm;
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, extra), 0, "egretd did not start:\n%s", harness_log(T));
+	restart(extra);
 	rc = in_sandbox(T, "box", read_secrets_by_other_names, &sn);
 	cr_assert_eq(rc, 0, "the reads: %d", rc);
 	cr_assert_eq(events_wait(T->sink_path, is_read_of, sn.key2, 5000, &evs), 0,
@@ -966,8 +968,7 @@ Test(audit, a_tcp_flow_open_across_a_restart_has_its_start_unknown)
 	take_sandbox_sockets(fds);
 	cr_assert_eq(events_wait(T->sink_path, is_flowstart_connect, NULL, 5000, &evs), 0);
 	events_free(&evs);
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	restart(NULL);
 	close_sandbox_sockets(fds, &evs, &conn, &ev);
 	cr_expect(ev->flow->start_unknown);
 	cr_expect_eq(ev->process->pid, 0);
@@ -1020,8 +1021,7 @@ Test(audit, tcp_flows_egretd_holds_are_bounded)
 	size_t unknown = 0;
 	char out[4096];
 
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, bound), 0, "%s", harness_log(T));
+	restart(bound);
 	cr_assert_eq(in_sandbox(T, "box", three_connections, NULL), 0);
 	cr_assert_eq(events_wait_count(T->sink_path, is_flow_to, (void *)8080L, 3,
 				       5000 * harness_timeout_scale(), &evs),
@@ -1067,8 +1067,7 @@ Test(audit, the_host_is_audited_only_when_asked)
 		       "a process outside the sandboxes was audited");
 	events_free(&evs);
 
-	cr_assert_eq(harness_stop(T, SIGTERM), 0);
-	cr_assert_eq(harness_start(T, host), 0, "%s", harness_log(T));
+	restart(host);
 	cr_assert_eq(sandbox_cmd(T, NULL, out, sizeof(out), "/bin/echo", "outside-2", NULL), 0);
 	cr_expect_eq(events_wait(T->sink_path, is_exec_of_marker, "outside-2", 5000, &evs), 0,
 		     "--audit-scope host did not audit the host");
