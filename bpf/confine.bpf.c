@@ -344,7 +344,7 @@ static __always_inline void foreign_child(struct task_struct *parent, struct tas
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
 {
-	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, parent, 0, 0), *cts;
+	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, parent, 0, 0);
 	struct cgroup *cg;
 	__u64 from, to;
 
@@ -359,10 +359,7 @@ int BPF_PROG(egret_fork, struct task_struct *parent, struct task_struct *child)
 		foreign_child(parent, child, to);
 		return 0;
 	}
-	cts = remember_sandbox(child, to);
-	/* a child in its parent's sandbox knows, as its parent does, that it began */
-	if (cts && ts && ts->sandbox_id == to && sandbox_known_started(ts))
-		cts->flags |= TASK_STARTED;
+	remember_sandbox(child, to);
 	if (cg != parent->cgroups->dfl_cgrp && !move_allowed(from, to)) {
 		bpf_send_signal(SIGKILL);
 		kill_task(child, to);
@@ -677,15 +674,14 @@ static __always_inline void privileged_exec(struct task_struct *p, __u64 sb)
 /* A task's sandbox can change without a move: egretd registers a container's cgroup after the
  * runtime moved its init there. The exec that starts the container's code takes the new one.
  */
-static __always_inline struct task_sandbox *exec_sandbox(struct task_struct *p, __u64 sb)
+static __always_inline void exec_sandbox(struct task_struct *p, __u64 sb)
 {
 	struct task_sandbox *ts = bpf_task_storage_get(&task_sandbox, p, 0, 0);
 
 	if (sb == NOT_A_SANDBOX || (ts && (ts->flags & TASK_FOREIGN)))
-		return ts;
+		return;
 	if (!ts || ts->sandbox_id != sb)
-		ts = remember_sandbox(p, sb);
-	return ts;
+		remember_sandbox(p, sb);
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -694,7 +690,8 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 	__u64 sb = sandbox_of_current_btf();
 
 	pids_exec(p, (__u32)old_pid);
-	sandbox_start(sb, exec_sandbox(p, sb));
+	exec_sandbox(p, sb);
+	sandbox_start(sb);
 	privileged_exec(p, sb);
 	netns_check(sb);
 	return 0;

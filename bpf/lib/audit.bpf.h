@@ -15,6 +15,8 @@
 #define O_CREAT_      0100
 #define O_TRUNC_      01000
 #define AT_REMOVEDIR_ 0x200
+#define EAGAIN_	      11
+#define EEXIST_	      17
 
 /* set by egretd before load */
 const volatile bool audit_host = false; /* --audit-scope host */
@@ -22,7 +24,7 @@ const volatile struct egret_pattern patterns[EGRET_PATTERNS_MAX] = {};
 const volatile __u32 npatterns = 0;
 const volatile bool have_read_patterns = false;
 
-/* (the audit's programs are all tracing programs: the current task is a BTF pointer) */
+/* (called by the audit's tracing programs only: the current task is a BTF pointer) */
 static __always_inline bool in_scope(void)
 {
 	return audit_host || sandbox_of_current_btf() != NOT_A_SANDBOX;

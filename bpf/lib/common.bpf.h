@@ -36,9 +36,6 @@
 #define SIGKILL	       9
 #define SIGSYS	       31
 
-#define EAGAIN_	       11 /* helpers' errors, negated */
-#define EEXIST_	       17
-
 #define SK_PASS	       1 /* cgroup programs: let it through */
 #define SK_DROP	       0 /* cgroup programs: refuse (EPERM for socket calls) */
 

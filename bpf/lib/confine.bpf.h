@@ -77,25 +77,18 @@ static __always_inline void pids_note(__u32 pid, __u64 sandbox_id)
 		bpf_map_update_elem(&sandbox_pids, &pid, &sandbox_id, BPF_ANY);
 }
 
-/* task's record now says sandbox_id (a record made, or removed outside every sandbox): the
- * record, or NULL
- */
-static __always_inline struct task_sandbox *remember_sandbox(struct task_struct *task,
-							     __u64 sandbox_id)
+static __always_inline void remember_sandbox(struct task_struct *task, __u64 sandbox_id)
 {
 	struct task_sandbox *ts;
 
 	pids_note(task->pid, sandbox_id);
 	if (sandbox_id == NOT_A_SANDBOX) {
 		bpf_task_storage_delete(&task_sandbox, task);
-		return NULL;
+		return;
 	}
 	ts = bpf_task_storage_get(&task_sandbox, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (ts && ts->sandbox_id != sandbox_id) {
+	if (ts)
 		ts->sandbox_id = sandbox_id;
-		ts->flags &= ~TASK_STARTED;
-	}
-	return ts;
 }
 
 /* May a task of sandbox `from` end up in sandbox `to`? Within its sandbox, or from egret's
@@ -202,41 +195,13 @@ static __always_inline void mount_attempt(__u64 what)
 	tamper_report(EGRET_TAMPER_MOUNT, what, 0, false);
 }
 
-/* Whether the sandbox of ts has begun, noted in ts once it is known (a task that forks but
- * never execs, a runtime's or a shell's, learns it once, and its children from it).
- */
-static __always_inline bool sandbox_known_started(struct task_sandbox *ts)
-{
-	__u64 sb = ts->sandbox_id;
-
-	if (ts->flags & TASK_STARTED)
-		return true;
-	if (!bpf_map_lookup_elem(&sandbox_started, &sb))
-		return false;
-	ts->flags |= TASK_STARTED;
-	return true;
-}
-
-/* An exec in a sandbox: from now on the sandbox's own code runs there. ts: the task's record
- * (NULL: none), which says so once it is known; an entry of `sandbox_started` goes only with its
- * cgroup, which no task is in then.
- */
-static __always_inline void sandbox_start(__u64 sb, struct task_sandbox *ts)
+/* An exec in a sandbox: from now on the sandbox's own code runs there. */
+static __always_inline void sandbox_start(__u64 sb)
 {
 	__u8 one = 1;
 
-	if (!sb || sb == NOT_A_SANDBOX)
-		return;
-	if (ts && ts->sandbox_id == sb && (ts->flags & TASK_STARTED))
-		return;
-	if (!bpf_map_lookup_elem(&sandbox_started, &sb)) {
-		long err = bpf_map_update_elem(&sandbox_started, &sb, &one, BPF_NOEXIST);
-
-		if (err && err != -EEXIST_)
-			return; /* not noted (the map full): the next exec tries again */
-	}
-	if (ts && ts->sandbox_id == sb)
-		ts->flags |= TASK_STARTED;
+	if (sb && sb != NOT_A_SANDBOX && !bpf_map_lookup_elem(&sandbox_started, &sb))
+		bpf_map_update_elem(&sandbox_started, &sb, &one, BPF_NOEXIST);
 }
 
 /* ---- where the target of a signal, ptrace, pidfd or /proc access is ---------------------- */

@@ -185,10 +185,6 @@ struct task_sandbox {
  * the sandbox's code, and egret never kills it for what it does.
  */
 #define TASK_FOREIGN 1u
-/* task_sandbox.flags: sandbox_id is known to have begun (its first exec was seen): the task's
- * execs need not look it up in `sandbox_started` (a fork passes it on within the sandbox)
- */
-#define TASK_STARTED 2u
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);

@@ -922,10 +922,6 @@ Test(audit, a_tcp_flow_keeps_nothing_on_its_socket)
 	events_free(&evs);
 }
 
-/* A TCP connection open across an egretd restart: the new egretd never saw its connect, and
- * reports its flow with the sandbox (from the socket's cgroup), the bytes, and its start unknown
- * rather than not at all or with a made-up starter.
- */
 /* the id of the link pinned at the instance's links/name (ids grow in the order made) */
 static __u32 link_id(const char *name)
 {
@@ -958,6 +954,10 @@ Test(audit, flow_ends_are_attached_before_the_connect_hooks)
 				     hooks[j]);
 }
 
+/* A TCP connection open across an egretd restart: the new egretd never saw its connect, and
+ * reports its flow with the sandbox (from the socket's cgroup), the bytes, and its start unknown
+ * rather than not at all or with a made-up starter.
+ */
 Test(audit, a_tcp_flow_open_across_a_restart_has_its_start_unknown)
 {
 	const Egret__V1__Event *conn, *ev;
