@@ -182,7 +182,8 @@ static int attach_prog(struct loader *l, struct bpf_program *prog,
 /* The programs that end a socket's flow are attached before the rest: they read both the
  * socket storage an older egretd's connect hooks leave and the cookie of this one's connect
  * records, so while an upgrade replaces the connect hooks after them no connection loses its
- * flow (the other order left a TCP connection opened and closed in between without one).
+ * flow (the other order left a TCP connection opened and closed in between without one). One
+ * that fails to attach does not keep enforcement from attaching: the error is returned after.
  */
 static bool attach_first(const struct egret_prog_spec *spec)
 {
@@ -191,7 +192,7 @@ static bool attach_first(const struct egret_prog_spec *spec)
 
 int loader__attach(struct loader *l)
 {
-	int err;
+	int err, first_err = 0;
 
 	for (int pass = 0; pass < 2; pass++) {
 		for (unsigned int i = 0; i < l->specs.n; i++) {
@@ -202,10 +203,16 @@ int loader__attach(struct loader *l)
 			if (!prog || spec->device || attach_first(spec) != (pass == 0))
 				continue;
 			err = attach_prog(l, prog, spec);
+			if (err && pass == 0) {
+				first_err = first_err ? first_err : err;
+				continue;
+			}
 			if (err)
 				return err;
 		}
 	}
+	if (first_err)
+		return first_err;
 	err = loader__pin_maps(l);
 	if (err)
 		return err;
