@@ -1030,7 +1030,9 @@ int egret_vmwrite(struct trace_event_raw_sys_enter *ctx)
 
 static __always_inline __u64 file_magic(struct file *f)
 {
-	return BPF_CORE_READ(f, f_inode, i_sb, s_magic);
+	if (rdonly_cast_ok())
+		return KERNEL_PTR(struct file, f)->f_inode->i_sb->s_magic;
+	return BPF_CORE_READ(f, f_inode, i_sb, s_magic); /* three reads */
 }
 
 /* the first 8 bytes of a file's name, NUL-padded */

@@ -40,7 +40,11 @@
 #define SK_DROP	       0 /* cgroup programs: refuse (EPERM for socket calls) */
 
 /* The file behind a descriptor of the current task, or NULL. The task is a trusted pointer: its
- * files and fd table are direct loads, the table's slot one read.
+ * files and fd table are direct loads. The table's slot is a plain load too where the kernel
+ * types pointers for us (rdonly_cast_ok): the slot is read as a struct kiocb, whose first
+ * member is a struct file pointer (checked at load: else one read). So the result is an
+ * untrusted BTF pointer there and a number on 6.1: callers read through it, compare it or
+ * re-type it, and pass it to no helper that wants a trusted pointer.
  */
 static __always_inline struct file *current_fd_file(long fd)
 {
@@ -49,6 +53,8 @@ static __always_inline struct file *current_fd_file(long fd)
 
 	if (!fdt || fd < 0 || (__u64)fd >= fdt->max_fds)
 		return NULL;
+	if (rdonly_cast_ok() && bpf_core_field_offset(struct kiocb, ki_filp) == 0)
+		return KERNEL_PTR(struct kiocb, &fdt->fd[fd])->ki_filp;
 	if (bpf_probe_read_kernel(&f, sizeof(f), &fdt->fd[fd]))
 		return NULL;
 	return f;

@@ -569,10 +569,17 @@ static bool is_read_of(const Egret__V1__Event *ev, const void *arg)
 	       !strcmp(ev->file->path, arg);
 }
 
-Test(audit, secret_reads_are_reported_by_any_name)
+/* The reads of secret_reads_are_reported_by_any_name; without: a kernel feature egretd is to do
+ * without (--without-kernel-feature), or NULL
+ */
+static void secret_reads(const char *without)
 {
-	const char *extra[] = { "--audit-read", NULL, "--audit-read", NULL, NULL };
+	const char *extra[] = {
+		"--audit-read", NULL, "--audit-read", NULL, "--without-kernel-feature",
+		without,	NULL
+	};
 	static struct secret_names sn;
+	char out[8192], want[64];
 	struct events evs;
 	size_t n = 0;
 	int rc;
@@ -602,7 +609,14 @@ Test(audit, secret_reads_are_reported_by_any_name)
 	cr_assert_eq(symlink(sn.key2, sn.link2), 0);
 	extra[1] = sn.dir;
 	extra[3] = sn.shm;
+	if (!without)
+		extra[4] = NULL;
 	restart(extra);
+	if (without) {
+		snprintf(want, sizeof(want), "{\"name\":\"%s\",\"state\":\"fallback\"", without);
+		cr_assert_eq(egretctl(T, out, sizeof(out), "status", "--json", NULL), 0, "%s", out);
+		cr_assert(strstr(out, want), "%s is not in its fallback: %s", without, out);
+	}
 	rc = in_sandbox(T, "box", read_secrets_by_other_names, &sn);
 	cr_assert_eq(rc, 0, "the reads: %d", rc);
 	cr_assert_eq(events_wait(T->sink_path, is_read_of, sn.key2, 5000, &evs), 0,
@@ -619,6 +633,17 @@ Test(audit, secret_reads_are_reported_by_any_name)
 	cr_expect_null(events_find(&evs, is_read_of, "/etc/hostname", NULL),
 		       "an ordinary read reported");
 	events_free(&evs);
+}
+
+Test(audit, secret_reads_are_reported_by_any_name)
+{
+	secret_reads(NULL);
+}
+
+/* the same where paths are walked with bpf_probe_read_kernel (6.1, no bpf_rdonly_cast) */
+Test(audit, secret_reads_are_reported_by_any_name_with_probe_reads)
+{
+	secret_reads("rdonly_cast");
 }
 
 static int tamper(void *arg)

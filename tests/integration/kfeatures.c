@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <criterion/criterion.h>
 
 #include "cgroup.h"
@@ -449,4 +451,90 @@ Test(kfeatures, a_kernel_with_everything_has_nothing_off)
 	ev = events_find(&evs, is_start, NULL, NULL);
 	cr_expect_eq(ev->agent->n_features, 0);
 	events_free(&evs);
+}
+
+/* The value of the one-byte switch var in the .rodata of the program behind the instance's
+ * pinned link links/prog: what that program was loaded with. Asserted.
+ */
+static bool loaded_switch(const char *prog, const char *var)
+{
+	struct bpf_link_info li = {};
+	struct bpf_prog_info pi = {};
+	__u32 map_ids[64], len = sizeof(li);
+	char pin[PATH_MAX + 64];
+	int fd, found = -1;
+
+	snprintf(pin, sizeof(pin), "%s/links/%s", T->state_dir, prog);
+	fd = bpf_obj_get(pin);
+	cr_assert_geq(fd, 0, "%s: %s", pin, strerror(errno));
+	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &li, &len), 0);
+	close(fd);
+	fd = bpf_prog_get_fd_by_id(li.prog_id);
+	cr_assert_geq(fd, 0);
+	pi.nr_map_ids = 64;
+	pi.map_ids = (__u64)(unsigned long)map_ids;
+	len = sizeof(pi);
+	cr_assert_eq(bpf_obj_get_info_by_fd(fd, &pi, &len), 0);
+	close(fd);
+	for (__u32 i = 0; i < pi.nr_map_ids && i < 64 && found < 0; i++) {
+		struct bpf_map_info mi = {};
+		const struct btf_var_secinfo *vs;
+		const struct btf_type *sec;
+		unsigned char value[4096];
+		struct btf *btf;
+		__u32 zero = 0;
+
+		len = sizeof(mi);
+		fd = bpf_map_get_fd_by_id(map_ids[i]);
+		if (fd < 0)
+			continue;
+		if (bpf_obj_get_info_by_fd(fd, &mi, &len) || !strstr(mi.name, ".rodata") ||
+		    !mi.btf_id || mi.value_size > sizeof(value) ||
+		    !(btf = btf__load_from_kernel_by_id(mi.btf_id))) {
+			close(fd);
+			continue;
+		}
+		sec = btf__type_by_id(btf, mi.btf_value_type_id);
+		vs = sec && btf_is_datasec(sec) ? btf_var_secinfos(sec) : NULL;
+		for (__u16 v = 0; vs && v < btf_vlen(sec); v++, vs++) {
+			const char *name =
+				btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off);
+
+			if (strcmp(name, var) || bpf_map_lookup_elem(fd, &zero, value))
+				continue;
+			found = value[vs->offset] != 0;
+		}
+		btf__free(btf);
+		close(fd);
+	}
+	cr_assert_geq(found, 0, "no %s in the .rodata of %s", var, prog);
+	return found;
+}
+
+/* bpf_rdonly_cast is in every kernel from 6.2 and callable from tracepoints: the probe finds it
+ * there (plain loads for the path walks), and not on 6.1 (probe reads, the same records); the
+ * programs that walk paths and read open files were loaded with the switch set as found
+ */
+Test(kfeatures, rdonly_cast_is_found_where_the_kernel_has_it)
+{
+	const Egret__V1__KernelFeature *f;
+	struct events evs;
+	int major, minor;
+	bool has;
+
+	cr_assert_eq(harness_kernel_version(&major, &minor), 0);
+	has = major > 6 || (major == 6 && minor >= 2);
+	cr_assert_eq(harness_start(T, NULL), 0, "%s", harness_log(T));
+	cr_assert_eq(events_wait(T->sink_path, is_start, NULL, 5000, &evs), 0, "no start event");
+	events_free(&evs);
+	f = start_feature(&evs, "rdonly_cast");
+	if (has)
+		cr_expect_null(f, "rdonly_cast is not on in Linux %d.%d", major, minor);
+	else
+		cr_expect(f && f->state == EGRET__V1__KERNEL_FEATURE__STATE__STATE_FALLBACK,
+			  "rdonly_cast is not a fallback in Linux %d.%d", major, minor);
+	events_free(&evs);
+	cr_expect_eq(loaded_switch("egret_xopenat", "have_rdonly_cast"), has);
+	cr_expect_eq(loaded_switch("egret_pmopenat", "have_rdonly_cast"), has);
+	cr_expect_eq(loaded_switch("egret_aexec", "have_rdonly_cast"), has);
 }

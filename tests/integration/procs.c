@@ -744,15 +744,22 @@ static int read_environ(void *arg)
  * unchanged; from the host, or into a peer in the box, the same write works. An open of a host
  * process's environ is reported only.
  */
-Test(procs, proc_pid_mem_of_a_host_process_kills_the_opener)
+/* without: a kernel feature egretd is to do without (--without-kernel-feature), or NULL */
+static void proc_pid_mem(const char *without)
 {
+	const char *extra[] = { "--without-kernel-feature", without, NULL };
 	struct want w = { .kind = EGRET__V1__TAMPER__KIND__KIND_PROC_ACCESS, .target = 5 };
 	struct victim host, other, peer;
-	char buf[64];
+	char buf[64], out[8192], want[64];
 	pid_t sender;
 	int status;
 
-	start_ok(NULL);
+	start_ok(without ? extra : NULL);
+	if (without) {
+		snprintf(want, sizeof(want), "{\"name\":\"%s\",\"state\":\"fallback\"", without);
+		cr_assert_eq(egretctl(T, out, sizeof(out), "status", "--json", NULL), 0, "%s", out);
+		cr_assert(strstr(out, want), "%s is not in its fallback: %s", without, out);
+	}
 	victim_start(&host, false);
 	victim_start(&other, false);
 	victim_start(&peer, true);
@@ -778,6 +785,17 @@ Test(procs, proc_pid_mem_of_a_host_process_kills_the_opener)
 	expect_tamper(&w, false, "an open of /proc/PID/environ of");
 	victim_stop(&host);
 	victim_stop(&other);
+}
+
+Test(procs, proc_pid_mem_of_a_host_process_kills_the_opener)
+{
+	proc_pid_mem(NULL);
+}
+
+/* the same where the opened file is read with bpf_probe_read_kernel (6.1, no bpf_rdonly_cast) */
+Test(procs, proc_pid_mem_of_a_host_process_kills_the_opener_with_probe_reads)
+{
+	proc_pid_mem("rdonly_cast");
 }
 
 /* Without bpf_task_from_pid (6.1) the programs place pids through sandbox_pids, which egretd

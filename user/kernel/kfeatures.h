@@ -49,6 +49,7 @@ struct kernel_features {
 	bool sys_exit_btf;		   /* tp_btf/sys_exit can attach */
 	bool fchmodat2;			   /* tracepoint syscalls/sys_enter_fchmodat2 */
 	bool sys_enter_btf;		   /* tp_btf/sys_enter can attach */
+	bool rdonly_cast;		   /* tracepoints may call kfunc bpf_rdonly_cast */
 	bool compat_judge;		   /* --compat judge (not a probe: the operator's) */
 	__u32 skb_task_helpers;		   /* EGRET_SKB_* */
 	unsigned int n;

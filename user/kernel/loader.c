@@ -37,6 +37,7 @@ static const struct kernel_features everything = {
 	.sys_exit_btf = true,
 	.fchmodat2 = true,
 	.sys_enter_btf = true,
+	.rdonly_cast = true,
 	.compat_judge = true,
 	.skb_task_helpers = EGRET_SKB_PID_TGID | EGRET_SKB_UID_GID | EGRET_SKB_COMM,
 };
@@ -96,6 +97,7 @@ static void unit_layout(const volatile __u32 *level, const volatile __u64 *id,
 			skel->rodata->have_task_from_pid = kf->task_from_pid;                  \
 			skel->rodata->have_send_signal_task = kf->send_signal_task;            \
 			skel->rodata->skb_task_helpers = kf->skb_task_helpers;                 \
+			skel->rodata->have_rdonly_cast = kf->rdonly_cast;                      \
 			unit_autoload(skel->obj, kf);                                          \
 		}                                                                              \
 		u->skel = skel;                                                                \
