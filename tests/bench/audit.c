@@ -23,10 +23,12 @@
  * measures other configurations a "never,task" rule keeps audit off the storm's processes.
  * Last, egret's BPF time per operation from kernel.bpf_stats_enabled (on for the storm, then put
  * back), per program and in all: the exec storm in a sandbox, and an open storm (a file no read
- * pattern names, opened read-only and closed: an open egret does not report).
+ * pattern names, opened read-only and closed: an open egret does not report). With
+ * --without-kernel-feature NAME each is measured again with egretd told the kernel lacks NAME
+ * (its fallback), and the ratio of the two printed.
  * Run as root:
  *   egret_bench_audit [--rounds N] [--seconds S] [--paced-seconds S] [--paced-rate R] [--no-auditd]
- *                     [--bpf-seconds S] [--bpf-only]
+ *                     [--bpf-seconds S] [--bpf-only] [--without-kernel-feature NAME]
  */
 #include <dirent.h>
 #include <errno.h>
@@ -220,9 +222,11 @@ static uint64_t ringbuf_drops(void)
 /* Every record of the storm is counted against the stream: no file budget (the default, 20,000
  * file records a second per sandbox, would turn most of the file storm into Loss counts).
  */
-static void start_egret(void)
+/* without: a kernel feature egretd is to do without (--without-kernel-feature), or NULL */
+static void start_egret(const char *without)
 {
-	static const char *const args[] = { "--file-budget", "0", NULL };
+	const char *args[] = { "--file-budget", "0", without ? "--without-kernel-feature" : NULL,
+			       without, NULL };
 
 	if (harness_init(&inst) || harness_start(&inst, args)) {
 		fprintf(stderr, "bench: egretd did not start:\n%s\n", harness_log(&inst));
@@ -492,7 +496,7 @@ static void measure(enum config c, double seconds, double pace, struct sample ou
 	int nstorms = pace > 0 ? 1 : STORMS;
 
 	if (c == EGRET || c == EGRET_OUTSIDE) {
-		start_egret();
+		start_egret(NULL);
 		snprintf(sandbox, sizeof(sandbox), "%s/bench", inst.cgroup_root);
 		if (c == EGRET) {
 			mkdir(sandbox, 0755);
@@ -664,11 +668,12 @@ static int snap_progs(struct prog_snap *snap)
 	return n;
 }
 
-/* Storm s in a sandbox of egretd (default audit options but the file budget): egret's BPF time
- * per operation, in all and per program that ran, from kernel.bpf_stats_enabled (on for the
- * storm, then put back as it was).
+/* Storm s in a sandbox of egretd (default audit options but the file budget; without: a kernel
+ * feature it is to do without, or NULL): egret's BPF time per operation, in all and per program
+ * that ran, from kernel.bpf_stats_enabled (on for the storm, then put back as it was). Returns
+ * the total net of bpf_stats' own cost, in ns an operation (0: not measured).
  */
-static void bpf_cost(enum storm s, double seconds)
+static double bpf_cost(enum storm s, double seconds, const char *without)
 {
 	static struct prog_snap a[MAX_PROGS], b[MAX_PROGS];
 	struct bench_prog_stats nop_a, nop_b;
@@ -678,7 +683,7 @@ static void bpf_cost(enum storm s, double seconds)
 	double total = 0, runs_all = 0, floor;
 	int na, nb, err;
 
-	start_egret();
+	start_egret(without);
 	snprintf(sandbox, sizeof(sandbox), "%s/bench", inst.cgroup_root);
 	mkdir(sandbox, 0755);
 	usleep(200000);
@@ -695,10 +700,11 @@ static void bpf_cost(enum storm s, double seconds)
 	bench_stats_off();
 	bench_nop_close(&nop);
 	floor = nop_a.found && nop_b.found ? bench_ns_per_run(&nop_a, &nop_b) : 0;
-	printf("\n%s in a sandbox, %llu operations: egret's BPF per operation\n%-18s %12s %12s "
-	       "%12s\n",
+	printf("\n%s in a sandbox%s%s, %llu operations: egret's BPF per operation\n%-18s %12s "
+	       "%12s %12s\n",
 	       s == EXEC_STORM ? "exec storm (fork + exec /bin/true + exit)"
 			       : "open storm (open a file no pattern names read-only, close)",
+	       without ? ", egretd --without-kernel-feature " : "", without ? without : "",
 	       (unsigned long long)out.ops, "program", "runs/op", "ns/run", "ns/op");
 	for (int j = 0; j < nb && out.ops; j++) {
 		for (int i = 0; i < na; i++) {
@@ -726,6 +732,28 @@ static void bpf_cost(enum storm s, double seconds)
 		       "bpf_stats itself", runs_all, floor, floor * runs_all, "egret, net of it",
 		       "", "", total - floor * runs_all, (total - floor * runs_all) / 1e3);
 	harness_cleanup(&inst);
+	return floor > 0 && out.ops ? total - floor * runs_all : 0;
+}
+
+/* Each storm's BPF cost; with without, again with egretd doing without that kernel feature, and
+ * the ratio of the two (net of bpf_stats) in the same run.
+ */
+static void bpf_costs(double seconds, const char *without)
+{
+	static const enum storm storms[] = { EXEC_STORM, OPEN_STORM };
+
+	for (size_t i = 0; i < sizeof(storms) / sizeof(storms[0]); i++) {
+		enum storm s = storms[i];
+		double with = bpf_cost(s, seconds, NULL), fallback;
+
+		if (!without)
+			continue;
+		fallback = bpf_cost(s, seconds, without);
+		if (with > 0 && fallback > 0)
+			printf("%s: %.2f us net with the kernel's %s, %.2f us without: %.2fx\n",
+			       s == EXEC_STORM ? "exec storm" : "open storm", with / 1e3, without,
+			       fallback / 1e3, fallback / with);
+	}
 }
 
 static void cleanup(void)
@@ -753,12 +781,13 @@ int main(int argc, char **argv)
 	int rounds = 5;
 	double seconds = 2, paced_seconds = 10, paced_rate = 1600, bpf_seconds = 3;
 	bool bpf_only = false, no_auditd = false;
+	const char *without = NULL;
 	char mount_root[PATH_MAX];
 	struct sample paced[CONFIGS][STORMS] = {};
 	static const char usage[] = "usage: egret_bench_audit [--rounds 1-" BENCH_STR(
 		MAX_ROUNDS) "] [--seconds S] "
 			    "[--paced-seconds S] [--paced-rate EXECS/S] [--no-auditd] [--bpf-seconds S] "
-			    "[--bpf-only]\n";
+			    "[--bpf-only] [--without-kernel-feature NAME]\n";
 	const struct bench_opt opts[] = {
 		{ "--rounds", 'i', &rounds },
 		{ "--seconds", 'd', &seconds },
@@ -767,6 +796,7 @@ int main(int argc, char **argv)
 		{ "--bpf-seconds", 'd', &bpf_seconds },
 		{ "--bpf-only", 'b', &bpf_only },
 		{ "--no-auditd", 'b', &no_auditd },
+		{ "--without-kernel-feature", 's', &without },
 		{},
 	};
 
@@ -808,8 +838,7 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	if (bpf_only) {
-		bpf_cost(EXEC_STORM, bpf_seconds);
-		bpf_cost(OPEN_STORM, bpf_seconds);
+		bpf_costs(bpf_seconds, without);
 		return 0;
 	}
 	if (use_auditd && start_auditd())
@@ -856,7 +885,6 @@ int main(int argc, char **argv)
 		printf("(this machine execs slower than %.0f/s; \"at the pace\" is the idle share plus "
 		       "the agent's CPU per exec times %.0f)\n",
 		       paced_rate, paced_rate);
-	bpf_cost(EXEC_STORM, bpf_seconds);
-	bpf_cost(OPEN_STORM, bpf_seconds);
+	bpf_costs(bpf_seconds, without);
 	return 0;
 }
