@@ -753,6 +753,9 @@ static void bpf_costs(double seconds, const char *without)
 			printf("%s: %.2f us net with the kernel's %s, %.2f us without: %.2fx\n",
 			       s == EXEC_STORM ? "exec storm" : "open storm", with / 1e3, without,
 			       fallback / 1e3, fallback / with);
+		else
+			printf("%s: no ratio (bpf_stats' own cost could not be measured, see above)\n",
+			       s == EXEC_STORM ? "exec storm" : "open storm");
 	}
 }
 
