@@ -280,7 +280,7 @@ Test(dns, a_label_with_a_dot_is_no_host_name)
 	char rule[400];
 	struct engine e;
 
-	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), -EINVAL);
+	cr_expect_eq(dns__parse_query(msg, n, &q), -EINVAL);
 	cr_expect_not(q.host);
 	cr_expect_str_eq(q.name, "a\\.example.org", "the event names it escaped: %s", q.name);
 	cr_expect_eq(q.id, 7);
@@ -289,12 +289,12 @@ Test(dns, a_label_with_a_dot_is_no_host_name)
 	cr_expect_eq(engine__domain_verdict(&e, NULL, q.name, rule, sizeof(rule)), EGRET_ACT_ALLOW);
 	policy__free(&e.pol);
 	n = make_query(msg, 8, "\001a\007example\003org", 15, LDNS_RR_TYPE_AAAA);
-	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), 0);
+	cr_expect_eq(dns__parse_query(msg, n, &q), 0);
 	cr_expect(q.host);
 	cr_expect_str_eq(q.name, "a.example.org");
 	cr_expect_eq(q.type, LDNS_RR_TYPE_AAAA);
 	msg[2] |= 0x80; /* an answer is no query */
-	cr_expect_eq(dns__parse_query(msg, n, &q, NULL), -EBADMSG);
+	cr_expect_eq(dns__parse_query(msg, n, &q), -EBADMSG);
 }
 
 /* An answer as an upstream might send it, its names in mixed case and one owner a label with a
@@ -370,7 +370,7 @@ Test(dns, only_the_question_goes_upstream)
 		n += 40;
 	}
 	msg[11] = 2;
-	cr_assert_eq(dns__parse_query(msg, n, &q, NULL), 0);
+	cr_assert_eq(dns__parse_query(msg, n, &q), 0);
 	cr_expect(q.edns && q.edns_do && q.cd && q.rd);
 	b = dns__bare_query(&q, bare);
 	cr_assert_eq(b, qend + 11, "question and a bare OPT only: %zu bytes", b);
@@ -388,7 +388,7 @@ Test(dns, only_the_question_goes_upstream)
 	cr_expect_null(memmem(bare, b, "xxxx", 4));
 	/* without EDNS from the client, none is added */
 	n = make_query(msg, 10, "\001a\007example\003org", 15, LDNS_RR_TYPE_AAAA);
-	cr_assert_eq(dns__parse_query(msg, n, &q, NULL), 0);
+	cr_assert_eq(dns__parse_query(msg, n, &q), 0);
 	b = dns__bare_query(&q, bare);
 	cr_expect_eq(b, n);
 	cr_expect_eq(memcmp(bare + 2, msg + 2, n - 2), 0, "a plain query goes as it was");
@@ -404,7 +404,7 @@ Test(dns, only_the_question_goes_upstream)
 			msg[n + 4] = (uint8_t)sizes[i][0];
 			memset(msg + n + 5, 0, 6);
 			n += 11;
-			cr_assert_eq(dns__parse_query(msg, n, &q, NULL), 0);
+			cr_assert_eq(dns__parse_query(msg, n, &q), 0);
 			b = dns__bare_query(&q, bare);
 			cr_expect_eq(bare[b - 8] << 8 | bare[b - 7], sizes[i][1], "%u: %u",
 				     sizes[i][0], bare[b - 8] << 8 | bare[b - 7]);
@@ -617,4 +617,62 @@ Test(dns, the_entropy_is_of_the_part_the_client_chose)
 		cr_expect(q.entropy >= cases[i].lo && q.entropy <= cases[i].hi, "%s: %.2f",
 			  cases[i].name, q.entropy);
 	}
+}
+
+/* The TTLs of an answer, for the resolver's cache to count down: every record's but OPT's
+ * (its "TTL" holds the DO bit), the least of them, and nothing from a message that is not
+ * whole.
+ */
+Test(dns, the_ttls_of_an_answer_are_found_but_opts)
+{
+	static const uint8_t q[] = { 0x12, 0x34, 0x81, 0x80, 0,	  1,   0,   2,	 0,   0,   0,
+				     1,	   3,	 'w',  'w',  'w', 7,   'e', 'x', 'a', 'm', 'p',
+				     'l',  'e',	 3,    'o',  'r', 'g', 0,   0,	 1,   0,   1 };
+	static const uint8_t a300[] = { 0xc0, 12, 0, 1, 0, 1, 0, 0, 1, 44, 0, 4, 192, 0, 2, 1 };
+	static const uint8_t a60[] = { 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 2 };
+	static const uint8_t opt[] = { 0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0 };
+	uint8_t msg[512];
+	uint16_t offs[8];
+	uint32_t min;
+	size_t n = 0;
+
+	memcpy(msg, q, sizeof(q));
+	n += sizeof(q);
+	memcpy(msg + n, a300, sizeof(a300));
+	n += sizeof(a300);
+	memcpy(msg + n, a60, sizeof(a60));
+	n += sizeof(a60);
+	memcpy(msg + n, opt, sizeof(opt));
+	n += sizeof(opt);
+	cr_assert_eq(dns__ttl_offsets(msg, n, offs, 8, &min), 2);
+	cr_expect_eq(min, 60);
+	cr_expect_eq(offs[0], sizeof(q) + 6);
+	cr_expect_eq(offs[1], sizeof(q) + sizeof(a300) + 6);
+	cr_expect(msg[offs[0] + 2] == 1 && msg[offs[0] + 3] == 44, "300 there");
+	cr_expect_eq(dns__ttl_offsets(msg, n, offs, 1, &min), -E2BIG);
+	cr_expect_eq(dns__ttl_offsets(msg, n - 1, offs, 8, &min), -EBADMSG, "cut");
+	msg[n] = 0;
+	cr_expect_eq(dns__ttl_offsets(msg, n + 1, offs, 8, &min), -EBADMSG, "a byte after");
+	/* a TTL with its top bit set counts as 0 */
+	msg[sizeof(q) + 6] = 0x80;
+	cr_expect_eq(dns__ttl_offsets(msg, n, offs, 8, &min), 2);
+	cr_expect_eq(min, 0);
+	msg[sizeof(q) + 6] = 0;
+	/* a label of the reserved kinds, a name running past the end, no question */
+	msg[sizeof(q)] = 0x80;
+	cr_expect_eq(dns__ttl_offsets(msg, n, offs, 8, &min), -EBADMSG);
+	msg[sizeof(q)] = 0xc0;
+	cr_expect_eq(dns__ttl_offsets(msg, 13, offs, 8, &min), -EBADMSG);
+	msg[5] = 0;
+	cr_expect_eq(dns__ttl_offsets(msg, n, offs, 8, &min), -EBADMSG);
+	/* counts that promise more records than there are */
+	msg[5] = 1;
+	msg[7] = 3;
+	cr_expect_eq(dns__ttl_offsets(msg, n, offs, 8, &min), -EBADMSG);
+	/* no record: no TTL */
+	cr_expect_eq(dns__ttl_offsets(q, sizeof(q) - 0, offs, 8, &min), -EBADMSG, "counts say 3");
+	memcpy(msg, q, sizeof(q));
+	msg[7] = msg[11] = 0;
+	cr_expect_eq(dns__ttl_offsets(msg, sizeof(q), offs, 8, &min), 0);
+	cr_expect_eq(min, 0);
 }

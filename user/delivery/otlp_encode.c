@@ -350,6 +350,8 @@ static void payload_attrs(struct rec *r)
 		attr_bool(r, K("egret.dns.allowed"), ev->dns_query->allowed);
 		if (ev->dns_query->high_entropy)
 			attr_bool(r, K("egret.dns.high_entropy"), true);
+		if (ev->dns_query->cached)
+			attr_bool(r, K("egret.dns.cached"), true);
 		if (ev->dns_query->budget && ev->dns_query->budget[0])
 			attr_str(r, K("egret.dns.budget"), ev->dns_query->budget);
 		break;

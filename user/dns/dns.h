@@ -33,6 +33,7 @@ struct dns_options {
 	unsigned int max_addrs; /* addresses open to one sandbox at once */
 	unsigned int max_ttl;	/* the longest an answer's address stays open, before grace */
 	unsigned int timeout_ms;
+	unsigned int cache; /* answers kept to answer a sandbox's repeats (0: none) */
 };
 
 struct dns_maps {
@@ -86,6 +87,25 @@ struct dns_answer {
 	struct dns_addr *addrs;
 };
 
+/* Network-order fields of a message */
+static inline uint16_t dns__get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t dns__get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline void dns__put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
 int dns__parse_server(const char *text, struct sockaddr_storage *ss, socklen_t *len);
 int dns__resolv_conf_server(const char *path, char *out, size_t size);
 /* A wire-format name (len bytes, labels up to the root label) as a host name: its labels, each
@@ -96,11 +116,15 @@ int dns__resolv_conf_server(const char *path, char *out, size_t size);
 int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size);
 /* A query as a sandbox sent it: 0 when it is one question for a host name, -EINVAL when it is
  * a query for a name that is not a host name (to be refused), -EBADMSG when it is not a query
- * (to be dropped). *pkt, when asked for, is the parsed message (the caller frees it) on 0 and
- * -EINVAL.
+ * (to be dropped). Read by egret's own walk of its records, not by ldns: only the header, the
+ * question and an OPT record are looked at, and each record must end where its RDLENGTH says.
  */
-int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q,
-		     struct ldns_struct_pkt **pkt);
+int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q);
+/* An answer made here to q (NULL: a message that was no whole question): id, QR, RD as asked
+ * (set without q), RA, rcode, and q's question when there is one. Its length.
+ */
+size_t dns__rcode_answer(const struct dns_question *q, uint16_t id, uint8_t rcode,
+			 uint8_t out[DNS_BARE_MAX]);
 /* The query egret sends upstream for q (id 0: the caller sets it): the header with RD, AD and CD
  * as the client set them, the question alone, and an OPT record without options (the client's
  * UDP payload, between 512 and DNS_EDNS_UDP: the answer goes back to it as it comes; the
@@ -115,6 +139,12 @@ size_t dns__bare_query(const struct dns_question *q, uint8_t out[DNS_BARE_MAX]);
 int dns__parse_answer(const uint8_t *msg, size_t len, const char *name, uint16_t type,
 		      struct dns_answer *a);
 void dns__answer_free(struct dns_answer *a);
+/* Where the TTL of each record of an answer is (offsets of their 32-bit fields; not OPT's,
+ * which holds flags), at most max of them, and the least of those TTLs (0 when none, or one
+ * with its top bit set): how many, -E2BIG when more than max, -EBADMSG when msg is not one
+ * question and whole records ending where it ends.
+ */
+int dns__ttl_offsets(const uint8_t *msg, size_t len, uint16_t *offs, size_t max, uint32_t *min_ttl);
 
 int resolver__new(struct resolver **out, const struct dns_options *o, const struct dns_maps *m,
 		  struct loop *loop, struct engine *e);

@@ -17,10 +17,15 @@
 #include "stream.h"
 #include "util.h"
 
+/* The type's and rcode's names as ldns prints them, without its allocation for the known ones */
 static const char *type_name(uint16_t type, char *buf, size_t size)
 {
-	char *s = ldns_rr_type2str((ldns_rr_type)type);
+	const ldns_rr_descriptor *d = ldns_rr_descript(type);
+	char *s;
 
+	if (d && d->_name && d->_type == type)
+		return d->_name;
+	s = ldns_rr_type2str((ldns_rr_type)type);
 	snprintf(buf, size, "%s", s ? s : "?");
 	free(s);
 	return buf;
@@ -28,8 +33,12 @@ static const char *type_name(uint16_t type, char *buf, size_t size)
 
 static const char *rcode_name(uint8_t rcode, char *buf, size_t size)
 {
-	char *s = ldns_pkt_rcode2str((ldns_pkt_rcode)rcode);
+	const ldns_lookup_table *lt = ldns_lookup_by_id(ldns_rcodes, rcode);
+	char *s;
 
+	if (lt && lt->name)
+		return lt->name;
+	s = ldns_pkt_rcode2str((ldns_pkt_rcode)rcode);
 	snprintf(buf, size, "%s", s ? s : "?");
 	free(s);
 	return buf;
@@ -51,12 +60,12 @@ void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, ui
 		return;
 	s = engine__sandbox(r->engine, q->who.sandbox_id);
 	name = q->who.sandbox_id ? (s ? s->name : NULL) : "";
-	if (name)
-		snprintf(sbname, sizeof(sbname), "%s", name);
-	else
+	if (!name) {
 		snprintf(sbname, sizeof(sbname), "cgroup-%llu",
 			 (unsigned long long)q->who.sandbox_id);
-	sandbox_pb__fill(&sb, q->who.sandbox_id, sbname, s ? s->meta : NULL);
+		name = sbname;
+	}
+	sandbox_pb__fill(&sb, q->who.sandbox_id, name, s ? s->meta : NULL);
 	memcpy(comm, q->who.comm, EGRET_COMM_LEN);
 	comm[EGRET_COMM_LEN] = '\0';
 	pr.pid = q->who.pid;
@@ -77,6 +86,7 @@ void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, ui
 	dq.budget = (char *)q->budget;
 	dq.name_entropy = q->entropy;
 	dq.high_entropy = q->high_entropy;
+	dq.cached = q->cached;
 	if (a) {
 		dq.n_answers = a->n;
 		dq.answers = (char **)a->text;

@@ -516,8 +516,10 @@ void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox)
 {
 	struct dns_listener **pp = &r->listeners;
 
-	if (sandbox)
+	if (sandbox) {
 		allow__sandbox_gone(r, sandbox);
+		cache__sandbox_gone(r, sandbox);
+	}
 
 	while (*pp) {
 		struct dns_listener *l = *pp;

@@ -15,6 +15,117 @@
 #include "dns.h"
 #include "util.h"
 
+/* The end of the wire name at off (past its root label or its compression pointer), or 0 when
+ * it runs past len or is not a name.
+ */
+static size_t name_end(const uint8_t *m, size_t len, size_t off)
+{
+	while (off < len) {
+		const uint8_t c = m[off];
+
+		if (c == 0)
+			return off + 1;
+		if ((c & 0xc0) == 0xc0)
+			return off + 2 <= len ? off + 2 : 0;
+		if (c & 0xc0)
+			return 0; /* the reserved label types */
+		off += 1u + c;
+	}
+	return 0;
+}
+
+/* What rr_walk() found in a message: the TTL fields of its records (when offs is given), the
+ * least TTL, the OPT records of its additional section (the last one's type field at opt),
+ * where its last whole record ends.
+ */
+struct rr_walk {
+	uint16_t *offs;
+	size_t max, n;
+	uint32_t min_ttl;
+	unsigned int opts;
+	size_t opt, end;
+};
+
+/* The questions and records the header's counts promise: 0 when all are whole, -EBADMSG at the
+ * first that is not (w says what came before it), -E2BIG at a TTL past w->max.
+ */
+static int rr_walk(const uint8_t *msg, size_t len, struct rr_walk *w)
+{
+	size_t off = 12, qd, rrs, first_additional;
+
+	w->n = 0;
+	w->opts = 0;
+	w->min_ttl = UINT32_MAX;
+	w->end = 0;
+	if (len < 12 || len > UINT16_MAX)
+		return -EBADMSG;
+	qd = dns__get16(msg + 4);
+	first_additional = (size_t)dns__get16(msg + 6) + dns__get16(msg + 8);
+	rrs = first_additional + dns__get16(msg + 10);
+	for (size_t i = 0; i < qd; i++) {
+		off = name_end(msg, len, off);
+		if (!off || off + 4 > len)
+			return -EBADMSG;
+		off += 4;
+		w->end = off;
+	}
+	for (size_t i = 0; i < rrs; i++) {
+		uint16_t type, rdlen;
+
+		off = name_end(msg, len, off);
+		if (!off || off + 10 > len)
+			return -EBADMSG;
+		type = dns__get16(msg + off);
+		rdlen = dns__get16(msg + off + 8);
+		if (off + 10 + rdlen > len)
+			return -EBADMSG;
+		if (type == LDNS_RR_TYPE_OPT && i >= first_additional) {
+			w->opts++;
+			w->opt = off;
+		}
+		/* OPT's "TTL" is the extended rcode and flags */
+		if (type != LDNS_RR_TYPE_OPT) {
+			uint32_t ttl = dns__get32(msg + off + 4);
+
+			if (w->offs) {
+				if (w->n == w->max)
+					return -E2BIG;
+				w->offs[w->n] = (uint16_t)(off + 4);
+			}
+			w->n++;
+			/* a TTL with its top bit set is 0 (RFC 2181, 8) */
+			ttl = ttl & 0x80000000u ? 0 : ttl;
+			if (ttl < w->min_ttl)
+				w->min_ttl = ttl;
+		}
+		off += 10u + rdlen;
+		w->end = off;
+	}
+	return 0;
+}
+
+/* ldns_wire2pkt() of msg (len at least 12) without its additional section. libldns 1.8.3
+ * (Debian 12's) keeps only the last TSIG record of an additional section and loses the others it
+ * reads, where it reads them (after a known type's fields, not at its RDLENGTH): a query with
+ * three TSIGs leaked 73 bytes in egretd, at every query a sandbox sent (found by the dns_answer
+ * fuzz target). egret needs nothing of that section from ldns: a query's OPT record is read by
+ * rr_walk(), an answer's additional records are not looked at.
+ */
+static ldns_status wire2pkt(ldns_pkt **p, const uint8_t *msg, size_t len)
+{
+	uint8_t small[1024], *copy = len <= sizeof(small) ? small : malloc(len);
+	ldns_status st;
+
+	if (!copy)
+		return LDNS_STATUS_MEM_ERR;
+	memcpy(copy, msg, len);
+	copy[10] = copy[11] = 0; /* ARCOUNT */
+	st = ldns_wire2pkt(p, copy, len);
+	if (copy != small)
+		free(copy);
+	return st;
+}
+
 /* "192.0.2.53", "192.0.2.53:5353", "2001:db8::53", "[2001:db8::53]:5353" */
 int dns__parse_server(const char *text, struct sockaddr_storage *ss, socklen_t *len)
 {
@@ -157,66 +268,94 @@ int dns__host_name(const uint8_t *wire, size_t len, char *out, size_t size)
 	return ret;
 }
 
-int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q, ldns_pkt **pkt)
+int dns__parse_query(const uint8_t *msg, size_t len, struct dns_question *q)
 {
-	ldns_pkt *p = NULL;
-	const ldns_rdf *owner;
-	ldns_rr *qrr;
+	struct rr_walk w = { 0 };
+	size_t off = 12;
 	int ret;
 
 	memset(q, 0, sizeof(*q));
-	if (pkt)
-		*pkt = NULL;
-	if (len < 12 || ldns_wire2pkt(&p, msg, len) != LDNS_STATUS_OK || ldns_pkt_qr(p) ||
-	    ldns_pkt_get_opcode(p) != LDNS_PACKET_QUERY || ldns_pkt_qdcount(p) != 1 ||
-	    !(qrr = ldns_rr_list_rr(ldns_pkt_question(p), 0)) || !(owner = ldns_rr_owner(qrr)) ||
-	    ldns_rdf_get_type(owner) != LDNS_RDF_TYPE_DNAME) {
-		ldns_pkt_free(p);
+	/* every record whole (by its RDLENGTH), at most one OPT (RFC 6891, 6.1.1); a query (QR
+	 * 0) of opcode QUERY with one question
+	 */
+	if (rr_walk(msg, len, &w) || w.opts > 1 || (msg[2] & 0x80) || (msg[2] & 0x78) ||
+	    dns__get16(msg + 4) != 1)
 		return -EBADMSG;
+	/* the question's name, whole (rr_walk) and uncompressed (nothing before it to point at) */
+	while (msg[off]) {
+		if (msg[off] & 0xc0)
+			return -EBADMSG;
+		off += 1u + msg[off];
 	}
-	q->id = ldns_pkt_id(p);
-	q->type = (uint16_t)ldns_rr_get_type(qrr);
-	q->qclass = (uint16_t)ldns_rr_get_class(qrr);
-	q->rd = ldns_pkt_rd(p);
-	q->ad = ldns_pkt_ad(p);
-	q->cd = ldns_pkt_cd(p);
-	q->edns = ldns_pkt_edns(p);
-	q->edns_do = ldns_pkt_edns_do(p);
-	q->edns_size = ldns_pkt_edns_udp_size(p);
-	if (ldns_rdf_size(owner) > sizeof(q->wire)) {
-		ldns_pkt_free(p);
+	off++;
+	if (off - 12 > sizeof(q->wire))
 		return -EBADMSG;
-	}
-	q->wire_len = (uint8_t)ldns_rdf_size(owner);
-	memcpy(q->wire, ldns_rdf_data(owner), q->wire_len);
-	ret = dns__host_name(ldns_rdf_data(owner), ldns_rdf_size(owner), q->name, sizeof(q->name));
+	q->wire_len = (uint8_t)(off - 12);
+	memcpy(q->wire, msg + 12, q->wire_len);
+	q->id = dns__get16(msg);
+	q->type = dns__get16(msg + off);
+	q->qclass = dns__get16(msg + off + 2);
+	q->rd = !!(msg[2] & 0x01);
+	q->ad = !!(msg[3] & 0x20);
+	q->cd = !!(msg[3] & 0x10);
+	/* OPT: its CLASS the payload size, the DO bit the top of the flags after the extended
+	 * rcode and the version
+	 */
+	q->edns = w.opts == 1;
+	q->edns_size = q->edns ? dns__get16(msg + w.opt + 2) : 0;
+	q->edns_do = q->edns && (msg[w.opt + 6] & 0x80);
+	ret = dns__host_name(q->wire, q->wire_len, q->name, sizeof(q->name));
 	q->host = ret == 0;
 	if (ret) {
-		lower_name(owner, q->name, sizeof(q->name));
+		/* for the event, as ldns escapes it */
+		ldns_rdf *rdf = ldns_rdf_new_frm_data(LDNS_RDF_TYPE_DNAME, q->wire_len, q->wire);
+
+		if (rdf)
+			lower_name(rdf, q->name, sizeof(q->name));
+		ldns_rdf_deep_free(rdf);
 		ret = -EINVAL;
 	}
-	if (pkt)
-		*pkt = p;
-	else
-		ldns_pkt_free(p);
 	return ret;
 }
 
-size_t dns__bare_query(const struct dns_question *q, uint8_t out[DNS_BARE_MAX])
+/* q's question (name as asked, type, class) after a header in out: where it ends */
+static size_t put_question(const struct dns_question *q, uint8_t *out)
 {
 	size_t n = 12;
 
-	memset(out, 0, 12);
-	out[2] = q->rd ? 0x01 : 0; /* QR 0, opcode QUERY, RD */
-	out[3] = (uint8_t)((q->ad ? 0x20 : 0) | (q->cd ? 0x10 : 0));
-	out[5] = 1; /* one question */
-	out[11] = q->edns ? 1 : 0;
 	memcpy(out + n, q->wire, q->wire_len);
 	n += q->wire_len;
 	out[n++] = (uint8_t)(q->type >> 8);
 	out[n++] = (uint8_t)q->type;
 	out[n++] = (uint8_t)(q->qclass >> 8);
 	out[n++] = (uint8_t)q->qclass;
+	return n;
+}
+
+size_t dns__rcode_answer(const struct dns_question *q, uint16_t id, uint8_t rcode,
+			 uint8_t out[DNS_BARE_MAX])
+{
+	memset(out, 0, 12);
+	out[0] = (uint8_t)(id >> 8);
+	out[1] = (uint8_t)id;
+	out[2] = (uint8_t)(0x80 | (!q || q->rd ? 0x01 : 0)); /* QR, opcode QUERY, RD as asked */
+	out[3] = (uint8_t)(0x80 | (rcode & 0x0f));	     /* RA, the rcode */
+	if (!q)
+		return 12;
+	out[5] = 1;
+	return put_question(q, out);
+}
+
+size_t dns__bare_query(const struct dns_question *q, uint8_t out[DNS_BARE_MAX])
+{
+	size_t n;
+
+	memset(out, 0, 12);
+	out[2] = q->rd ? 0x01 : 0; /* QR 0, opcode QUERY, RD */
+	out[3] = (uint8_t)((q->ad ? 0x20 : 0) | (q->cd ? 0x10 : 0));
+	out[5] = 1; /* one question */
+	out[11] = q->edns ? 1 : 0;
+	n = put_question(q, out);
 	if (q->edns) {
 		uint16_t size = q->edns_size < 512 ? 512 : q->edns_size;
 		/* root name, OPT, payload size, extended rcode 0, version 0, DO, no options */
@@ -310,7 +449,7 @@ int dns__parse_answer(const uint8_t *msg, size_t len, const char *name, uint16_t
 	int ret = 0;
 
 	memset(a, 0, sizeof(*a));
-	if (ldns_wire2pkt(&resp, msg, len) != LDNS_STATUS_OK || !ldns_pkt_qr(resp) ||
+	if (len < 12 || wire2pkt(&resp, msg, len) != LDNS_STATUS_OK || !ldns_pkt_qr(resp) ||
 	    ldns_pkt_qdcount(resp) != 1 || !(qrr = ldns_rr_list_rr(ldns_pkt_question(resp), 0))) {
 		ldns_pkt_free(resp);
 		return -EBADMSG;
@@ -336,4 +475,17 @@ void dns__answer_free(struct dns_answer *a)
 	free(a->addrs);
 	a->addrs = NULL;
 	a->naddrs = 0;
+}
+
+int dns__ttl_offsets(const uint8_t *msg, size_t len, uint16_t *offs, size_t max, uint32_t *min_ttl)
+{
+	struct rr_walk w = { .offs = offs, .max = max };
+	int err = rr_walk(msg, len, &w);
+
+	if (err)
+		return err;
+	if (dns__get16(msg + 4) != 1 || w.end != len)
+		return -EBADMSG;
+	*min_ttl = w.n ? w.min_ttl : 0;
+	return (int)w.n;
 }

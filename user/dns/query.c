@@ -26,29 +26,15 @@ void query__reply(struct resolver *r, struct dns_query *q, const uint8_t *msg, s
 		       q->client_len);
 }
 
-/* A locally made answer: REFUSED, NXDOMAIN or SERVFAIL, with the client's question. */
-void query__reply_rcode(struct resolver *r, struct dns_query *q, const ldns_pkt *query,
+/* A locally made answer: REFUSED, NXDOMAIN or SERVFAIL, with the client's question (dq; NULL
+ * once it is upstream: none).
+ */
+void query__reply_rcode(struct resolver *r, struct dns_query *q, const struct dns_question *dq,
 			uint8_t rcode)
 {
-	ldns_pkt *a = ldns_pkt_new();
-	uint8_t *wire = NULL;
-	size_t len = 0;
+	uint8_t wire[DNS_BARE_MAX];
 
-	if (!a)
-		return;
-	ldns_pkt_set_id(a, q->client_id);
-	ldns_pkt_set_qr(a, true);
-	ldns_pkt_set_opcode(a, LDNS_PACKET_QUERY);
-	ldns_pkt_set_rd(a, query ? ldns_pkt_rd(query) : true);
-	ldns_pkt_set_ra(a, true);
-	ldns_pkt_set_rcode(a, rcode);
-	if (query && ldns_pkt_qdcount(query) == 1)
-		ldns_pkt_push_rr(a, LDNS_SECTION_QUESTION,
-				 ldns_rr_clone(ldns_rr_list_rr(ldns_pkt_question(query), 0)));
-	if (ldns_pkt2wire(&wire, a, &len) == LDNS_STATUS_OK)
-		query__reply(r, q, wire, len);
-	free(wire);
-	ldns_pkt_free(a);
+	query__reply(r, q, wire, dns__rcode_answer(dq, q->client_id, rcode, wire));
 }
 
 void query__free(struct resolver *r, struct dns_query *q)
@@ -70,6 +56,40 @@ void query__free(struct resolver *r, struct dns_query *q)
 	free(q->msg);
 	free(q->up_buf);
 	free(q);
+}
+
+void query__answer(struct resolver *r, struct dns_query *q, uint8_t *msg, size_t len,
+		   const struct dns_answer *ans)
+{
+	struct answer_list a; /* 17 KiB: not zeroed, its counts are */
+	const char *why;
+
+	a.n = 0;
+	a.ttl = 0;
+	a.opened = 0;
+	/* a new name over a bound (other answers took the room since this one was asked) is
+	 * refused as at the question: its addresses would not open
+	 */
+	why = allow__open_answers(r, q, ans, &a);
+
+	if (why) {
+		uint8_t rcode = r->o.nxdomain ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED;
+
+		r->st.allowed--; /* counted at its question */
+		r->st.refused++;
+		q->cached = false; /* refused, not answered from what was kept */
+		query__reply_rcode(r, q, NULL, rcode);
+		query__emit(r, q, false, rcode, NULL, why);
+		query__free(r, q);
+		return;
+	}
+	if (!q->cached)
+		cache__store(r, q, msg, len, ans);
+	msg[0] = (uint8_t)(q->client_id >> 8);
+	msg[1] = (uint8_t)q->client_id;
+	query__reply(r, q, msg, len);
+	query__emit(r, q, true, ans->rcode, &a, NULL);
+	query__free(r, q);
 }
 
 /* The query, in the table of pending queries (and counted against its TCP client). */
@@ -135,14 +155,14 @@ static const char *question_refused(const struct dns_question *dq)
 }
 
 /* Answered here: REFUSED (or NXDOMAIN with the option); why: the event's error, if any. */
-static void query_refuse(struct resolver *r, struct dns_query *q, const ldns_pkt *pkt,
-			 const struct dns_question *dq, const char *why)
+static void query_refuse(struct resolver *r, struct dns_query *q, const struct dns_question *dq,
+			 const char *why)
 {
 	uint8_t rcode = r->o.nxdomain ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED;
 
 	r->st.refused++;
 	r->st.not_host += !dq->host;
-	query__reply_rcode(r, q, pkt, rcode);
+	query__reply_rcode(r, q, dq, rcode);
 	query__emit(r, q, false, rcode, NULL, why);
 	query__free(r, q);
 }
@@ -173,11 +193,10 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 {
 	struct dns_question dq;
 	struct dns_query *q;
-	ldns_pkt *pkt = NULL;
 	const char *why;
 
 	r->st.queries++;
-	if (dns__parse_query(msg, len, &dq, &pkt) == -EBADMSG) {
+	if (dns__parse_query(msg, len, &dq) == -EBADMSG) {
 		r->st.malformed++;
 		return;
 	}
@@ -190,24 +209,28 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 		why = "over the sandbox's DNS query budget";
 	if (q && (why || !query_allowed(r, q))) {
 		budget__entropy(q);
-		query_refuse(r, q, pkt, &dq, why);
+		query_refuse(r, q, &dq, why);
 	} else if (q) {
 		budget__entropy(q);
 		allow__name_key(q);
+		cache__key(q, &dq);
 		/* a question whose answer opens addresses (A, AAAA, ANY) needs room for its name
 		 * (any other that brings some anyway is bounded at the answer, allow.c), before the
 		 * name is charged to the budget of what goes upstream
 		 */
 		if (opens_addresses(q->qtype) && (why = allow__name_refused(r, q))) {
 			r->st.names_full++;
-			query_refuse(r, q, pkt, &dq, why);
+			query_refuse(r, q, &dq, why);
+		} else if (cache__answer(r, q, &dq)) {
+			/* answered as its sandbox was before: nothing goes upstream, nothing is
+			 * charged to what does
+			 */
 		} else if (budget__over_names(r, q, dq.wire_len)) {
-			query_refuse(r, q, pkt, &dq, "over the sandbox's DNS name budget");
+			query_refuse(r, q, &dq, "over the sandbox's DNS name budget");
 		} else {
 			query_forward(r, q, &dq);
 		}
 	}
-	ldns_pkt_free(pkt);
 }
 
 void resolver__serve_udp(struct resolver *r, int fd, const struct sockaddr_storage *from,

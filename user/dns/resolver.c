@@ -63,7 +63,10 @@ void resolver__tick(struct resolver *r)
 	expire_queries(r, now);
 	conn__reap_idle(r, now);
 	if (now - r->last_sweep_ns > 5000000000ull) {
-		allow__sweep(r, now_ns(CLOCK_BOOTTIME));
+		const uint64_t boot = now_ns(CLOCK_BOOTTIME);
+
+		allow__sweep(r, boot);
+		cache__sweep(r, boot);
 		budget__sweep(r, now);
 		r->last_sweep_ns = now;
 	}
@@ -81,7 +84,8 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     "sandbox, %llu "
 		     "malformed, %llu upstream failures, %llu timeouts), %zu addresses open, "
 		     "%llu capped, %zu names holding addresses (%llu refused at a bound, %llu "
-		     "early sweeps), "
+		     "early sweeps), %zu answers kept (%llu queries answered from them, %llu "
+		     "answers not kept at the bound), "
 		     "%u TCP clients (%llu evicted)\n",
 		     r->upstream_text, n, (unsigned long long)r->st.queries,
 		     (unsigned long long)r->st.allowed, (unsigned long long)r->st.refused,
@@ -90,7 +94,9 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     (unsigned long long)r->st.upstream_fail, (unsigned long long)r->st.timeouts,
 		     allow__count(r), (unsigned long long)r->st.capped, allow__names(r),
 		     (unsigned long long)r->st.names_full, (unsigned long long)r->st.early_sweeps,
-		     r->nconns, (unsigned long long)r->st.tcp_evicted);
+		     cache__count(r), (unsigned long long)r->st.cache_hits,
+		     (unsigned long long)r->st.cache_full, r->nconns,
+		     (unsigned long long)r->st.tcp_evicted);
 }
 
 /* The upstream of the options (--upstream-dns), or the first nameserver of resolv.conf. */
@@ -154,6 +160,12 @@ int resolver__new(struct resolver **out, const struct dns_options *o, const stru
 		allow__free(r);
 		goto err_close;
 	}
+	err = cache__init(r);
+	if (err) {
+		budget__free(r);
+		allow__free(r);
+		goto err_close;
+	}
 	allow__adopt(r);
 	listener__forget_all(r);
 	*out = r;
@@ -200,6 +212,7 @@ void resolver__free(struct resolver *r)
 	reap_retired(r);
 	allow__free(r);
 	budget__free(r);
+	cache__free(r);
 	close(r->own_netns);
 	free(r);
 }

@@ -7,6 +7,7 @@
  *   query.c      a query from a sandbox: parsing, the verdict, local answers
  *   upstream.c   forwarding allowed queries to the upstream resolver (UDP pool, TCP), answers
  *   allow.c      the addresses allowed answers open in dns_allow, per name and sandbox
+ *   cache.c      answers kept to answer a sandbox's repeats without going upstream
  *   events.c     the DnsQuery event of each query
  *   parse.c      pure functions of the bytes: messages, names, the upstream's address
  *   resolver.c   the resolver's life: new, tick, status, free
@@ -101,6 +102,38 @@ struct name_key {
 	uint8_t digest[16];
 };
 
+/* The key of an answer kept for a sandbox (cache.c): everything the query sent upstream is
+ * made of (dns__bare_query) but the case of the name
+ */
+struct cache_key {
+	uint64_t sandbox;
+	uint8_t digest[16]; /* the name's, as in name_key */
+	uint16_t qtype, edns_size;
+	uint8_t flags; /* CACHE_RD ... */
+	uint8_t pad[3];
+};
+
+#define CACHE_RD    0x01
+#define CACHE_AD    0x02
+#define CACHE_CD    0x04
+#define CACHE_EDNS  0x08
+#define CACHE_DO    0x10
+#define CACHE_TTLS  64	 /* records of an answer kept; one with more is not kept */
+#define CACHE_ADDRS 64	 /* addresses of an answer kept */
+#define CACHE_BLOB  2048 /* bytes of an answer kept (--dns-cache of them: 8 MiB at most) */
+
+/* An answer kept: a struct htab entry. blob holds its addresses, the offsets of its TTLs, its
+ * CNAMEs (each ended by a NUL, cnames_len bytes in all) and its bytes as upstream sent them, in
+ * that order.
+ */
+struct cache_entry {
+	struct cache_key key;
+	uint64_t stored_ns, expires_ns; /* CLOCK_BOOTTIME */
+	void *blob;
+	uint16_t len, nttl, naddrs, cnames_len;
+	uint8_t rcode, ncnames, qname_len;
+};
+
 struct dns_query {
 	struct resolver *r;
 	struct dns_listener *l;
@@ -111,8 +144,11 @@ struct dns_query {
 	struct egret_dns_client who;
 	uint16_t client_id, up_id;
 	char name[DNS_NAME_LEN];
-	struct name_key nk; /* the name's key in the names its sandbox holds (allow.c) */
-	bool gone;	    /* its sandbox went while it was upstream: it opens nothing */
+	struct name_key nk;  /* the name's key in the names its sandbox holds (allow.c) */
+	struct cache_key ck; /* its answer's key in the answers kept (cache.c) */
+	uint8_t qname_len;   /* the name's wire length */
+	bool cached;	     /* answered from an answer kept, not upstream */
+	bool gone;	     /* its sandbox went while it was upstream: it opens nothing */
 	uint16_t qtype;
 	uint8_t *msg; /* what goes upstream: the bare question (dns__bare_query), id up_id */
 	size_t msg_len;
@@ -161,7 +197,8 @@ struct dns_held {
 
 struct dns_stats {
 	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
-		opened, capped, map_full, tcp_evicted, over_budget, names_full, early_sweeps;
+		opened, capped, map_full, tcp_evicted, over_budget, names_full, early_sweeps,
+		cache_hits, cache_full;
 };
 
 struct resolver {
@@ -196,6 +233,8 @@ struct resolver {
 	uint8_t name_salt[16];	 /* allow__name_key's secret */
 	uint64_t warned_ns, unwarned; /* the last map failure logged, and those not logged since */
 	struct htab budgets;	      /* budget.c: struct budget_entry */
+	struct htab cache;	      /* cache.c: struct cache_entry */
+	struct htab cache_per;	      /* cache.c: answers kept per sandbox */
 	uint64_t last_sweep_ns;
 	struct dns_stats st;
 	/* resolver__recv_batch(): datagram i in buf[i], msg[i].msg_len bytes, from from[i] */
@@ -254,9 +293,15 @@ void query__handle(struct resolver *r, struct dns_listener *l, struct dns_conn *
 		   const struct sockaddr_storage *from, socklen_t fromlen, const uint8_t *msg,
 		   size_t len, const struct egret_dns_client *who);
 void query__reply(struct resolver *r, struct dns_query *q, const uint8_t *msg, size_t len);
-void query__reply_rcode(struct resolver *r, struct dns_query *q, const ldns_pkt *query,
+void query__reply_rcode(struct resolver *r, struct dns_query *q, const struct dns_question *dq,
 			uint8_t rcode);
 void query__free(struct resolver *r, struct dns_query *q);
+/* The answer to q, from upstream or kept (q->cached): its addresses opened (a new name over a
+ * bound is refused as at the question), released to the client with its id, its event written,
+ * an answer from upstream kept (cache__store). msg is changed; q is freed.
+ */
+void query__answer(struct resolver *r, struct dns_query *q, uint8_t *msg, size_t len,
+		   const struct dns_answer *ans);
 
 /* upstream.c */
 int upstream__send(struct resolver *r, struct dns_query *q, bool tcp);
@@ -284,6 +329,23 @@ void allow__adopt(struct resolver *r);
 size_t allow__count(const struct resolver *r);
 size_t allow__names(const struct resolver *r);
 void allow__free(struct resolver *r);
+
+/* cache.c */
+int cache__init(struct resolver *r);
+void cache__free(struct resolver *r);
+/* q->ck and q->qname_len, from its question (after allow__name_key) */
+void cache__key(struct dns_query *q, const struct dns_question *dq);
+/* Answer q from an answer its sandbox was given for the same question, its TTLs counted down,
+ * opening its addresses again as an answer from upstream would (query__answer): true when it
+ * did (q is freed), false when none is kept.
+ */
+bool cache__answer(struct resolver *r, struct dns_query *q, const struct dns_question *dq);
+/* Keep the answer upstream gave q, if it may be (NOERROR, not cut, a TTL, no bound reached). */
+void cache__store(struct resolver *r, const struct dns_query *q, const uint8_t *msg, size_t len,
+		  const struct dns_answer *ans);
+void cache__sweep(struct resolver *r, uint64_t now);
+void cache__sandbox_gone(struct resolver *r, uint64_t sandbox);
+size_t cache__count(const struct resolver *r);
 
 /* events.c */
 void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, uint8_t rcode,

@@ -205,9 +205,7 @@ int upstream__send(struct resolver *r, struct dns_query *q, bool tcp)
  */
 static bool upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *msg, size_t len)
 {
-	struct answer_list a = { .n = 0 };
 	struct dns_answer ans;
-	const char *why;
 	int err = dns__parse_answer(msg, len, q->name, q->qtype, &ans);
 
 	if (err == -ENOENT)
@@ -232,27 +230,8 @@ static bool upstream_answer(struct resolver *r, struct dns_query *q, uint8_t *ms
 		query__free(r, q);
 		return true;
 	}
-	/* a new name over a bound (other answers took the room since this one was asked) is
-	 * refused as at the question: its addresses would not open
-	 */
-	why = allow__open_answers(r, q, &ans, &a);
-	if (why) {
-		uint8_t rcode = r->o.nxdomain ? LDNS_RCODE_NXDOMAIN : LDNS_RCODE_REFUSED;
-
-		r->st.allowed--; /* counted at its question */
-		r->st.refused++;
-		dns__answer_free(&ans);
-		query__reply_rcode(r, q, NULL, rcode);
-		query__emit(r, q, false, rcode, NULL, why);
-		query__free(r, q);
-		return true;
-	}
-	msg[0] = (uint8_t)(q->client_id >> 8);
-	msg[1] = (uint8_t)q->client_id;
-	query__reply(r, q, msg, len);
-	query__emit(r, q, true, ans.rcode, &a, NULL);
+	query__answer(r, q, msg, len, &ans);
 	dns__answer_free(&ans);
-	query__free(r, q);
 	return true;
 }
 

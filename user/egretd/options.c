@@ -213,6 +213,9 @@ static const struct opt_spec specs[] = {
 	  .def = "86400",
 	  .help = "an answer's addresses stay open at most this long (before the "
 		  "grace), whatever its TTL" },
+	{ "dns-cache", 0, "N", OPT_UINT, FIELD(dns.cache), .max = 65536, .def = "4096",
+	  .help = "answers kept to answer a sandbox's repeated questions until their TTL ends, "
+		  "a quarter of them for one sandbox; 0: every query goes upstream" },
 	{ "audit-scope", 0, NULL, OPT_WORD, FIELD(loader.audit_host), .words = "sandbox|host",
 	  .def = "sandbox",
 	  .help = "whose processes, files and flows are audited: the sandboxes' (everything under "
