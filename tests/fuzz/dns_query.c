@@ -9,6 +9,7 @@
  * or additional record but an OPT without options when the client sent one.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,40 @@ static ldns_pkt *ldns_reading(const uint8_t *data, size_t size)
 	return p;
 }
 
+/* does ldns end every record of the message where its RDLENGTH says? libldns 1.8.3 reads a known
+ * type's fields and goes on from where they end, so where it does not, it reads other records
+ * than egret's walk (rr_walk) does and its reading of the OPT record is no oracle
+ */
+static bool ldns_walks_as_egret(const uint8_t *data, size_t size)
+{
+	size_t pos = 12, records = 0;
+
+	for (int i = 0; i < 4; i++)
+		records += (size_t)(data[4 + 2 * i] << 8 | data[5 + 2 * i]);
+	for (size_t i = 0; i < records; i++) {
+		ldns_rdf *owner = NULL;
+		ldns_rr *rr = NULL;
+		size_t at = pos, end;
+		bool same;
+
+		if (ldns_wire2dname(&owner, data, size, &at) != LDNS_STATUS_OK)
+			return false;
+		ldns_rdf_deep_free(owner);
+		if (i && at + 10 > size)
+			return false;
+		end = i ? at + 10 + (size_t)(data[at + 8] << 8 | data[at + 9]) : at + 4;
+		if (ldns_wire2rr(&rr, data, size, &pos,
+				 i ? LDNS_SECTION_ADDITIONAL : LDNS_SECTION_QUESTION) !=
+		    LDNS_STATUS_OK)
+			return false;
+		same = ldns_rr_get_type(rr) != LDNS_RR_TYPE_TSIG;
+		ldns_rr_free(rr);
+		if (!same || pos != end)
+			return false;
+	}
+	return true;
+}
+
 static void fuzz_query(const uint8_t *data, size_t size)
 {
 	struct dns_question q;
@@ -180,10 +215,10 @@ static void fuzz_query(const uint8_t *data, size_t size)
 			abort();
 		ldns_pkt_free(p);
 		p = NULL;
-		/* and the OPT record: where no TSIG can be (no 00 fa anywhere), ldns may read the
-		 * additional section too
+		/* and the OPT record: where ldns reads the records egret reads and no TSIG (whose
+		 * records it loses) is among them, it reads the additional section too
 		 */
-		if (!memmem(data, size, "\0\xfa", 2) &&
+		if (ldns_walks_as_egret(data, size) &&
 		    ldns_wire2pkt(&p, data, size) == LDNS_STATUS_OK &&
 		    (ldns_pkt_edns(p) != q.edns ||
 		     (q.edns && (ldns_pkt_edns_udp_size(p) != q.edns_size ||
