@@ -86,6 +86,10 @@ static __always_inline void bpf_check(__u64 cmd)
 	tamper_report(EGRET_TAMPER_BPF, cmd, 0, true);
 }
 
+/* Where egret_csys is loaded it judges bpf(2) itself (one compare on each call, instead of a
+ * syscalls tracepoint that would run on every bpf(2) of the host, egretd's own included); this
+ * is the judge where it is not (no sys_enter tracepoint with BTF: kfeatures.c, cond_progs).
+ */
 SEC("tp/syscalls/sys_enter_bpf")
 int egret_bpf(struct trace_event_raw_sys_enter *ctx)
 {
@@ -701,10 +705,12 @@ int BPF_PROG(egret_exec, struct task_struct *p, pid_t old_pid, struct linux_binp
 
 /* The syscalls tracepoints above never see a compat call (the kernel gives them no number
  * for one); the raw sys_enter tracepoint sees every call, with the ABI's own number. egret_csys
- * runs on every syscall on the host and returns after three loads for a native one (the third:
- * whether any process is marked for death, reap_current).
+ * runs on every syscall on the host and returns after three loads and a compare for a native
+ * one (the third load: whether any process is marked for death, reap_current; the compare:
+ * whether it is bpf(2), judged here rather than by egret_bpf).
  */
-#define SYS_SOCKET_	   1 /* socketcall's number for socket(2) */
+#define SYS_SOCKET_	   1   /* socketcall's number for socket(2) */
+#define NR_BPF_		   321 /* bpf(2) on x86_64 */
 #define S_IFMT_		   0170000
 #define S_IFSOCK_	   0140000
 #define SIGNAL_GROUP_EXIT_ 0x4 /* signal_struct.flags: the process is being killed */
@@ -784,7 +790,12 @@ int BPF_PROG(egret_csys, struct pt_regs *regs, long id)
 
 	/* a process marked for death (a mover whose signal could not be queued) dies here */
 	reap_current();
-	if (abi == EGRET_ABI_NATIVE || !confined())
+	if (abi == EGRET_ABI_NATIVE) {
+		if (id == NR_BPF_)
+			bpf_check(regs->di);
+		return 0;
+	}
+	if (!confined())
 		return 0;
 	nr = compat_nr(abi, id);
 	if (compat_mode == EGRET_COMPAT_REFUSE) {

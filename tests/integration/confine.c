@@ -70,6 +70,48 @@ Test(confine, bpf_from_a_sandbox_is_killed)
 	events_free(&evs);
 }
 
+/* is the program pinned as <state>/links/<prog>? */
+static bool linked(const char *prog)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s/links/%s", T->state_dir, prog);
+	return access(path, F_OK) == 0;
+}
+
+/* On a kernel without tp_btf/sys_enter (as on one whose BTF lacks it) egret_csys is not loaded
+ * and bpf(2)'s own tracepoint (egret_bpf) judges it: killed all the same. Where egret_csys is
+ * loaded, it judges bpf(2) and egret_bpf is not loaded (and status does not count it missing).
+ */
+Test(confine, bpf_is_judged_without_sys_enter_btf_too)
+{
+	const char *gap[] = { "--without-kernel-feature", "sys_enter_btf", "--accept-kernel-gap",
+			      "compat", NULL };
+	const Egret__V1__Event *ev;
+	struct events evs;
+	char out[8192];
+
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", "--json", NULL), 0, "%s", out);
+	cr_expect(strstr(out, "\"egret_bpf\""), "compat names egret_bpf as not loaded: %s", out);
+	cr_expect(linked("egret_csys") && !linked("egret_bpf"));
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(!strstr(out, "NOT attached"), "%s", out);
+	harness_stop(T, SIGTERM);
+	cr_assert_eq(harness_start(T, gap), 0, "egretd did not start:\n%s", harness_log(T));
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	cr_expect(!strstr(out, "egret_bpf"), "egret_bpf not loaded without egret_csys: %s", out);
+	cr_expect(strstr(out, "egret_csys"), "%s", out);
+	cr_expect(!strstr(out, "NOT attached"), "%s", out);
+	cr_expect(!linked("egret_csys") && linked("egret_bpf"));
+	cr_expect(killed(in_sandbox_status(T, "box", call_bpf, NULL)));
+	cr_expect_eq(in_sandbox(T, NULL, call_bpf, NULL), 0, "positive control");
+	ev = wait_tamper(&evs, EGRET__V1__TAMPER__KIND__KIND_BPF);
+	cr_assert(ev, "no tamper event");
+	cr_expect(ev->tamper->killed);
+	cr_expect_str_eq(ev->sandbox->name, "box");
+	events_free(&evs);
+}
+
 /* egretctl run's seccomp profile refuses bpf(2), AF_PACKET and io_uring before they run, with
  * an errno, and each refusal is a Tamper event; with --privileged (a sandbox a runtime placed
  * with full privilege) the kernel hooks stop them instead.

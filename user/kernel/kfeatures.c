@@ -275,11 +275,13 @@ static void compat_feature(struct kernel_features *kf)
 		feature_add(
 			kf, "compat", FEATURE_ON,
 			"--compat judge: a sandbox's 32-bit and x32 system calls get the checks "
-			"of their 64-bit twins; those egret cannot check there are killed");
+			"of their 64-bit twins; those egret cannot check there are killed (bpf(2) is "
+			"judged here too, so egret_bpf is not loaded)");
 	else
 		feature_add(
 			kf, "compat", FEATURE_ON,
-			"--compat refuse: a sandbox's first 32-bit or x32 system call kills it");
+			"--compat refuse: a sandbox's first 32-bit or x32 system call kills it (bpf(2) "
+			"is judged here too, so egret_bpf is not loaded)");
 }
 
 static void rdonly_cast_feature(struct kernel_features *kf)
@@ -311,6 +313,12 @@ static bool want_csys(const struct kernel_features *kf)
 	return kf->sys_enter_btf;
 }
 
+/* bpf(2)'s own tracepoint, where egret_csys does not judge bpf(2) */
+static bool want_bpf_tp(const struct kernel_features *kf)
+{
+	return !want_csys(kf);
+}
+
 static bool want_cxsys(const struct kernel_features *kf)
 {
 	return kf->sys_enter_btf && kf->sys_exit_btf && kf->compat_judge;
@@ -331,6 +339,7 @@ static const struct cond_prog {
 	{ "egret_reap", "send_signal_task", want_reap },
 	{ "egret_cexit", "task_from_pid", want_cexit },
 	{ "egret_csys", "compat", want_csys },
+	{ "egret_bpf", "compat", want_bpf_tp },
 	{ "egret_cxsys", "compat", want_cxsys },
 	{ "egret_acsys", "compat", want_cxsys },
 	{ "egret_acxsys", "compat", want_cxsys },
