@@ -258,6 +258,7 @@ Test(devices, a_veth_sandbox_is_judged_at_its_host_side)
 	    r_no = udp_bind_in(ns_r, REMOTE, DENIED_PORT), r_meta = udp_bind_in(ns_r, META, 80);
 	struct events evs;
 	const Egret__V1__Event *ev;
+	char status[16384], *dns;
 
 	harness_close_at_teardown(&r_ok);
 	harness_close_at_teardown(&r_no);
@@ -272,6 +273,10 @@ Test(devices, a_veth_sandbox_is_judged_at_its_host_side)
 
 	register_ctr();
 	cr_assert(device_in_force("vh0"), "vh0 is not in force after the registration");
+	/* the container's DNS goes to egret's resolver on vh0's own address, a port of its own */
+	cr_assert_eq(egretctl(T, status, sizeof(status), "status", NULL), 0, "%s", status);
+	dns = strstr(status, "DNS to 10.200.0.1:");
+	cr_expect(dns && dns[18] >= '1' && dns[18] <= '9', "%s", status);
 	cr_expect_eq(run_in(ns_s, NULL, send_udp, &allowed), 0);
 	cr_expect(got(r_ok, 2000), "an allowed datagram did not pass vh0");
 	cr_expect_eq(run_in(ns_s, NULL, send_udp, &denied), 0);

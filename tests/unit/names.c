@@ -1,4 +1,5 @@
 /* Sandbox names, addresses, control requests: the small parsers egretd and egretctl share. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -124,6 +125,50 @@ Test(names, addresses)
 	cr_expect_str_eq(out, "fd00:ec2::254");
 	cr_expect_eq(addr__parse("169.254.169.254.1", a), -EINVAL);
 	cr_expect_eq(addr__parse("", a), -EINVAL);
+}
+
+/* addr__format and addr__format_port write what inet_ntop and "%s:%u" / "[%s]:%u" would, for
+ * every octet value in every place, IPv6 forms and every size of buffer down to one byte
+ */
+Test(names, addresses_with_ports_as_snprintf_writes_them)
+{
+	static const char *const v6[] = {
+		"::", "::1", "fd00:ec2::254", "2001:db8::ffff:0:1", "::ffff:0:0", "1:2:3:4:5:6:7:8"
+	};
+	uint8_t a[16] = { [10] = 0xff, [11] = 0xff };
+	char want[ADDR_STRLEN + 8], got[ADDR_STRLEN + 8], text[ADDR_STRLEN];
+	unsigned int n = 0;
+
+	for (unsigned int v = 0; v < 256 + sizeof(v6) / sizeof(v6[0]); v++) {
+		bool four = v < 256;
+		uint16_t port = (uint16_t)(v * 257u + (v & 1) * 65535u);
+
+		if (four) {
+			a[12 + v % 4] = (uint8_t)v;
+			a[12 + (v + 1) % 4] = (uint8_t)(255 - v);
+			a[12 + (v + 2) % 4] = (uint8_t)(v % 10);
+			a[12 + (v + 3) % 4] = (uint8_t)(v % 100);
+			inet_ntop(AF_INET, a + 12, text, sizeof(text));
+		} else {
+			cr_assert_eq(inet_pton(AF_INET6, v6[v - 256], a), 1);
+			inet_ntop(AF_INET6, a, text, sizeof(text));
+			four = addr__is_v4(a);
+			if (four)
+				inet_ntop(AF_INET, a + 12, text, sizeof(text));
+		}
+		for (size_t size = 1; size <= sizeof(got); size++) {
+			snprintf(want, size, four ? "%s:%u" : "[%s]:%u", text, port);
+			addr__format_port(a, port, got, size);
+			cr_expect_str_eq(got, want, "size %zu", size);
+			if (size > sizeof(text))
+				continue;
+			snprintf(want, size, "%s", text);
+			addr__format(a, got, size);
+			cr_expect_str_eq(got, want, "size %zu", size);
+			n++;
+		}
+	}
+	cr_expect_gt(n, 256 * 40);
 }
 
 Test(names, control_requests)

@@ -53,7 +53,7 @@ void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, ui
 	Egret__V1__Process pr = EGRET__V1__PROCESS__INIT;
 	Egret__V1__DnsQuery dq = EGRET__V1__DNS_QUERY__INIT;
 	char tname[16], rname[16], server[ADDR_STRLEN + 8], comm[EGRET_COMM_LEN + 1];
-	char addr[ADDR_STRLEN], sbname[SANDBOX_NAME_MAX + 24];
+	char sbname[SANDBOX_NAME_MAX + 24];
 	const char *name;
 
 	if (!r->stream)
@@ -71,9 +71,8 @@ void query__emit(struct resolver *r, const struct dns_query *q, bool allowed, ui
 	pr.pid = q->who.pid;
 	pr.tid = q->who.tid;
 	pr.comm = comm;
-	addr__format((const uint8_t *)q->who.orig_addr, addr, sizeof(addr));
-	snprintf(server, sizeof(server), strchr(addr, ':') ? "[%s]:%u" : "%s:%u", addr,
-		 q->who.orig_port);
+	addr__format_port((const uint8_t *)q->who.orig_addr, q->who.orig_port, server,
+			  sizeof(server));
 	dq.name = (char *)q->name;
 	dq.type = (char *)type_name(q->qtype, tname, sizeof(tname));
 	dq.rcode = (char *)rcode_name(rcode, rname, sizeof(rname));

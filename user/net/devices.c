@@ -19,6 +19,7 @@
 
 #include <bpf/bpf.h>
 
+#include "addr.h"
 #include "array.h"
 #include "control.h"
 #include "devices.h"
@@ -448,19 +449,6 @@ int devices__init(struct devices *d, struct loop *loop, struct engine *e, struct
 	return loop__add(loop, &d->mon, EPOLLIN);
 }
 
-static void format_addr(const uint32_t a[4], uint16_t port_be, char *out, size_t size)
-{
-	char text[INET6_ADDRSTRLEN];
-
-	if (a[0] == 0 && a[1] == 0 && a[2] == htonl(0x0000ffff))
-		inet_ntop(AF_INET, &a[3], text, sizeof(text));
-	else
-		inet_ntop(AF_INET6, a, text, sizeof(text));
-	snprintf(out, size,
-		 a[0] == 0 && a[1] == 0 && a[2] == htonl(0x0000ffff) ? "%s:%u" : "[%s]:%u", text,
-		 ntohs(port_be));
-}
-
 void devices__status(struct devices *d, struct control_req *r)
 {
 	size_t attached = 0;
@@ -476,9 +464,11 @@ void devices__status(struct devices *d, struct control_req *r)
 		char dns4[64] = "none", dns6[80] = "none";
 
 		if (e->v.port4)
-			format_addr(e->steer4, e->v.port4, dns4, sizeof(dns4));
+			addr__format_port((const uint8_t *)e->steer4, ntohs(e->v.port4), dns4,
+					  sizeof(dns4));
 		if (e->v.port6)
-			format_addr(e->steer6, e->v.port6, dns6, sizeof(dns6));
+			addr__format_port((const uint8_t *)e->steer6, ntohs(e->v.port6), dns6,
+					  sizeof(dns6));
 		control__out(r, "  %s (%s, ifindex %u): %s, sandbox %llu%s, DNS to %s / %s%s%s\n",
 			     e->name, e->source ? e->source : "previous egretd", e->ifindex,
 			     e->attached ? "in force" : "NOT in force",
