@@ -169,6 +169,11 @@ Test(names, addresses_with_ports_as_snprintf_writes_them)
 		}
 	}
 	cr_expect_gt(n, 256 * 40);
+	/* no room at all: nothing written */
+	got[0] = 'x';
+	addr__format_port(a, 53, got, 0);
+	addr__format(a, got, 0);
+	cr_expect_eq(got[0], 'x');
 }
 
 Test(names, control_requests)

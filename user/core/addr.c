@@ -28,9 +28,11 @@ static char *put_decimal(char *p, unsigned int n)
 	return p;
 }
 
-/* the text into out (size bytes, at least 1), cut short where it does not fit */
+/* the text into out (size bytes), cut short where it does not fit */
 static void put_text(const char *text, size_t len, char *out, size_t size)
 {
+	if (!size)
+		return;
 	if (len >= size)
 		len = size - 1;
 	memcpy(out, text, len);
