@@ -486,8 +486,31 @@ Test(pins, a_renamed_pin_is_put_back_and_its_copy_dropped_without_detaching)
 
 struct store {
 	int fds[256];
+	char names[256][64]; /* each fd's FDNAME */
 	unsigned int n, links;
+	char removed[256][64]; /* names of FDSTOREREMOVE=1 */
+	unsigned int nremoved;
 };
+
+/* the FDNAME of a notify message, into out */
+static void fdname(const char *msg, char *out, size_t size)
+{
+	const char *p = strstr(msg, "FDNAME=");
+
+	snprintf(out, size, "%.*s", p ? (int)strcspn(p + 7, "\n") : 0, p ? p + 7 : "");
+}
+
+/* removed from the store and not stored again */
+static bool removed_for_good(const struct store *st, const char *name)
+{
+	bool removed = false;
+
+	for (unsigned int i = 0; i < st->nremoved; i++)
+		removed |= !strcmp(st->removed[i], name);
+	for (unsigned int i = 0; i < st->n; i++)
+		removed &= strcmp(st->names[i], name) != 0;
+	return removed;
+}
 
 /* What egretd sends to its notify socket until READY=1 (systemd's part): the fds it stores. */
 static int read_store(int nfd, struct store *st)
@@ -518,9 +541,12 @@ static int read_store(int nfd, struct store *st)
 		if (strstr(msg, "READY=1"))
 			return 0;
 		c = CMSG_FIRSTHDR(&mh);
+		if (strstr(msg, "FDSTOREREMOVE=1") && st->nremoved < ARRAY_SIZE(st->removed))
+			fdname(msg, st->removed[st->nremoved++], sizeof(st->removed[0]));
 		if (!strstr(msg, "FDSTORE=1") || !c || c->cmsg_type != SCM_RIGHTS ||
 		    st->n == ARRAY_SIZE(st->fds))
 			continue;
+		fdname(msg, st->names[st->n], sizeof(st->names[0]));
 		memcpy(&st->fds[st->n++], CMSG_DATA(c), sizeof(int));
 		st->links += strstr(msg, "FDNAME=link-") != NULL;
 	}
@@ -560,6 +586,101 @@ Test(pins, the_fd_store_gets_every_pin_and_holds_enforcement_alone)
 	for (unsigned int i = 0; i < st.n; i++)
 		close(st.fds[i]);
 	cr_expect_eq(attached_to_root(), 0, "links outlived their last holder");
+}
+
+static __u32 link_id_of(int fd)
+{
+	struct bpf_link_info info = { 0 };
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/* does the link with this id still exist (within 3 s of its last fd's close)? */
+static bool link_lives(__u32 id)
+{
+	uint64_t start = ms_now();
+
+	do {
+		int fd = bpf_link_get_fd_by_id(id);
+
+		if (fd < 0 && errno == ENOENT)
+			return false;
+		if (fd >= 0)
+			close(fd);
+		usleep(20000);
+	} while (ms_now() - start < 3000);
+	return true;
+}
+
+/* An upgrade under systemd to an egretd that no longer loads a program (egret_bpf, where
+ * egret_csys judges bpf(2)): the store systemd passes it still holds the old program's link,
+ * which no detach ends (a tracepoint's), so the new egretd removes it from the store, and
+ * once systemd closes it the old program is gone from the kernel. Without the removal it would
+ * stay attached (and report a sandbox's bpf(2) a second time) for as long as the service lives.
+ */
+Test(pins, a_link_the_new_egretd_does_not_hold_leaves_systemds_store)
+{
+	const char *old[] = { "--without-kernel-feature", "sys_enter_btf", "--accept-kernel-gap",
+			      "compat", NULL };
+	static struct store first, second;
+	char names[256 * 64] = "";
+	int nfd, rc, bpf_at = -1;
+	size_t used = 0;
+	pid_t keeper;
+	__u32 id;
+
+	setenv("INVOCATION_ID", "egret-test", 1);
+	nfd = harness_spawn(T, old, -1);
+	unsetenv("INVOCATION_ID");
+	cr_assert(nfd >= 0);
+	rc = read_store(nfd, &first);
+	close(nfd);
+	cr_assert_eq(rc, 0, "egretd not ready:\n%s", harness_log(T));
+	for (unsigned int i = 0; i < first.n; i++) {
+		if (!strcmp(first.names[i], "link-egret_bpf"))
+			bpf_at = (int)i;
+		used += (size_t)snprintf(names + used, sizeof(names) - used, "%s%s", i ? ":" : "",
+					 first.names[i]);
+	}
+	cr_assert_geq(bpf_at, 0, "no link-egret_bpf stored without sys_enter_btf");
+	id = link_id_of(first.fds[bpf_at]);
+	cr_assert(id);
+	keeper = keeper_now(3000, 0);
+	cr_assert_eq(harness_stop(T, SIGKILL), 128 + SIGKILL);
+	keeper__kill(keeper, 3000);
+
+	/* the new egretd, as systemd starts it after an upgrade: the store passed */
+	T->listen_fds = first.fds;
+	T->nlisten = first.n;
+	T->listen_names = names;
+	setenv("INVOCATION_ID", "egret-test", 1);
+	nfd = harness_spawn(T, NULL, -1);
+	unsetenv("INVOCATION_ID");
+	T->nlisten = 0;
+	cr_assert(nfd >= 0);
+	rc = read_store(nfd, &second);
+	close(nfd);
+	cr_assert_eq(rc, 0, "egretd not ready:\n%s", harness_log(T));
+	cr_expect(removed_for_good(&second, "link-egret_bpf"), "link-egret_bpf left in the store");
+	cr_expect(!removed_for_good(&second, "link-egret_connect4"), "a link in force removed");
+	cr_expect(!removed_for_good(&second, "link-egret_csys"));
+	/* systemd closes what was removed: nothing else holds the old link */
+	for (unsigned int i = 0; i < first.n; i++) {
+		if (removed_for_good(&second, first.names[i])) {
+			close(first.fds[i]);
+			first.fds[i] = -1;
+		}
+	}
+	cr_expect(!link_lives(id), "the old egret_bpf link outlived the store's last fd");
+	for (unsigned int i = 0; i < first.n; i++) {
+		if (first.fds[i] >= 0)
+			close(first.fds[i]);
+	}
+	for (unsigned int i = 0; i < second.n; i++)
+		close(second.fds[i]);
+	cr_expect(strstr(harness_log(T), "link-egret_bpf removed"), "%s", harness_log(T));
+	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
 }
 
 static int rename_pin_from_box(void *arg)

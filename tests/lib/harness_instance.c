@@ -227,6 +227,33 @@ int harness_start(struct egret_instance *e, const char *const extra[])
 	return nfd < 0 ? nfd : harness_wait_ready(e, nfd, 60000);
 }
 
+/* In the child, before exec: e's listen_fds at 3, 4... and the variables systemd sets. */
+static int pass_listen_fds(const struct egret_instance *e)
+{
+	int high[256];
+	char text[16];
+
+	if (e->nlisten > 256)
+		return -1;
+	/* out of the way first: a listen fd may sit where another is to go */
+	for (unsigned int i = 0; i < e->nlisten; i++) {
+		high[i] = fcntl(e->listen_fds[i], F_DUPFD, 3 + (int)e->nlisten);
+		if (high[i] < 0)
+			return -1;
+	}
+	for (unsigned int i = 0; i < e->nlisten; i++) {
+		if (dup2(high[i], 3 + (int)i) < 0)
+			return -1;
+		close(high[i]);
+	}
+	snprintf(text, sizeof(text), "%u", e->nlisten);
+	setenv("LISTEN_FDS", text, 1);
+	snprintf(text, sizeof(text), "%d", (int)getpid());
+	setenv("LISTEN_PID", text, 1);
+	setenv("LISTEN_FDNAMES", e->listen_names ? e->listen_names : "", 1);
+	return 0;
+}
+
 /* Fork and exec egretd on the instance without waiting: the notify socket to hand to
  * harness_wait_ready, or -errno. With gate >= 0 the child first reads one byte from it, so a
  * test can release several egretds at the same moment by writing one byte per child.
@@ -285,6 +312,8 @@ int harness_spawn(struct egret_instance *e, const char *const extra[], int gate)
 		setenv("NOTIFY_SOCKET", notify, 1);
 		if (gate >= 0 && read(gate, &go, 1) != 1)
 			_exit(126);
+		if (e->nlisten && pass_listen_fds(e))
+			_exit(125);
 		execv(argv[0], (char *const *)argv);
 		_exit(127);
 	}

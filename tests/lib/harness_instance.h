@@ -38,6 +38,12 @@ struct egret_instance {
 	 */
 	char limit_dirs[4][PATH_MAX];
 	char limit_sandbox[4][64];
+	/* systemd's part at the next harness_spawn: these fds passed as $LISTEN_FDS (from 3), with
+	 * $LISTEN_FDNAMES listen_names (colon-separated); none when nlisten is 0
+	 */
+	const int *listen_fds;
+	unsigned int nlisten;
+	const char *listen_names;
 };
 
 /* the instance of the current test (one per test process) */

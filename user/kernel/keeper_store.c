@@ -14,6 +14,8 @@
 #include "log.h"
 #include "notify.h"
 
+#define STORE_NAME_LEN 300 /* "link-" or "map-" and a pin's name */
+
 /* "link-NAME" or "map-NAME" for a pin's path; NULL for anything else */
 static const char *store_name(const char *path, char *out, size_t size)
 {
@@ -30,17 +32,48 @@ static const char *store_name(const char *path, char *out, size_t size)
 	return out;
 }
 
+/* The names of the fds systemd passed at start (keeper__restore): those this egretd does not
+ * store again (a program it no longer loads: egret_bpf where egret_csys judges bpf(2), a
+ * program an older egretd had) are removed from the store, or systemd would keep an old
+ * tracepoint's link, which no detach ends, attached for as long as the service lives.
+ */
+static char passed[KEEPER_MAX_ITEMS][STORE_NAME_LEN];
+static unsigned int npassed;
+
+static bool stored_now(const struct keeper *k, const char *name)
+{
+	char mine[STORE_NAME_LEN];
+
+	for (unsigned int i = 0; i < k->nitems; i++) {
+		if (store_name(k->items[i].path, mine, sizeof(mine)) && !strcmp(mine, name))
+			return true;
+	}
+	return false;
+}
+
 /* Only a service systemd started (it sets $INVOCATION_ID) has a store: another supervisor's
  * notify socket (a test harness, one that only waits for READY=1) would get hundreds of
  * datagrams it does not read, and READY=1 would wait behind them.
  */
 static void store_each(const struct keeper *k, bool add)
 {
-	char name[300], msg[340];
+	char name[STORE_NAME_LEN], msg[STORE_NAME_LEN + 40];
 	int err;
 
 	if (!getenv("INVOCATION_ID"))
 		return;
+	for (unsigned int i = 0; add && i < npassed; i++) {
+		if (stored_now(k, passed[i]))
+			continue;
+		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", passed[i]);
+		err = notify__send(msg);
+		if (err)
+			log_warn("systemd's fd store: %s: %s", passed[i], strerror(-err));
+		else
+			log_info("systemd's fd store: %s removed, this egretd has no such object",
+				 passed[i]);
+	}
+	npassed = 0;
 	for (unsigned int i = 0; i < k->nitems; i++) {
 		if (!store_name(k->items[i].path, name, sizeof(name)))
 			continue;
@@ -82,6 +115,9 @@ void keeper__restore(const char *state_dir)
 		const char *sub = !strncmp(names[i], "link-", 5)  ? "links"
 				  : !strncmp(names[i], "map-", 4) ? "maps"
 								  : NULL;
+
+		if (sub && strlen(names[i]) < STORE_NAME_LEN)
+			snprintf(passed[npassed++], STORE_NAME_LEN, "%s", names[i]);
 
 		if (sub && snprintf(path, sizeof(path), "%s/%s/%s", state_dir, sub,
 				    strchr(names[i], '-') + 1) < (int)sizeof(path)) {
