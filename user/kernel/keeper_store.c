@@ -116,7 +116,7 @@ void keeper__restore(const char *state_dir)
 				  : !strncmp(names[i], "map-", 4) ? "maps"
 								  : NULL;
 
-		if (sub && strlen(names[i]) < STORE_NAME_LEN)
+		if (sub && strlen(names[i]) < STORE_NAME_LEN && npassed < KEEPER_MAX_ITEMS)
 			snprintf(passed[npassed++], STORE_NAME_LEN, "%s", names[i]);
 
 		if (sub && snprintf(path, sizeof(path), "%s/%s/%s", state_dir, sub,
