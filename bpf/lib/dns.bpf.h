@@ -90,6 +90,72 @@ static __always_inline void dns_rewrite(struct bpf_sock_addr *ctx, const int fam
 	ctx->user_port = port_be;
 }
 
+/* Does the value say what c says (its time aside)? */
+static __always_inline bool dns_client_same(const struct egret_dns_client *a,
+					    const struct egret_dns_client *c)
+{
+	const __u64 *x = (const __u64 *)a->orig_addr, *y = (const __u64 *)c->orig_addr;
+	const __u32 *xc = (const __u32 *)a->comm, *yc = (const __u32 *)c->comm; /* 4-aligned */
+
+	_Static_assert(sizeof(a->comm) == 16, "comm compared as four words");
+	return a->sandbox_id == c->sandbox_id && x[0] == y[0] && x[1] == y[1] &&
+	       a->orig_port == c->orig_port && a->pid == c->pid && a->tid == c->tid &&
+	       xc[0] == yc[0] && xc[1] == yc[1] && xc[2] == yc[2] && xc[3] == yc[3];
+}
+
+/* Tell the resolver who sends from this socket: a value that changes is written, then its
+ * slot's counter raised (include/egret/dns.h), with a full barrier between (the atomic's
+ * fetched form), before the datagram or connect goes on; an unchanged one is left as it is.
+ * Skipping is safe because the value holds the thread: two writers of the same value are
+ * one thread, never at once. 0, or -1 when the value could not be written (the query is
+ * then refused: the resolver would take it for an older sender's).
+ */
+static __always_inline int dns_client_write(const struct egret_dns_client_key *ck,
+					    const struct egret_dns_client *c)
+{
+	struct egret_dns_client *old = bpf_map_lookup_elem(&dns_clients, ck);
+	__u32 slot = egret_dns_client_slot(ck);
+	__u64 *gen, was;
+
+	if (old && dns_client_same(old, c))
+		return 0;
+	if (bpf_map_update_elem(&dns_clients, ck, c, BPF_ANY))
+		return -1;
+	gen = bpf_map_lookup_elem(&dns_client_gen, &slot);
+	if (gen) {
+		was = __sync_fetch_and_add(gen, 1);
+		asm volatile("" : "+r"(was)); /* used: the fetching, fully ordered form */
+	}
+	return 0;
+}
+
+/* Does the socket name its namespace's listener itself (127.0.0.1 or ::1 and the listener's
+ * port)? Such a query is steered and recorded as one to port 53 is: otherwise a sandbox
+ * allowed to reach loopback could send from a port another sandbox's query used and be
+ * answered as that sandbox (dns_clients is keyed by the port and outlives the socket).
+ */
+static __always_inline bool dns_names_listener(struct bpf_sock_addr *ctx, const struct flow *f)
+{
+	const struct egret_dns_listener *l;
+	__u64 cookie;
+
+	if (f->addr[0] || f->addr[1] || (f->protocol != IPPROTO_UDP && f->protocol != IPPROTO_TCP))
+		return false;
+	if (f->addr[2] == bpf_htonl(0x0000ffff)) {
+		if (f->addr[3] != bpf_htonl(0x7f000001))
+			return false;
+	} else if (f->addr[2] || f->addr[3] != bpf_htonl(1)) {
+		return false;
+	}
+	cookie = bpf_get_netns_cookie(ctx);
+	l = bpf_map_lookup_elem(&dns_listeners, &cookie);
+	if (!l)
+		return false;
+	if (f->addr[2])
+		return l->port4 && f->port == bpf_ntohs(l->port4);
+	return l->port6 && f->port == bpf_ntohs(l->port6);
+}
+
 /* A query to port 53: steer it to the resolver, or refuse it when the namespace has none. */
 static __always_inline int dns_redirect(struct bpf_sock_addr *ctx, const int family, __u8 hook,
 					const struct flow *f, __u64 sandbox_id)
@@ -114,10 +180,6 @@ static __always_inline int dns_redirect(struct bpf_sock_addr *ctx, const int fam
 		goto refuse;
 	if (connecting && !sock_src_port(sk) && dns_bind(ctx, family, to))
 		goto refuse;
-	__builtin_memcpy(m->dns_orig, f->addr, sizeof(m->dns_orig));
-	m->dns_orig_port = bpf_htons(f->port);
-	__builtin_memcpy(m->dns_to, to, sizeof(m->dns_to));
-	m->dns_to_port = port;
 	ck.netns = cookie;
 	ck.port = (__u16)sock_src_port(sk);
 	c.ts_ns = bpf_ktime_get_boot_ns();
@@ -126,7 +188,12 @@ static __always_inline int dns_redirect(struct bpf_sock_addr *ctx, const int fam
 	c.pid = bpf_get_current_pid_tgid() >> 32;
 	c.tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_get_current_comm(c.comm, sizeof(c.comm));
-	bpf_map_update_elem(&dns_clients, &ck, &c, BPF_ANY);
+	if (dns_client_write(&ck, &c))
+		goto refuse; /* as if there were no resolver: it cannot be told who asks */
+	__builtin_memcpy(m->dns_orig, f->addr, sizeof(m->dns_orig));
+	m->dns_orig_port = bpf_htons(f->port);
+	__builtin_memcpy(m->dns_to, to, sizeof(m->dns_to));
+	m->dns_to_port = port;
 	dns_rewrite(ctx, family, to, port);
 	counter_verdict(hook, EGRET_VERDICT_ALLOW);
 	return SK_PASS;

@@ -141,8 +141,9 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 		    addr_eq(m->dns_to, f.addr))
 			return SK_PASS; /* steered to the resolver at its connect */
 		m = NULL;
-	} else if (f.port == EGRET_DNS_PORT &&
-		   (f.protocol == IPPROTO_UDP || f.protocol == IPPROTO_TCP)) {
+	} else if ((f.port == EGRET_DNS_PORT &&
+		    (f.protocol == IPPROTO_UDP || f.protocol == IPPROTO_TCP)) ||
+		   dns_names_listener(ctx, &f)) {
 		return dns_redirect(ctx, family, hook, &f, sandbox_id);
 	}
 	policy_decide(&f, sandbox_id, &d);

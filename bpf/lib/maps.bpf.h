@@ -141,6 +141,15 @@ struct {
 	__type(value, struct egret_dns_client);
 } dns_clients SEC(".maps");
 
+/* raised after each change of a dns_clients value in its slot; egretd reads it mapped */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1 << EGRET_DNS_CLIENT_GEN_BITS);
+	__type(key, __u32);
+	__type(value, __u64);
+} dns_client_gen SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, EGRET_DNS_ALLOW_MAX);

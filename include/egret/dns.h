@@ -7,10 +7,11 @@
 #ifndef EGRET_DNS_H
 #define EGRET_DNS_H
 
-#define EGRET_DNS_PORT		53
-#define EGRET_DNS_LISTENERS_MAX 4096   /* network namespaces with a resolver listener */
-#define EGRET_DNS_CLIENTS_MAX	65536  /* queries in flight (LRU) */
-#define EGRET_DNS_ALLOW_MAX	262144 /* (sandbox, address) pairs learned from answers */
+#define EGRET_DNS_PORT		  53
+#define EGRET_DNS_LISTENERS_MAX	  4096	 /* network namespaces with a resolver listener */
+#define EGRET_DNS_CLIENTS_MAX	  65536	 /* queries in flight (LRU) */
+#define EGRET_DNS_ALLOW_MAX	  262144 /* (sandbox, address) pairs learned from answers */
+#define EGRET_DNS_CLIENT_GEN_BITS 12	 /* `dns_client_gen`: 4,096 counters */
 
 /* `dns_listeners` value, keyed by network namespace cookie */
 struct egret_dns_listener {
@@ -30,7 +31,7 @@ struct egret_dns_client_key {
 
 struct egret_dns_client {
 	__u64 sandbox_id;   /* the sandbox that asked */
-	__u64 ts_ns;	    /* when (bpf_ktime_get_boot_ns) */
+	__u64 ts_ns;	    /* when first written so (bpf_ktime_get_boot_ns) */
 	__u32 orig_addr[4]; /* the server it asked, network order, IPv4 mapped */
 	__u16 orig_port;    /* host order */
 	__u16 pad;
@@ -38,6 +39,21 @@ struct egret_dns_client {
 	__u32 tid;
 	__u8 comm[EGRET_COMM_LEN];
 };
+
+/* `dns_client_gen` (an array egretd maps into its memory): a counter for each slot of client
+ * keys, which the kernel raises after every write that changes a `dns_clients` value (its
+ * ts_ns aside) of a key in that slot. egretd keeps what it read of a key with the counter it
+ * read before the look-up, and uses it again only while the counter is unchanged: a datagram
+ * leaves its sender after the sender's write and its count, so egretd, reading the counter
+ * after the datagram, sees any change a query could carry. A slot shared by keys only costs
+ * look-ups.
+ */
+static inline __u32 egret_dns_client_slot(const struct egret_dns_client_key *k)
+{
+	__u64 h = (k->netns ^ ((__u64)k->port << 8 | k->proto)) * 0x9e3779b97f4a7c15ull;
+
+	return (__u32)(h >> (64 - EGRET_DNS_CLIENT_GEN_BITS));
+}
 
 /* `dns_allow`: an address an allowed answer gave a sandbox, until expires_ns */
 struct egret_dns_allow_key {

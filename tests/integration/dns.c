@@ -26,6 +26,7 @@
 #include <linux/types.h>
 #include "egret/events.h"
 #include "egret/dns.h"
+#include "cgroup.h"
 #include "harness.h"
 #include "loader.h"
 #include "util.h"
@@ -497,23 +498,28 @@ static int query_direct(void *arg)
 	return poll(&p, 1, 1000) == 1 ? 1 : 0; /* 1: it was answered */
 }
 
-Test(dns, queries_from_outside_the_sandboxes_are_not_served)
+/* The IPv4 port of this namespace's listener (the test's only one), from the pinned map. */
+static uint16_t listener_port4_here(void)
 {
 	struct egret_dns_listener l;
-	char pin[PATH_MAX + 32], out[8192];
-	uint64_t cookie, next;
-	uint16_t port;
+	char pin[PATH_MAX + 32];
+	uint64_t cookie;
 	int fd;
 
-	/* the listener of this namespace, from the pinned map */
 	snprintf(pin, sizeof(pin), "%s/maps/dns_listeners", T->state_dir);
 	fd = bpf_obj_get(pin);
 	cr_assert(fd >= 0);
-	cr_assert_eq(bpf_map_get_next_key(fd, NULL, &next), 0);
-	cookie = next;
+	cr_assert_eq(bpf_map_get_next_key(fd, NULL, &cookie), 0);
 	cr_assert_eq(bpf_map_lookup_elem(fd, &cookie, &l), 0);
 	close(fd);
-	port = ntohs(l.port4);
+	return ntohs(l.port4);
+}
+
+Test(dns, queries_from_outside_the_sandboxes_are_not_served)
+{
+	char out[8192];
+	uint16_t port = listener_port4_here();
+
 	cr_expect_eq(in_sandbox(T, NULL, query_direct, &port), 0,
 		     "a query sent straight to the listener from outside was answered");
 	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
@@ -1593,6 +1599,190 @@ Test(dns, a_sandbox_that_goes_takes_its_kept_answers_with_it)
 	cr_assert_eq(dig("box", out, sizeof(out), UPSTREAM, "kept.allowed.test", false), 0, "%s",
 		     out);
 	cr_expect_eq(status_count(" queries answered from them"), 1, "box's was kept");
+}
+
+/* The resolver keeps what it read of a socket's sender while the kernel's count for its slot
+ * stands (include/egret/dns.h): the sender changing under the same socket is seen at the next
+ * query, even when only its sandbox changes (the same process moved to another, by the host:
+ * a sandbox cannot move itself).
+ */
+static int shared_fd = -1;
+static char box_path[PATH_MAX], other_path[PATH_MAX];
+
+/* An A query on fd to to, for a name in wire form (wlen bytes with its root label, at most
+ * 44): its rcode, 100 if none.
+ */
+static int query_on(int fd, const struct sockaddr_in *to, const char *wire, size_t wlen,
+		    uint16_t id)
+{
+	uint8_t q[64] = { (uint8_t)(id >> 8), (uint8_t)id, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint8_t buf[1024];
+	size_t n = 12 + wlen + 4;
+
+	memcpy(q + 12, wire, wlen);
+	memcpy(q + 12 + wlen, "\0\1\0\1", 4);
+	if (sendto(fd, q, n, 0, (const struct sockaddr *)to, sizeof(*to)) != (ssize_t)n)
+		return 100;
+	while (poll(&p, 1, 3000) == 1) {
+		if (recv(fd, buf, sizeof(buf), 0) >= 12 && buf[0] == q[0] && buf[1] == q[1])
+			return buf[3] & 0x0f;
+	}
+	return 100;
+}
+
+/* An A query for blocked.test (allowed to box alone) on shared_fd to port 53 (steered) */
+static int shared_query(uint16_t id)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
+
+	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
+	return query_on(shared_fd, &sa, "\7blocked\4test", 14, id);
+}
+
+/* A child whose queries on one socket (made in its first sandbox: a socket runs the hooks of
+ * the cgroup it was made in) wait for the test's word on go[0]: each turn's rcode (the last of
+ * its n queries that differs from want, or want) goes back on done[1].
+ */
+static void moving_sender(const int *go, const int *done)
+{
+	static const uint8_t want[3] = { 0, 5, 0 }, n[3] = { 4, 2, 1 };
+	uint8_t c, got;
+
+	for (int t = 0; t < 3 && read(go[0], &c, 1) == 1; t++) {
+		if (shared_fd < 0)
+			shared_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		got = want[t];
+		for (int i = 0; i < n[t]; i++) {
+			int rc = shared_query((uint16_t)(0x3100 + t * 16 + i));
+
+			if (rc != want[t])
+				got = (uint8_t)rc;
+		}
+		if (write(done[1], &got, 1) != 1)
+			break;
+	}
+	_exit(0);
+}
+
+/* the child moved into path by the test (a sandbox cannot move itself), then its turn: rcode */
+static int moved_turn(pid_t pid, const char *path, const int *go, const int *done)
+{
+	uint8_t c = 1, rc = 200;
+
+	if (cgroup__join(path, pid) || write(go[1], &c, 1) != 1 || read(done[0], &rc, 1) != 1)
+		return -1;
+	return rc;
+}
+
+Test(dns, a_sockets_sender_that_changes_is_seen_at_its_next_query)
+{
+	char out[8192];
+	int go[2], done[2], rc;
+	pid_t pid;
+
+	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "box", "domain",
+			      "blocked.test", NULL),
+		     0, "%s", out);
+	/* both sandboxes made and registered (each is answered) */
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(
+			dig(i ? "other" : "box", out, sizeof(out), UPSTREAM, "allowed.test", false),
+			0, "%s", out);
+		cr_assert(strstr(out, "192.0.2.10"), "%s", out);
+	}
+	cr_assert_eq(sandbox_path(T, "box", box_path, sizeof(box_path)), 0);
+	cr_assert_eq(sandbox_path(T, "other", other_path, sizeof(other_path)), 0);
+	usleep(1100000); /* egretd trusts the kernel's counters from a second after its start */
+	signal(SIGPIPE, SIG_IGN); /* a child gone: write() fails instead */
+	cr_assert_eq(pipe(go), 0);
+	cr_assert_eq(pipe(done), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(go[1]);
+		close(done[0]);
+		moving_sender(go, done);
+	}
+	/* the child's ends: a child gone ends the test's reads at once */
+	close(go[0]);
+	close(done[1]);
+	cr_expect_eq(moved_turn(pid, box_path, go, done), 0, "box's query was not answered");
+	rc = moved_turn(pid, other_path, go, done);
+	cr_expect_eq(rc, 5, "moved to other, the process was answered as box's (%d)", rc);
+	cr_expect_eq(moved_turn(pid, box_path, go, done), 0, "back in box, it was not answered");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	close(go[1]);
+	close(done[0]);
+	cr_expect_geq(status_count(" clients known without a look-up"), 3,
+		      "box's repeats were not answered from what was read of their sender");
+}
+
+/* The attack the record by source port invites: a sandbox allowed to reach 127.0.0.1 binds the
+ * port another sandbox's query left in dns_clients and sends straight to its namespace's
+ * listener. Such a query is steered and recorded as one to port 53 is, so it is judged as the
+ * sandbox that sent it.
+ */
+#define TAKEN_PORT 45353
+static uint16_t listener_port4;
+
+/* From TAKEN_PORT: blocked.test to port 53 (arg NULL), or the name arg (a wire form of 14
+ * bytes) straight to the listener. Its rcode.
+ */
+static int query_from_taken_port(void *arg)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(TAKEN_PORT) };
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, rc;
+
+	if (arg) {
+		to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		to.sin_port = htons(listener_port4);
+	} else {
+		inet_pton(AF_INET, UPSTREAM, &to.sin_addr);
+		to.sin_port = htons(53);
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&me, sizeof(me)))
+		return 101;
+	rc = query_on(fd, &to, arg ? (const char *)arg : "\7blocked\4test", 14, 0x3500);
+	close(fd);
+	return rc;
+}
+
+static bool is_blocked_from_other(const Egret__V1__Event *ev, const void *arg)
+{
+	(void)arg;
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_DNS_QUERY &&
+	       !strcmp(ev->dns_query->name, "blocked.test") && ev->sandbox &&
+	       !strcmp(ev->sandbox->name, "other");
+}
+
+Test(dns, a_query_from_a_port_another_sandbox_used_is_judged_as_its_sender)
+{
+	const Egret__V1__Event *ev;
+	char out[8192];
+	struct events evs;
+
+	listener_port4 = listener_port4_here();
+	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "box", "domain",
+			      "blocked.test", NULL),
+		     0, "%s", out);
+	cr_assert_eq(
+		egretctl(T, out, sizeof(out), "allow", "--sandbox", "other", "127.0.0.1", NULL), 0,
+		"%s", out);
+	cr_assert_eq(in_sandbox(T, "box", query_from_taken_port, NULL), 0,
+		     "box's own query from the port was not answered");
+	cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, "\7blocked\4test"), 5,
+		     "other, from box's port straight to the listener, was answered as box");
+	/* its positive control: a name other may ask, sent the same way, is answered */
+	cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, "\7allowed\4test"), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_blocked_from_other, NULL, 5000, &evs), 0);
+	ev = events_find(&evs, is_blocked_from_other, NULL, NULL);
+	cr_expect_not(ev->dns_query->allowed);
+	events_free(&evs);
 }
 
 /* A query for allowed.test with three TSIG records in its additional section. */

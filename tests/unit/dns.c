@@ -450,9 +450,11 @@ static void up_rig_init(struct up_rig *u, const char *policy)
 	struct sockaddr_storage up;
 	struct sockaddr_in *up4 = (struct sockaddr_in *)&up;
 	struct dns_options o = { .min_ttl = 30, .grace = 30, .max_ips = 32, .timeout_ms = 5000 };
-	struct dns_maps m = {
-		.listeners_fd = -1, .clients_fd = -1, .allow_fd = -1, .dev_nat_fd = -1
-	};
+	struct dns_maps m = { .listeners_fd = -1,
+			      .clients_fd = -1,
+			      .client_gen_fd = -1,
+			      .allow_fd = -1,
+			      .dev_nat_fd = -1 };
 	char server[64];
 	socklen_t len;
 

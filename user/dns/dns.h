@@ -39,6 +39,7 @@ struct dns_options {
 struct dns_maps {
 	int listeners_fd;
 	int clients_fd;
+	int client_gen_fd; /* dns_client_gen, mapped to skip look-ups of dns_clients (-1: none) */
 	int allow_fd;
 	int dev_nat_fd; /* queries steered at a device (include/egret/device.h) */
 };

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -577,6 +578,62 @@ static bool device_client(struct resolver *r, const struct sockaddr_storage *ss,
 	return true;
 }
 
+/* dns_client_gen into egretd's memory, read-only; without it (an error, a kernel that cannot
+ * map it) every query looks its client up, as before the map was.
+ */
+void listener__map_clients(struct resolver *r)
+{
+	void *p;
+
+	if (r->m.client_gen_fd < 0)
+		return;
+	p = mmap(NULL, CLIENT_SLOTS * sizeof(uint64_t), PROT_READ, MAP_SHARED, r->m.client_gen_fd,
+		 0);
+	if (p == MAP_FAILED) {
+		log_warn("dns: dns_client_gen cannot be mapped (%s): each query's client is looked "
+			 "up in the kernel",
+			 strerror(errno));
+		return;
+	}
+	r->client_gen = p;
+}
+
+void listener__unmap_clients(struct resolver *r)
+{
+	if (r->client_gen)
+		munmap((void *)r->client_gen, CLIENT_SLOTS * sizeof(uint64_t));
+	r->client_gen = NULL;
+}
+
+/* The client of key k: what was read before while its slot's counter stands where it stood
+ * then (include/egret/dns.h), or dns_clients' value. The counter is read first: a change the
+ * kernel counts after it is seen at the next query.
+ */
+static bool client_lookup(struct resolver *r, const struct egret_dns_client_key *k,
+			  struct egret_dns_client *who)
+{
+	uint32_t slot = egret_dns_client_slot(k);
+	struct client_seen *c = &r->seen[slot];
+	uint64_t gen;
+
+	if (!r->client_gen)
+		return bpf_map_lookup_elem(r->m.clients_fd, k, who) == 0;
+	gen = __atomic_load_n(&r->client_gen[slot], __ATOMIC_ACQUIRE);
+	if (c->valid && c->gen == gen && !memcmp(&c->k, k, sizeof(*k))) {
+		*who = c->who;
+		r->st.clients_kept++;
+		return true;
+	}
+	c->valid = false;
+	if (bpf_map_lookup_elem(r->m.clients_fd, k, who))
+		return false;
+	c->k = *k;
+	c->gen = gen;
+	c->who = *who;
+	c->valid = true;
+	return true;
+}
+
 /* Which sandbox sent from this port? Only queries the kernel steered here are served. */
 bool listener__client(struct resolver *r, struct dns_listener *l, const struct sockaddr_storage *ss,
 		      uint8_t proto, struct egret_dns_client *who)
@@ -591,7 +648,7 @@ bool listener__client(struct resolver *r, struct dns_listener *l, const struct s
 	}
 	k.port = ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
 						: ((const struct sockaddr_in6 *)ss)->sin6_port);
-	if (bpf_map_lookup_elem(r->m.clients_fd, &k, who) == 0)
+	if (client_lookup(r, &k, who))
 		return true;
 	r->st.outside++;
 	return false;

@@ -60,6 +60,10 @@ void resolver__tick(struct resolver *r)
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
 
 	reap_retired(r);
+	if (r->client_gen_due_ns && now >= r->client_gen_due_ns) {
+		r->client_gen_due_ns = 0;
+		listener__map_clients(r);
+	}
 	expire_queries(r, now);
 	conn__reap_idle(r, now);
 	if (now - r->last_sweep_ns > 5000000000ull) {
@@ -86,7 +90,8 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     "%llu capped, %zu names holding addresses (%llu refused at a bound, %llu "
 		     "early sweeps), %zu answers kept (%llu queries answered from them, %llu "
 		     "answers not kept at the bound), "
-		     "%u TCP clients (%llu evicted)\n",
+		     "%u TCP clients (%llu evicted), %llu clients known without a look-up (a "
+		     "datagram or connection whose sender had not changed)\n",
 		     r->upstream_text, n, (unsigned long long)r->st.queries,
 		     (unsigned long long)r->st.allowed, (unsigned long long)r->st.refused,
 		     (unsigned long long)r->st.not_host, (unsigned long long)r->st.over_budget,
@@ -96,7 +101,7 @@ void resolver__status(struct resolver *r, struct control_req *req)
 		     (unsigned long long)r->st.names_full, (unsigned long long)r->st.early_sweeps,
 		     cache__count(r), (unsigned long long)r->st.cache_hits,
 		     (unsigned long long)r->st.cache_full, r->nconns,
-		     (unsigned long long)r->st.tcp_evicted);
+		     (unsigned long long)r->st.tcp_evicted, (unsigned long long)r->st.clients_kept);
 }
 
 /* The upstream of the options (--upstream-dns), or the first nameserver of resolv.conf. */
@@ -168,6 +173,11 @@ int resolver__new(struct resolver **out, const struct dns_options *o, const stru
 	}
 	allow__adopt(r);
 	listener__forget_all(r);
+	/* a program an egretd before attached may still be running its last query's write
+	 * (not counted) as this one starts: the counters are trusted from a second on
+	 */
+	if (m->client_gen_fd >= 0)
+		r->client_gen_due_ns = now_ns(CLOCK_MONOTONIC) + 1000000000ull;
 	*out = r;
 	return 0;
 
@@ -213,6 +223,7 @@ void resolver__free(struct resolver *r)
 	allow__free(r);
 	budget__free(r);
 	cache__free(r);
+	listener__unmap_clients(r);
 	close(r->own_netns);
 	free(r);
 }

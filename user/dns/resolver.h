@@ -198,8 +198,18 @@ struct dns_held {
 struct dns_stats {
 	uint64_t queries, allowed, refused, not_host, outside, malformed, upstream_fail, timeouts,
 		opened, capped, map_full, tcp_evicted, over_budget, names_full, early_sweeps,
-		cache_hits, cache_full;
+		cache_hits, cache_full, clients_kept;
 };
+
+/* What listener__client() read of a client key, and the slot's counter read before it. */
+struct client_seen {
+	struct egret_dns_client_key k;
+	uint64_t gen;
+	struct egret_dns_client who;
+	bool valid;
+};
+
+#define CLIENT_SLOTS (1u << EGRET_DNS_CLIENT_GEN_BITS)
 
 struct resolver {
 	struct dns_options o;
@@ -237,6 +247,12 @@ struct resolver {
 	struct htab cache_per;	      /* cache.c: answers kept per sandbox */
 	uint64_t last_sweep_ns;
 	struct dns_stats st;
+	/* dns_client_gen mapped (NULL: every query's client is looked up in dns_clients), and
+	 * what was read there, by the same slot (listeners.c)
+	 */
+	const uint64_t *client_gen;
+	uint64_t client_gen_due_ns; /* when to map it (CLOCK_MONOTONIC; 0: done, or never) */
+	struct client_seen seen[CLIENT_SLOTS];
 	/* resolver__recv_batch(): datagram i in buf[i], msg[i].msg_len bytes, from from[i] */
 	struct mmsghdr msg[DNS_BATCH];
 	struct iovec iov[DNS_BATCH];
@@ -278,6 +294,11 @@ void budget__entropy(struct dns_query *q);
 bool listener__client(struct resolver *r, struct dns_listener *l, const struct sockaddr_storage *ss,
 		      uint8_t proto, struct egret_dns_client *who);
 void listener__forget_all(struct resolver *r);
+/* dns_client_gen mapped (resolver__tick, a second after the start), so a sender unchanged
+ * since its last look-up is not looked up again
+ */
+void listener__map_clients(struct resolver *r);
+void listener__unmap_clients(struct resolver *r);
 void listener__close_all(struct resolver *r);
 void listener__free(struct dns_listener *l);
 

@@ -524,6 +524,7 @@ int daemon__setup_dns(struct daemon *d)
 	struct dns_maps m = {
 		.listeners_fd = d->loader.maps.dns_listeners,
 		.clients_fd = d->loader.maps.dns_clients,
+		.client_gen_fd = d->loader.maps.dns_client_gen,
 		.allow_fd = d->loader.maps.dns_allow,
 		.dev_nat_fd = d->loader.maps.dev_nat,
 	};
