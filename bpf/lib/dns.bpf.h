@@ -129,10 +129,11 @@ static __always_inline int dns_client_write(const struct egret_dns_client_key *c
 	return 0;
 }
 
-/* Does the socket name its namespace's listener itself (127.0.0.1 or ::1 and the listener's
- * port)? Such a query is steered and recorded as one to port 53 is: otherwise a sandbox
- * allowed to reach loopback could send from a port another sandbox's query used and be
- * answered as that sandbox (dns_clients is keyed by the port and outlives the socket).
+/* Does the socket name its namespace's listener itself: 127.0.0.1 or ::1 (or 0.0.0.0 or ::,
+ * which the kernel sends to them) and the listener's port? Such a query is steered and
+ * recorded as one to port 53 is: otherwise a sandbox allowed to reach loopback could send
+ * from a port another sandbox's query used and be answered as that sandbox (dns_clients is
+ * keyed by the port and outlives the socket).
  */
 static __always_inline bool dns_names_listener(struct bpf_sock_addr *ctx, const struct flow *f)
 {
@@ -142,9 +143,9 @@ static __always_inline bool dns_names_listener(struct bpf_sock_addr *ctx, const 
 	if (f->addr[0] || f->addr[1] || (f->protocol != IPPROTO_UDP && f->protocol != IPPROTO_TCP))
 		return false;
 	if (f->addr[2] == bpf_htonl(0x0000ffff)) {
-		if (f->addr[3] != bpf_htonl(0x7f000001))
+		if (f->addr[3] && f->addr[3] != bpf_htonl(0x7f000001))
 			return false;
-	} else if (f->addr[2] || f->addr[3] != bpf_htonl(1)) {
+	} else if (f->addr[2] || (f->addr[3] && f->addr[3] != bpf_htonl(1))) {
 		return false;
 	}
 	cookie = bpf_get_netns_cookie(ctx);

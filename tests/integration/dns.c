@@ -1728,17 +1728,23 @@ Test(dns, a_sockets_sender_that_changes_is_seen_at_its_next_query)
 #define TAKEN_PORT 45353
 static uint16_t listener_port4;
 
-/* From TAKEN_PORT: blocked.test to port 53 (arg NULL), or the name arg (a wire form of 14
- * bytes) straight to the listener. Its rcode.
+/* A query from TAKEN_PORT: for blocked.test to port 53 (arg NULL), or for name (a wire form of
+ * 14 bytes) straight to the listener, at 127.0.0.1 or at 0.0.0.0 (which reaches it too).
  */
+struct taken_query {
+	const char *name;
+	bool any;
+};
+
 static int query_from_taken_port(void *arg)
 {
+	const struct taken_query *tq = arg;
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(TAKEN_PORT) };
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, rc;
 
-	if (arg) {
-		to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (tq) {
+		to.sin_addr.s_addr = tq->any ? htonl(INADDR_ANY) : htonl(INADDR_LOOPBACK);
 		to.sin_port = htons(listener_port4);
 	} else {
 		inet_pton(AF_INET, UPSTREAM, &to.sin_addr);
@@ -1747,7 +1753,7 @@ static int query_from_taken_port(void *arg)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (bind(fd, (struct sockaddr *)&me, sizeof(me)))
 		return 101;
-	rc = query_on(fd, &to, arg ? (const char *)arg : "\7blocked\4test", 14, 0x3500);
+	rc = query_on(fd, &to, tq ? tq->name : "\7blocked\4test", 14, 0x3500);
 	close(fd);
 	return rc;
 }
@@ -1773,12 +1779,21 @@ Test(dns, a_query_from_a_port_another_sandbox_used_is_judged_as_its_sender)
 	cr_assert_eq(
 		egretctl(T, out, sizeof(out), "allow", "--sandbox", "other", "127.0.0.1", NULL), 0,
 		"%s", out);
-	cr_assert_eq(in_sandbox(T, "box", query_from_taken_port, NULL), 0,
-		     "box's own query from the port was not answered");
-	cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, "\7blocked\4test"), 5,
-		     "other, from box's port straight to the listener, was answered as box");
-	/* its positive control: a name other may ask, sent the same way, is answered */
-	cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, "\7allowed\4test"), 0);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "other", "0.0.0.0", NULL),
+		     0, "%s", out);
+	for (int any = 0; any < 2; any++) {
+		struct taken_query blocked = { "\7blocked\4test", any },
+				   allowed = { "\7allowed\4test", any };
+
+		cr_assert_eq(in_sandbox(T, "box", query_from_taken_port, NULL), 0,
+			     "box's own query from the port was not answered");
+		cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, &blocked), 5,
+			     "other, from box's port straight to the listener at %s, was answered "
+			     "as box",
+			     any ? "0.0.0.0" : "127.0.0.1");
+		/* its positive control: a name other may ask, sent the same way, is answered */
+		cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, &allowed), 0);
+	}
 	cr_assert_eq(events_wait(T->sink_path, is_blocked_from_other, NULL, 5000, &evs), 0);
 	ev = events_find(&evs, is_blocked_from_other, NULL, NULL);
 	cr_expect_not(ev->dns_query->allowed);
