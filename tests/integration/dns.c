@@ -498,8 +498,8 @@ static int query_direct(void *arg)
 	return poll(&p, 1, 1000) == 1 ? 1 : 0; /* 1: it was answered */
 }
 
-/* The IPv4 port of this namespace's listener (the test's only one), from the pinned map. */
-static uint16_t listener_port4_here(void)
+/* This namespace's listener (the test's only one), from the pinned map. */
+static struct egret_dns_listener listener_here(void)
 {
 	struct egret_dns_listener l;
 	char pin[PATH_MAX + 32];
@@ -512,13 +512,13 @@ static uint16_t listener_port4_here(void)
 	cr_assert_eq(bpf_map_get_next_key(fd, NULL, &cookie), 0);
 	cr_assert_eq(bpf_map_lookup_elem(fd, &cookie, &l), 0);
 	close(fd);
-	return ntohs(l.port4);
+	return l;
 }
 
 Test(dns, queries_from_outside_the_sandboxes_are_not_served)
 {
 	char out[8192];
-	uint16_t port = listener_port4_here();
+	uint16_t port = ntohs(listener_here().port4);
 
 	cr_expect_eq(in_sandbox(T, NULL, query_direct, &port), 0,
 		     "a query sent straight to the listener from outside was answered");
@@ -1612,7 +1612,7 @@ static char box_path[PATH_MAX], other_path[PATH_MAX];
 /* An A query on fd to to, for a name in wire form (wlen bytes with its root label, at most
  * 44): its rcode, 100 if none.
  */
-static int query_on(int fd, const struct sockaddr_in *to, const char *wire, size_t wlen,
+static int query_on(int fd, const void *to, socklen_t tolen, const char *wire, size_t wlen,
 		    uint16_t id)
 {
 	uint8_t q[64] = { (uint8_t)(id >> 8), (uint8_t)id, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
@@ -1622,7 +1622,7 @@ static int query_on(int fd, const struct sockaddr_in *to, const char *wire, size
 
 	memcpy(q + 12, wire, wlen);
 	memcpy(q + 12 + wlen, "\0\1\0\1", 4);
-	if (sendto(fd, q, n, 0, (const struct sockaddr *)to, sizeof(*to)) != (ssize_t)n)
+	if (sendto(fd, q, n, 0, (const struct sockaddr *)to, tolen) != (ssize_t)n)
 		return 100;
 	while (poll(&p, 1, 3000) == 1) {
 		if (recv(fd, buf, sizeof(buf), 0) >= 12 && buf[0] == q[0] && buf[1] == q[1])
@@ -1637,7 +1637,7 @@ static int shared_query(uint16_t id)
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(53) };
 
 	inet_pton(AF_INET, UPSTREAM, &sa.sin_addr);
-	return query_on(shared_fd, &sa, "\7blocked\4test", 14, id);
+	return query_on(shared_fd, &sa, sizeof(sa), "\7blocked\4test", 14, id);
 }
 
 /* A child whose queries on one socket (made in its first sandbox: a socket runs the hooks of
@@ -1726,34 +1726,52 @@ Test(dns, a_sockets_sender_that_changes_is_seen_at_its_next_query)
  * sandbox that sent it.
  */
 #define TAKEN_PORT 45353
-static uint16_t listener_port4;
+static struct egret_dns_listener taken_listener;
+
+/* the ways to name the listener: the address, and whether it is the IPv6 listener's port */
+static const struct {
+	const char *addr;
+	bool six;
+} to_listener[] = {
+	{ "127.0.0.1", false }, { "0.0.0.0", false },	       { "::1", true },
+	{ "::", true },		{ "::ffff:127.0.0.1", false }, { "::ffff:0.0.0.0", false },
+};
 
 /* A query from TAKEN_PORT: for blocked.test to port 53 (arg NULL), or for name (a wire form of
- * 14 bytes) straight to the listener, at 127.0.0.1 or at 0.0.0.0 (which reaches it too).
+ * 14 bytes) straight to the listener, named the way-th way (0.0.0.0 and :: reach it too).
  */
 struct taken_query {
 	const char *name;
-	bool any;
+	unsigned int way;
 };
 
 static int query_from_taken_port(void *arg)
 {
 	const struct taken_query *tq = arg;
+	struct sockaddr_in6 me6 = { .sin6_family = AF_INET6, .sin6_port = htons(TAKEN_PORT) };
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(TAKEN_PORT) };
-	struct sockaddr_in to = { .sin_family = AF_INET };
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, rc;
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons(53) };
+	struct sockaddr_in6 to6 = { .sin6_family = AF_INET6 };
+	bool six = tq && strchr(to_listener[tq->way].addr, ':');
+	int fd = socket(six ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), one = 1, rc;
 
-	if (tq) {
-		to.sin_addr.s_addr = tq->any ? htonl(INADDR_ANY) : htonl(INADDR_LOOPBACK);
-		to.sin_port = htons(listener_port4);
-	} else {
-		inet_pton(AF_INET, UPSTREAM, &to.sin_addr);
-		to.sin_port = htons(53);
-	}
 	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(fd, (struct sockaddr *)&me, sizeof(me)))
+	if (six ? bind(fd, (struct sockaddr *)&me6, sizeof(me6))
+		: bind(fd, (struct sockaddr *)&me, sizeof(me)))
 		return 101;
-	rc = query_on(fd, &to, tq ? tq->name : "\7blocked\4test", 14, 0x3500);
+	if (!tq) {
+		inet_pton(AF_INET, UPSTREAM, &to.sin_addr);
+		rc = query_on(fd, &to, sizeof(to), "\7blocked\4test", 14, 0x3500);
+	} else if (six) {
+		inet_pton(AF_INET6, to_listener[tq->way].addr, &to6.sin6_addr);
+		to6.sin6_port =
+			to_listener[tq->way].six ? taken_listener.port6 : taken_listener.port4;
+		rc = query_on(fd, &to6, sizeof(to6), tq->name, 14, 0x3500);
+	} else {
+		inet_pton(AF_INET, to_listener[tq->way].addr, &to.sin_addr);
+		to.sin_port = taken_listener.port4;
+		rc = query_on(fd, &to, sizeof(to), tq->name, 14, 0x3500);
+	}
 	close(fd);
 	return rc;
 }
@@ -1772,27 +1790,29 @@ Test(dns, a_query_from_a_port_another_sandbox_used_is_judged_as_its_sender)
 	char out[8192];
 	struct events evs;
 
-	listener_port4 = listener_port4_here();
+	taken_listener = listener_here();
+	cr_assert_neq(taken_listener.port6, 0, "no IPv6 listener to name");
 	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "box", "domain",
 			      "blocked.test", NULL),
 		     0, "%s", out);
-	cr_assert_eq(
-		egretctl(T, out, sizeof(out), "allow", "--sandbox", "other", "127.0.0.1", NULL), 0,
-		"%s", out);
-	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "other", "0.0.0.0", NULL),
-		     0, "%s", out);
-	for (int any = 0; any < 2; any++) {
-		struct taken_query blocked = { "\7blocked\4test", any },
-				   allowed = { "\7allowed\4test", any };
+	/* other may reach every way of naming the listener, as an attacker would need */
+	for (size_t w = 0; w < 4; w++)
+		cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "other",
+				      to_listener[w].addr, NULL),
+			     0, "%s", out);
+	for (unsigned int w = 0; w < sizeof(to_listener) / sizeof(to_listener[0]); w++) {
+		struct taken_query blocked = { "\7blocked\4test", w },
+				   allowed = { "\7allowed\4test", w };
 
 		cr_assert_eq(in_sandbox(T, "box", query_from_taken_port, NULL), 0,
 			     "box's own query from the port was not answered");
 		cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, &blocked), 5,
 			     "other, from box's port straight to the listener at %s, was answered "
 			     "as box",
-			     any ? "0.0.0.0" : "127.0.0.1");
+			     to_listener[w].addr);
 		/* its positive control: a name other may ask, sent the same way, is answered */
-		cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, &allowed), 0);
+		cr_expect_eq(in_sandbox(T, "other", query_from_taken_port, &allowed), 0, "at %s",
+			     to_listener[w].addr);
 	}
 	cr_assert_eq(events_wait(T->sink_path, is_blocked_from_other, NULL, 5000, &evs), 0);
 	ev = events_find(&evs, is_blocked_from_other, NULL, NULL);
