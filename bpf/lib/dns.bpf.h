@@ -32,6 +32,74 @@ static __always_inline __u32 sock_src_port(struct bpf_sock *sk)
 	return sk->src_port;
 }
 
+/* The verifier refuses loads through a moved socket pointer; each field read on its own. */
+static __always_inline __u32 sock_src_ip4(struct bpf_sock *sk)
+{
+	asm volatile("" : "+r"(sk));
+	return sk->src_ip4;
+}
+
+static __always_inline void sock_src_ip6(struct bpf_sock *sk, __u32 *a)
+{
+	asm volatile("" : "+r"(sk));
+	a[0] = sk->src_ip6[0];
+	asm volatile("" : "+r"(sk));
+	a[1] = sk->src_ip6[1];
+	asm volatile("" : "+r"(sk));
+	a[2] = sk->src_ip6[2];
+	asm volatile("" : "+r"(sk));
+	a[3] = sk->src_ip6[3];
+}
+
+/* The source address a sendmsg's IP_PKTINFO / IPV6_PKTINFO names (all zero: none). */
+static __always_inline void msg_src(struct bpf_sock_addr *ctx, const int family, __u8 hook,
+				    __u32 *a)
+{
+	a[0] = a[1] = a[2] = a[3] = 0;
+	if (family == AF_INET && hook == EGRET_HOOK_SENDMSG4) {
+		a[3] = ctx->msg_src_ip4;
+		if (a[3])
+			a[2] = bpf_htonl(0x0000ffff);
+	} else if (family == AF_INET6 && hook == EGRET_HOOK_SENDMSG6) {
+		a[0] = ctx->msg_src_ip6[0];
+		a[1] = ctx->msg_src_ip6[1];
+		a[2] = ctx->msg_src_ip6[2];
+		a[3] = ctx->msg_src_ip6[3];
+	}
+}
+
+/* The socket's own source address (all zero: not bound to one yet), IPv4 mapped. */
+static __always_inline void sock_src(struct bpf_sock *sk, const int family, __u32 *a)
+{
+	if (family == AF_INET) {
+		a[0] = a[1] = 0;
+		a[3] = sock_src_ip4(sk);
+		a[2] = a[3] ? bpf_htonl(0x0000ffff) : 0;
+	} else {
+		sock_src_ip6(sk, a);
+	}
+}
+
+static __always_inline bool addr_unset(const __u32 *a)
+{
+	return !(a[0] | a[1] | a[2] | a[3]);
+}
+
+/* The source the query will carry as the listener sees it (IPv4 mapped): the one its sendmsg's
+ * PKTINFO names, else the socket's bound one, else the listener's own (the kernel's choice for
+ * a loopback destination). The resolver looks the client up by it and the port.
+ */
+static __always_inline void dns_source(struct bpf_sock_addr *ctx, struct bpf_sock *sk,
+				       const int family, __u8 hook, const __u32 *to, __u32 *src)
+{
+	msg_src(ctx, family, hook, src);
+	if (addr_unset(src))
+		sock_src(sk, family, src);
+	if (addr_unset(src) ||
+	    (!src[0] && !src[1] && src[2] == bpf_htonl(0x0000ffff) && !src[3])) /* 0.0.0.0 */
+		__builtin_memcpy(src, to, 16);
+}
+
 /* Where to steer this socket: the listener's address as the socket can reach it. */
 static __always_inline bool dns_target(const struct egret_dns_listener *l, const struct flow *f,
 				       __u32 *to, __u16 *port)
@@ -139,6 +207,7 @@ static __always_inline bool dns_names_listener(struct bpf_sock_addr *ctx, const 
 {
 	const struct egret_dns_listener *l;
 	__u64 cookie;
+	bool v4, v6;
 
 	if (f->addr[0] || f->addr[1] || (f->protocol != IPPROTO_UDP && f->protocol != IPPROTO_TCP))
 		return false;
@@ -152,9 +221,14 @@ static __always_inline bool dns_names_listener(struct bpf_sock_addr *ctx, const 
 	l = bpf_map_lookup_elem(&dns_listeners, &cookie);
 	if (!l)
 		return false;
-	if (f->addr[2])
-		return l->port4 && f->port == bpf_ntohs(l->port4);
-	return l->port6 && f->port == bpf_ntohs(l->port6);
+	v4 = l->port4 && f->port == bpf_ntohs(l->port4);
+	v6 = l->port6 && f->port == bpf_ntohs(l->port6);
+	/* 0.0.0.0 or :: may reach either: a socket bound to a v4-mapped address connecting to ::
+	 * is connected to 127.0.0.1
+	 */
+	if (!f->addr[3])
+		return v4 || v6;
+	return f->addr[2] ? v4 : v6;
 }
 
 /* A query to port 53: steer it to the resolver, or refuse it when the namespace has none. */
@@ -183,6 +257,7 @@ static __always_inline int dns_redirect(struct bpf_sock_addr *ctx, const int fam
 		goto refuse;
 	ck.netns = cookie;
 	ck.port = (__u16)sock_src_port(sk);
+	dns_source(ctx, sk, family, hook, to, ck.addr);
 	c.ts_ns = bpf_ktime_get_boot_ns();
 	__builtin_memcpy(c.orig_addr, f->addr, sizeof(c.orig_addr));
 	c.orig_port = f->port;
@@ -202,6 +277,28 @@ refuse:
 	counter_verdict(hook, d.verdict);
 	egress_report(f, sandbox_id, hook, &d, (__u16)ctx->type);
 	netns_report(cookie, sandbox_id);
+	return SK_DROP;
+}
+
+/* A datagram of a socket steered at its connect, sent with ancillary data: one whose PKTINFO
+ * names a source other than the socket's would reach the resolver from another socket's
+ * address and port, to be taken for that socket's sandbox. Refused.
+ */
+static __always_inline int dns_source_kept(struct bpf_sock_addr *ctx, const int family, __u8 hook,
+					   const struct flow *f, __u64 sandbox_id)
+{
+	struct decision d = { .verdict = EGRET_VERDICT_DENY, .reason = EGRET_REASON_DNS_SOURCE };
+	__u32 named[4], own[4];
+	struct bpf_sock *sk = ctx->sk;
+
+	msg_src(ctx, family, hook, named);
+	if (addr_unset(named) || !sk)
+		return SK_PASS;
+	sock_src(sk, family, own);
+	if (addr_eq(named, own))
+		return SK_PASS;
+	counter_verdict(hook, d.verdict);
+	egress_report(f, sandbox_id, hook, &d, (__u16)ctx->type);
 	return SK_DROP;
 }
 

@@ -139,7 +139,8 @@ static __always_inline int egress_sock_addr(struct bpf_sock_addr *ctx, const int
 		m = bpf_sk_storage_get(&sock_meta, ctx->sk, 0, 0);
 		if (m && m->dns_to_port && bpf_htons(f.port) == m->dns_to_port &&
 		    addr_eq(m->dns_to, f.addr))
-			return SK_PASS; /* steered to the resolver at its connect */
+			/* steered to the resolver at its connect, from the source it recorded */
+			return dns_source_kept(ctx, family, hook, &f, sandbox_id);
 		m = NULL;
 	} else if ((f.port == EGRET_DNS_PORT &&
 		    (f.protocol == IPPROTO_UDP || f.protocol == IPPROTO_TCP)) ||

@@ -21,11 +21,15 @@ struct egret_dns_listener {
 	__u16 port6;	/* network order */
 };
 
-/* `dns_clients` key: the socket a redirected query came from, as the resolver sees it */
+/* `dns_clients` key: the socket a redirected query came from, as the resolver sees it: its
+ * source address as well as its port, since sockets on other local addresses (127.0.0.2, ::1
+ * beside 127.0.0.1) may hold the same port at once
+ */
 struct egret_dns_client_key {
-	__u64 netns; /* network namespace cookie */
-	__u16 port;  /* client source port, host order */
-	__u8 proto;  /* IPPROTO_UDP or IPPROTO_TCP */
+	__u64 netns;   /* network namespace cookie */
+	__u32 addr[4]; /* client source address, network order, IPv4 mapped */
+	__u16 port;    /* client source port, host order */
+	__u8 proto;    /* IPPROTO_UDP or IPPROTO_TCP */
 	__u8 pad[5];
 };
 
@@ -50,8 +54,10 @@ struct egret_dns_client {
  */
 static inline __u32 egret_dns_client_slot(const struct egret_dns_client_key *k)
 {
-	__u64 h = (k->netns ^ ((__u64)k->port << 8 | k->proto)) * 0x9e3779b97f4a7c15ull;
+	__u64 h = k->netns ^ ((__u64)k->port << 8 | k->proto) ^
+		  ((__u64)(k->addr[0] ^ k->addr[2]) << 32 | (k->addr[1] ^ k->addr[3]));
 
+	h *= 0x9e3779b97f4a7c15ull;
 	return (__u32)(h >> (64 - EGRET_DNS_CLIENT_GEN_BITS));
 }
 

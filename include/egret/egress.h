@@ -27,6 +27,7 @@ enum egret_reason {
 	EGRET_REASON_NO_POLICY = 8,
 	EGRET_REASON_NO_RESOLVER = 9, /* DNS: no resolver listener in this network namespace */
 	EGRET_REASON_PROTOCOL = 10,   /* a device's frame that is neither IP nor ARP */
+	EGRET_REASON_DNS_SOURCE = 11, /* DNS: a source other than the steered socket's */
 };
 
 /* NetConnect.Hook */

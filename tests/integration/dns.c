@@ -1622,7 +1622,7 @@ static int query_on(int fd, const void *to, socklen_t tolen, const char *wire, s
 
 	memcpy(q + 12, wire, wlen);
 	memcpy(q + 12 + wlen, "\0\1\0\1", 4);
-	if (sendto(fd, q, n, 0, (const struct sockaddr *)to, tolen) != (ssize_t)n)
+	if (sendto(fd, q, n, 0, tolen ? (const struct sockaddr *)to : NULL, tolen) != (ssize_t)n)
 		return 100;
 	while (poll(&p, 1, 3000) == 1) {
 		if (recv(fd, buf, sizeof(buf), 0) >= 12 && buf[0] == q[0] && buf[1] == q[1])
@@ -1640,46 +1640,88 @@ static int shared_query(uint16_t id)
 	return query_on(shared_fd, &sa, sizeof(sa), "\7blocked\4test", 14, id);
 }
 
-/* A child whose queries on one socket (made in its first sandbox: a socket runs the hooks of
- * the cgroup it was made in) wait for the test's word on go[0]: each turn's rcode (the last of
- * its n queries that differs from want, or want) goes back on done[1].
+/* A child that takes turns at the test's word: step(turn) runs in it, its result (0-255) goes
+ * back. Between turns the test may move it to another sandbox (a sandbox cannot move itself).
  */
-static void moving_sender(const int *go, const int *done)
+struct turns {
+	int go[2], done[2];
+	pid_t pid;
+	int turn;
+};
+
+static void turns_start(struct turns *t, int (*step)(int turn))
 {
-	static const uint8_t want[3] = { 0, 5, 0 }, n[3] = { 4, 2, 1 };
-	uint8_t c, got;
+	signal(SIGPIPE, SIG_IGN); /* a child gone: write() fails instead */
+	cr_assert_eq(pipe(t->go), 0);
+	cr_assert_eq(pipe(t->done), 0);
+	t->turn = 0;
+	t->pid = fork();
+	cr_assert_geq(t->pid, 0);
+	if (t->pid == 0) {
+		uint8_t c;
 
-	for (int t = 0; t < 3 && read(go[0], &c, 1) == 1; t++) {
-		if (shared_fd < 0)
-			shared_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		got = want[t];
-		for (int i = 0; i < n[t]; i++) {
-			int rc = shared_query((uint16_t)(0x3100 + t * 16 + i));
-
-			if (rc != want[t])
-				got = (uint8_t)rc;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(t->go[1]);
+		close(t->done[0]);
+		for (int n = 0; read(t->go[0], &c, 1) == 1; n++) {
+			c = (uint8_t)step(n);
+			if (write(t->done[1], &c, 1) != 1)
+				break;
 		}
-		if (write(done[1], &got, 1) != 1)
-			break;
+		_exit(0);
 	}
-	_exit(0);
+	/* the child's ends: a child gone ends the test's reads at once */
+	close(t->go[0]);
+	close(t->done[1]);
 }
 
-/* the child moved into path by the test (a sandbox cannot move itself), then its turn: rcode */
-static int moved_turn(pid_t pid, const char *path, const int *go, const int *done)
+/* the child moved into path (NULL: where it is), then its next turn: the step's result, -1 */
+static int turns_take(struct turns *t, const char *path)
 {
-	uint8_t c = 1, rc = 200;
+	uint8_t c = 1, rc;
 
-	if (cgroup__join(path, pid) || write(go[1], &c, 1) != 1 || read(done[0], &rc, 1) != 1)
+	if ((path && cgroup__join(path, t->pid)) || write(t->go[1], &c, 1) != 1 ||
+	    read(t->done[0], &rc, 1) != 1)
 		return -1;
 	return rc;
+}
+
+static void turns_end(struct turns *t)
+{
+	kill(t->pid, SIGKILL);
+	waitpid(t->pid, NULL, 0);
+	close(t->go[1]);
+	close(t->done[0]);
+}
+
+/* Queries on one socket, made at the first turn (in the child's first sandbox: a socket runs
+ * the hooks of the cgroup it was made in): four, then two, then one; the last rcode of a turn
+ * that differs from the turn's wanted one (0, 5, 0), or that.
+ */
+static int moving_sender(int turn)
+{
+	static const uint8_t want[3] = { 0, 5, 0 }, n[3] = { 4, 2, 1 };
+	uint8_t got;
+
+	if (turn > 2)
+		return 255;
+	if (shared_fd < 0)
+		shared_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	got = want[turn];
+	for (int i = 0; i < n[turn]; i++) {
+		int rc = shared_query((uint16_t)(0x3100 + turn * 16 + i));
+
+		if (rc != want[turn])
+			got = (uint8_t)rc;
+	}
+	return got;
 }
 
 Test(dns, a_sockets_sender_that_changes_is_seen_at_its_next_query)
 {
 	char out[8192];
-	int go[2], done[2], rc;
-	pid_t pid;
+	struct turns t;
+	int rc;
 
 	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "box", "domain",
 			      "blocked.test", NULL),
@@ -1694,28 +1736,12 @@ Test(dns, a_sockets_sender_that_changes_is_seen_at_its_next_query)
 	cr_assert_eq(sandbox_path(T, "box", box_path, sizeof(box_path)), 0);
 	cr_assert_eq(sandbox_path(T, "other", other_path, sizeof(other_path)), 0);
 	usleep(1100000); /* egretd trusts the kernel's counters from a second after its start */
-	signal(SIGPIPE, SIG_IGN); /* a child gone: write() fails instead */
-	cr_assert_eq(pipe(go), 0);
-	cr_assert_eq(pipe(done), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		close(go[1]);
-		close(done[0]);
-		moving_sender(go, done);
-	}
-	/* the child's ends: a child gone ends the test's reads at once */
-	close(go[0]);
-	close(done[1]);
-	cr_expect_eq(moved_turn(pid, box_path, go, done), 0, "box's query was not answered");
-	rc = moved_turn(pid, other_path, go, done);
+	turns_start(&t, moving_sender);
+	cr_expect_eq(turns_take(&t, box_path), 0, "box's query was not answered");
+	rc = turns_take(&t, other_path);
 	cr_expect_eq(rc, 5, "moved to other, the process was answered as box's (%d)", rc);
-	cr_expect_eq(moved_turn(pid, box_path, go, done), 0, "back in box, it was not answered");
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	close(go[1]);
-	close(done[0]);
+	cr_expect_eq(turns_take(&t, box_path), 0, "back in box, it was not answered");
+	turns_end(&t);
 	cr_expect_geq(status_count(" clients known without a look-up"), 3,
 		      "box's repeats were not answered from what was read of their sender");
 }
@@ -1818,6 +1844,120 @@ Test(dns, a_query_from_a_port_another_sandbox_used_is_judged_as_its_sender)
 	ev = events_find(&evs, is_blocked_from_other, NULL, NULL);
 	cr_expect_not(ev->dns_query->allowed);
 	events_free(&evs);
+}
+
+/* The same port on another local address: a sandbox holds a socket on 127.0.0.2:TAKEN_PORT,
+ * connected to port 53 (so steered, and its later datagrams run no hook), while box asks from
+ * 127.0.0.1:TAKEN_PORT. The resolver tells them apart by address and port, and a datagram whose
+ * PKTINFO names box's address instead of its socket's is refused in the kernel.
+ */
+static int alias_fd = -1;
+
+static int aliased_sender(int turn)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(TAKEN_PORT) };
+	struct sockaddr_in up = { .sin_family = AF_INET, .sin_port = htons(53) };
+	uint8_t q[64] = { 0x36, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
+	char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))] = { 0 };
+	struct iovec iov = { .iov_base = q, .iov_len = 12 + 14 + 4 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct in_pktinfo *pi;
+	struct cmsghdr *cm;
+
+	if (turn == 0) { /* made in other: bound to 127.0.0.2, connected (steered) */
+		alias_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		inet_pton(AF_INET, "127.0.0.2", &me.sin_addr);
+		inet_pton(AF_INET, UPSTREAM, &up.sin_addr);
+		if (bind(alias_fd, (struct sockaddr *)&me, sizeof(me)) ||
+		    connect(alias_fd, (struct sockaddr *)&up, sizeof(up)))
+			return 101;
+		return 0;
+	}
+	if (turn == 1) /* blocked.test on the connected socket: no hook runs */
+		return query_on(alias_fd, &up, 0, "\7blocked\4test", 14, 0x3601);
+	/* the same, naming box's source 127.0.0.1 with IP_PKTINFO: 200 when the kernel refuses */
+	memcpy(q + 12, "\7blocked\4test\0\0\1\0\1", 18);
+	mh.msg_control = cbuf;
+	mh.msg_controllen = sizeof(cbuf);
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = IPPROTO_IP;
+	cm->cmsg_type = IP_PKTINFO;
+	cm->cmsg_len = CMSG_LEN(sizeof(*pi));
+	pi = (struct in_pktinfo *)CMSG_DATA(cm);
+	pi->ipi_spec_dst.s_addr = htonl(INADDR_LOOPBACK);
+	if (sendmsg(alias_fd, &mh, 0) < 0)
+		return errno == EPERM ? 200 : 102;
+	return query_on(alias_fd, &up, 0, "\7blocked\4test", 14, 0x3602) == 0 ? 0 : 103;
+}
+
+/* From box's port on 127.0.0.1, in a socket of ::ffff:127.0.0.1 not bound v6-only: connect to
+ * [::] at the IPv4 listener's port (the kernel connects it to 127.0.0.1) and ask blocked.test.
+ */
+static int mapped_any_connect(void *arg)
+{
+	struct sockaddr_in6 me = { .sin6_family = AF_INET6, .sin6_port = htons(TAKEN_PORT) };
+	struct sockaddr_in6 to = { .sin6_family = AF_INET6, .sin6_port = taken_listener.port4 };
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+	(void)arg;
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &me.sin6_addr);
+	if (bind(fd, (struct sockaddr *)&me, sizeof(me)))
+		return 101;
+	if (connect(fd, (struct sockaddr *)&to, sizeof(to))) {
+		close(fd);
+		return 201; /* refused or unreachable: not answered */
+	}
+	rc = query_on(fd, &to, 0, "\7blocked\4test", 14, 0x3701);
+	close(fd);
+	return rc;
+}
+
+/* box asks blocked.test from 127.0.0.1:TAKEN_PORT */
+static int box_on_taken_port(void *arg)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(TAKEN_PORT) };
+	struct sockaddr_in up = { .sin_family = AF_INET, .sin_port = htons(53) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc;
+
+	(void)arg;
+	me.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	inet_pton(AF_INET, UPSTREAM, &up.sin_addr);
+	if (bind(fd, (struct sockaddr *)&me, sizeof(me)))
+		return 101;
+	rc = query_on(fd, &up, sizeof(up), "\7blocked\4test", 14, 0x3501);
+	close(fd);
+	return rc;
+}
+
+Test(dns, a_query_from_the_same_port_on_another_address_is_judged_as_its_sender)
+{
+	char out[8192], other_cg[PATH_MAX];
+	struct turns t;
+	int rc;
+
+	taken_listener = listener_here();
+	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "box", "domain",
+			      "blocked.test", NULL),
+		     0, "%s", out);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "allow", "--sandbox", "other", "::", NULL), 0,
+		     "%s", out);
+	cr_assert_eq(dig("other", out, sizeof(out), UPSTREAM, "allowed.test", false), 0, "%s", out);
+	cr_assert_eq(sandbox_path(T, "other", other_cg, sizeof(other_cg)), 0);
+	turns_start(&t, aliased_sender);
+	cr_assert_eq(turns_take(&t, other_cg), 0, "other's socket on 127.0.0.2 not connected");
+	cr_assert_eq(in_sandbox(T, "box", box_on_taken_port, NULL), 0,
+		     "box's query from 127.0.0.1 was not answered");
+	rc = turns_take(&t, NULL);
+	cr_expect_eq(rc, 5, "other, from 127.0.0.2 on box's port, was answered as box (%d)", rc);
+	rc = turns_take(&t, NULL);
+	cr_expect_eq(rc, 200, "other, naming box's address with IP_PKTINFO, was not refused (%d)",
+		     rc);
+	turns_end(&t);
+	/* box's record (127.0.0.1 and its port) stays; a socket on that address and port that
+	 * reaches the listener by [::] from a v4-mapped bind is never answered as box
+	 */
+	rc = in_sandbox(T, "other", mapped_any_connect, NULL);
+	cr_expect_neq(rc, 0, "other, connected to [::] from ::ffff:127.0.0.1, was answered as box");
 }
 
 /* A query for allowed.test with three TSIG records in its additional section. */

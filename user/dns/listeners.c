@@ -552,6 +552,21 @@ void resolver__sandbox_gone(struct resolver *r, uint64_t sandbox)
 	}
 }
 
+/* A query's source: its address (network order, IPv4 mapped) and port (network order). */
+static uint16_t query_source(const struct sockaddr_storage *ss, uint32_t *addr)
+{
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
+
+		addr[0] = addr[1] = 0;
+		addr[2] = htonl(0x0000ffff);
+		addr[3] = s4->sin_addr.s_addr;
+		return s4->sin_port;
+	}
+	memcpy(addr, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	return ((const struct sockaddr_in6 *)ss)->sin6_port;
+}
+
 /* A device's query: which sandbox's, by the address and port it came from (dev_nat). */
 static bool device_client(struct resolver *r, const struct sockaddr_storage *ss, uint8_t proto,
 			  struct egret_dns_client *who)
@@ -559,18 +574,7 @@ static bool device_client(struct resolver *r, const struct sockaddr_storage *ss,
 	struct egret_dev_nat_key k = { .proto = proto };
 	struct egret_dev_nat v;
 
-	if (ss->ss_family == AF_INET) {
-		const struct sockaddr_in *s4 = (const struct sockaddr_in *)ss;
-
-		k.addr[2] = htonl(0x0000ffff);
-		k.addr[3] = s4->sin_addr.s_addr;
-		k.port = s4->sin_port;
-	} else {
-		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)ss;
-
-		memcpy(k.addr, &s6->sin6_addr, 16);
-		k.port = s6->sin6_port;
-	}
+	k.port = query_source(ss, k.addr);
 	if (r->m.dev_nat_fd < 0 || bpf_map_lookup_elem(r->m.dev_nat_fd, &k, &v) ||
 	    !v.client.sandbox_id)
 		return false;
@@ -634,7 +638,9 @@ static bool client_lookup(struct resolver *r, const struct egret_dns_client_key 
 	return true;
 }
 
-/* Which sandbox sent from this port? Only queries the kernel steered here are served. */
+/* Which sandbox sent from this address and port? Only queries the kernel steered here are
+ * served.
+ */
 bool listener__client(struct resolver *r, struct dns_listener *l, const struct sockaddr_storage *ss,
 		      uint8_t proto, struct egret_dns_client *who)
 {
@@ -646,8 +652,7 @@ bool listener__client(struct resolver *r, struct dns_listener *l, const struct s
 		r->st.outside++;
 		return false;
 	}
-	k.port = ntohs(ss->ss_family == AF_INET ? ((const struct sockaddr_in *)ss)->sin_port
-						: ((const struct sockaddr_in6 *)ss)->sin6_port);
+	k.port = ntohs(query_source(ss, k.addr));
 	if (client_lookup(r, &k, who))
 		return true;
 	r->st.outside++;

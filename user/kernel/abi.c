@@ -46,7 +46,7 @@ EGRET_ABI_SIZE(egret_signal_key, 8);
 EGRET_ABI_SIZE(egret_signal_sender, 24);
 EGRET_ABI_SIZE(egret_selftest, 264);
 EGRET_ABI_SIZE(egret_dns_listener, 24);
-EGRET_ABI_SIZE(egret_dns_client_key, 16);
+EGRET_ABI_SIZE(egret_dns_client_key, 32);
 EGRET_ABI_SIZE(egret_dns_client, 64);
 EGRET_ABI_SIZE(egret_dns_allow_key, 24);
 EGRET_ABI_SIZE(egret_dns_allow, 8);
