@@ -85,16 +85,33 @@ static __always_inline bool addr_unset(const __u32 *a)
 	return !(a[0] | a[1] | a[2] | a[3]);
 }
 
-/* The source the query will carry as the listener sees it (IPv4 mapped): the one its sendmsg's
- * PKTINFO names, else the socket's bound one, else the listener's own (the kernel's choice for
- * a loopback destination). The resolver looks the client up by it and the port.
+/* Does the sendmsg's PKTINFO name a source other than its socket's? For IPv4 any change counts,
+ * 0 included (the kernel then picks the source: 127.0.0.1 for the listener, whatever the
+ * socket is bound to); an IPv6 PKTINFO of :: leaves the socket's. Such a query would reach the
+ * resolver from an address and port another socket may have used: refused.
  */
-static __always_inline void dns_source(struct bpf_sock_addr *ctx, struct bpf_sock *sk,
-				       const int family, __u8 hook, const __u32 *to, __u32 *src)
+static __always_inline bool dns_source_named(struct bpf_sock_addr *ctx, struct bpf_sock *sk,
+					     const int family, __u8 hook)
 {
-	msg_src(ctx, family, hook, src);
-	if (addr_unset(src))
-		sock_src(sk, family, src);
+	__u32 named[4], own[4];
+
+	if (hook != EGRET_HOOK_SENDMSG4 && hook != EGRET_HOOK_SENDMSG6)
+		return false;
+	msg_src(ctx, family, hook, named);
+	sock_src(sk, family, own);
+	if (family == AF_INET6 && addr_unset(named))
+		return false;
+	return !addr_eq(named, own);
+}
+
+/* The source the query will carry as the listener sees it (IPv4 mapped), once
+ * dns_source_named() is false: the socket's bound one, else the listener's own (the kernel's
+ * choice for a loopback destination). The resolver looks the client up by it and the port.
+ */
+static __always_inline void dns_source(struct bpf_sock *sk, const int family, const __u32 *to,
+				       __u32 *src)
+{
+	sock_src(sk, family, src);
 	if (addr_unset(src) ||
 	    (!src[0] && !src[1] && src[2] == bpf_htonl(0x0000ffff) && !src[3])) /* 0.0.0.0 */
 		__builtin_memcpy(src, to, 16);
@@ -117,8 +134,8 @@ static __always_inline bool dns_target(const struct egret_dns_listener *l, const
 	return l->port6 != 0;
 }
 
-/* Bind a connecting socket to a port now, so the resolver can tell from the source port who
- * asked. bpf_bind() with port 0 defers the port to connect (IP_BIND_ADDRESS_NO_PORT), so pick
+/* Bind a connecting socket to a port now, so the resolver can tell from the source address and
+ * port who asked. bpf_bind() with port 0 defers the port to connect (IP_BIND_ADDRESS_NO_PORT), so pick
  * one from the ephemeral range and try again if it is taken.
  */
 static __always_inline int dns_bind(struct bpf_sock_addr *ctx, const int family, const __u32 *to)
@@ -201,7 +218,7 @@ static __always_inline int dns_client_write(const struct egret_dns_client_key *c
  * which the kernel sends to them) and the listener's port? Such a query is steered and
  * recorded as one to port 53 is: otherwise a sandbox allowed to reach loopback could send
  * from a port another sandbox's query used and be answered as that sandbox (dns_clients is
- * keyed by the port and outlives the socket).
+ * keyed by address and port and outlives the socket).
  */
 static __always_inline bool dns_names_listener(struct bpf_sock_addr *ctx, const struct flow *f)
 {
@@ -245,6 +262,7 @@ static __always_inline int dns_redirect(struct bpf_sock_addr *ctx, const int fam
 	__u64 cookie = bpf_get_netns_cookie(ctx);
 	__u16 port;
 	__u32 to[4];
+	bool again;
 
 	l = bpf_map_lookup_elem(&dns_listeners, &cookie);
 	sk = ctx->sk;
@@ -255,21 +273,37 @@ static __always_inline int dns_redirect(struct bpf_sock_addr *ctx, const int fam
 		goto refuse;
 	if (connecting && !sock_src_port(sk) && dns_bind(ctx, family, to))
 		goto refuse;
+	if (dns_source_named(ctx, sk, family, hook)) {
+		d.reason = EGRET_REASON_DNS_SOURCE;
+		goto refuse;
+	}
+	/* a socket steered at its connect that names the listener again (a dual-stack socket's
+	 * send to a v4-mapped peer comes here with its peer) asked the server it asked then
+	 */
+	again = m->dns_orig_port && m->dns_to_port == port && addr_eq(m->dns_to, to) &&
+		bpf_htons(f->port) == port && addr_eq(f->addr, to);
 	ck.netns = cookie;
 	ck.port = (__u16)sock_src_port(sk);
-	dns_source(ctx, sk, family, hook, to, ck.addr);
+	dns_source(sk, family, to, ck.addr);
 	c.ts_ns = bpf_ktime_get_boot_ns();
-	__builtin_memcpy(c.orig_addr, f->addr, sizeof(c.orig_addr));
-	c.orig_port = f->port;
+	if (again) {
+		__builtin_memcpy(c.orig_addr, m->dns_orig, sizeof(c.orig_addr));
+		c.orig_port = bpf_ntohs(m->dns_orig_port);
+	} else {
+		__builtin_memcpy(c.orig_addr, f->addr, sizeof(c.orig_addr));
+		c.orig_port = f->port;
+	}
 	c.pid = bpf_get_current_pid_tgid() >> 32;
 	c.tid = (__u32)bpf_get_current_pid_tgid();
 	bpf_get_current_comm(c.comm, sizeof(c.comm));
 	if (dns_client_write(&ck, &c))
 		goto refuse; /* as if there were no resolver: it cannot be told who asks */
-	__builtin_memcpy(m->dns_orig, f->addr, sizeof(m->dns_orig));
-	m->dns_orig_port = bpf_htons(f->port);
-	__builtin_memcpy(m->dns_to, to, sizeof(m->dns_to));
-	m->dns_to_port = port;
+	if (!again) {
+		__builtin_memcpy(m->dns_orig, f->addr, sizeof(m->dns_orig));
+		m->dns_orig_port = bpf_htons(f->port);
+		__builtin_memcpy(m->dns_to, to, sizeof(m->dns_to));
+		m->dns_to_port = port;
+	}
 	dns_rewrite(ctx, family, to, port);
 	counter_verdict(hook, EGRET_VERDICT_ALLOW);
 	return SK_PASS;
@@ -288,14 +322,9 @@ static __always_inline int dns_source_kept(struct bpf_sock_addr *ctx, const int 
 					   const struct flow *f, __u64 sandbox_id)
 {
 	struct decision d = { .verdict = EGRET_VERDICT_DENY, .reason = EGRET_REASON_DNS_SOURCE };
-	__u32 named[4], own[4];
 	struct bpf_sock *sk = ctx->sk;
 
-	msg_src(ctx, family, hook, named);
-	if (addr_unset(named) || !sk)
-		return SK_PASS;
-	sock_src(sk, family, own);
-	if (addr_eq(named, own))
+	if (!sk || !dns_source_named(ctx, sk, family, hook))
 		return SK_PASS;
 	counter_verdict(hook, d.verdict);
 	egress_report(f, sandbox_id, hook, &d, (__u16)ctx->type);

@@ -1853,41 +1853,64 @@ Test(dns, a_query_from_a_port_another_sandbox_used_is_judged_as_its_sender)
  */
 static int alias_fd = -1;
 
+/* blocked.test on alias_fd with IP_PKTINFO naming spec as the source, to up (NULL: the
+ * socket's peer): 200 when the kernel refuses it, else 0 if answered, 103 if not
+ */
+static int pktinfo_query(const struct sockaddr_in *up, in_addr_t spec, uint16_t id)
+{
+	uint8_t q[64] = { (uint8_t)(id >> 8), (uint8_t)id, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
+	char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))] = { 0 };
+	struct iovec iov = { .iov_base = q, .iov_len = 12 + 14 + 4 };
+	struct msghdr mh = { .msg_name = (void *)up,
+			     .msg_namelen = up ? sizeof(*up) : 0,
+			     .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf) };
+	struct pollfd p = { .fd = alias_fd, .events = POLLIN };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	struct in_pktinfo pi = { .ipi_spec_dst.s_addr = spec };
+	uint8_t buf[512];
+
+	memcpy(q + 12, "\7blocked\4test\0\0\1\0\1", 18);
+	cm->cmsg_level = IPPROTO_IP;
+	cm->cmsg_type = IP_PKTINFO;
+	cm->cmsg_len = CMSG_LEN(sizeof(pi));
+	memcpy(CMSG_DATA(cm), &pi, sizeof(pi));
+	if (sendmsg(alias_fd, &mh, 0) < 0)
+		return errno == EPERM ? 200 : 102;
+	while (poll(&p, 1, 3000) == 1) {
+		if (recv(alias_fd, buf, sizeof(buf), 0) >= 12 && buf[0] == q[0] && buf[1] == q[1])
+			return buf[3] & 0x0f ? 104 : 0;
+	}
+	return 103;
+}
+
 static int aliased_sender(int turn)
 {
 	struct sockaddr_in me = { .sin_family = AF_INET, .sin_port = htons(TAKEN_PORT) };
 	struct sockaddr_in up = { .sin_family = AF_INET, .sin_port = htons(53) };
-	uint8_t q[64] = { 0x36, 0, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 };
-	char cbuf[CMSG_SPACE(sizeof(struct in_pktinfo))] = { 0 };
-	struct iovec iov = { .iov_base = q, .iov_len = 12 + 14 + 4 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	struct in_pktinfo *pi;
-	struct cmsghdr *cm;
 
-	if (turn == 0) { /* made in other: bound to 127.0.0.2, connected (steered) */
+	inet_pton(AF_INET, UPSTREAM, &up.sin_addr);
+	switch (turn) {
+	case 0: /* made in other: bound to 127.0.0.2, connected (steered) */
 		alias_fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 		inet_pton(AF_INET, "127.0.0.2", &me.sin_addr);
-		inet_pton(AF_INET, UPSTREAM, &up.sin_addr);
 		if (bind(alias_fd, (struct sockaddr *)&me, sizeof(me)) ||
 		    connect(alias_fd, (struct sockaddr *)&up, sizeof(up)))
 			return 101;
 		return 0;
-	}
-	if (turn == 1) /* blocked.test on the connected socket: no hook runs */
+	case 1: /* blocked.test on the connected socket: no hook runs */
 		return query_on(alias_fd, &up, 0, "\7blocked\4test", 14, 0x3601);
-	/* the same, naming box's source 127.0.0.1 with IP_PKTINFO: 200 when the kernel refuses */
-	memcpy(q + 12, "\7blocked\4test\0\0\1\0\1", 18);
-	mh.msg_control = cbuf;
-	mh.msg_controllen = sizeof(cbuf);
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = IPPROTO_IP;
-	cm->cmsg_type = IP_PKTINFO;
-	cm->cmsg_len = CMSG_LEN(sizeof(*pi));
-	pi = (struct in_pktinfo *)CMSG_DATA(cm);
-	pi->ipi_spec_dst.s_addr = htonl(INADDR_LOOPBACK);
-	if (sendmsg(alias_fd, &mh, 0) < 0)
-		return errno == EPERM ? 200 : 102;
-	return query_on(alias_fd, &up, 0, "\7blocked\4test", 14, 0x3602) == 0 ? 0 : 103;
+	case 2: /* naming box's source 127.0.0.1 */
+		return pktinfo_query(NULL, htonl(INADDR_LOOPBACK), 0x3602);
+	case 3: /* naming no source: the kernel would pick 127.0.0.1 */
+		return pktinfo_query(NULL, 0, 0x3603);
+	case 4: /* the same with an address, so as to write a record under box's source */
+		return pktinfo_query(&up, htonl(INADDR_LOOPBACK), 0x3604);
+	default:
+		return 255;
+	}
 }
 
 /* From box's port on 127.0.0.1, in a socket of ::ffff:127.0.0.1 not bound v6-only: connect to
@@ -1949,10 +1972,16 @@ Test(dns, a_query_from_the_same_port_on_another_address_is_judged_as_its_sender)
 		     "box's query from 127.0.0.1 was not answered");
 	rc = turns_take(&t, NULL);
 	cr_expect_eq(rc, 5, "other, from 127.0.0.2 on box's port, was answered as box (%d)", rc);
-	rc = turns_take(&t, NULL);
-	cr_expect_eq(rc, 200, "other, naming box's address with IP_PKTINFO, was not refused (%d)",
-		     rc);
+	for (int i = 0; i < 3; i++) {
+		static const char *const how[] = { "naming box's address", "naming no address",
+						   "naming box's address, with a destination" };
+
+		rc = turns_take(&t, NULL);
+		cr_expect_eq(rc, 200, "other's IP_PKTINFO %s was not refused (%d)", how[i], rc);
+	}
 	turns_end(&t);
+	/* and box's record stands: box asks again and is answered */
+	cr_expect_eq(in_sandbox(T, "box", box_on_taken_port, NULL), 0);
 	/* box's record (127.0.0.1 and its port) stays; a socket on that address and port that
 	 * reaches the listener by [::] from a v4-mapped bind is never answered as box
 	 */
