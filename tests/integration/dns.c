@@ -1989,6 +1989,48 @@ Test(dns, a_query_from_the_same_port_on_another_address_is_judged_as_its_sender)
 	cr_expect_neq(rc, 0, "other, connected to [::] from ::ffff:127.0.0.1, was answered as box");
 }
 
+/* A dual-stack socket connected to the upstream by its v4-mapped address: each send() reaches
+ * the IPv4 hooks naming the listener it was steered to, and must keep the server it asked (in
+ * the event and in what recvfrom() says sent the answer).
+ */
+static int dual_stack_connected(void *arg)
+{
+	struct sockaddr_in6 up = { .sin6_family = AF_INET6, .sin6_port = htons(53) }, from;
+	socklen_t flen = sizeof(from);
+	uint8_t q[64] = { 0x38, 0x01, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0 }, buf[512];
+	int fd = socket(AF_INET6, SOCK_DGRAM | SOCK_CLOEXEC, 0), off = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	char want[INET6_ADDRSTRLEN], got[INET6_ADDRSTRLEN];
+
+	(void)arg;
+	snprintf(want, sizeof(want), "::ffff:%s", UPSTREAM);
+	inet_pton(AF_INET6, want, &up.sin6_addr);
+	setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+	memcpy(q + 12, "\7allowed\4test\0\0\1\0\1", 18);
+	if (connect(fd, (struct sockaddr *)&up, sizeof(up)) || send(fd, q, 30, 0) != 30 ||
+	    poll(&p, 1, 3000) != 1 ||
+	    recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &flen) < 12)
+		return 101;
+	inet_ntop(AF_INET6, &from.sin6_addr, got, sizeof(got));
+	if (strcmp(got, want) || ntohs(from.sin6_port) != 53)
+		return 102; /* the answer seemed to come from another address */
+	return buf[3] & 0x0f;
+}
+
+Test(dns, a_dual_stack_socket_connected_to_an_ipv4_server_keeps_its_server)
+{
+	const Egret__V1__Event *ev;
+	struct events evs;
+
+	cr_assert_eq(in_sandbox(T, "box", dual_stack_connected, NULL), 0);
+	cr_assert_eq(events_wait(T->sink_path, is_dns, "allowed.test", 5000, &evs), 0);
+	ev = events_find(&evs, is_dns, "allowed.test", NULL);
+	cr_assert_not_null(ev);
+	cr_expect_str_eq(ev->dns_query->server, UPSTREAM ":53", "the server asked: %s",
+			 ev->dns_query->server);
+	events_free(&evs);
+}
+
 /* A query for allowed.test with three TSIG records in its additional section. */
 static size_t tsig_query(uint8_t *q, uint16_t id)
 {
