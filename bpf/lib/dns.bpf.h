@@ -135,8 +135,8 @@ static __always_inline bool dns_target(const struct egret_dns_listener *l, const
 }
 
 /* Bind a connecting socket to a port now, so the resolver can tell from the source address and
- * port who asked. bpf_bind() with port 0 defers the port to connect (IP_BIND_ADDRESS_NO_PORT), so pick
- * one from the ephemeral range and try again if it is taken.
+ * port who asked. bpf_bind() with port 0 defers the port to connect (IP_BIND_ADDRESS_NO_PORT),
+ * so pick one from the ephemeral range and try again if it is taken.
  */
 static __always_inline int dns_bind(struct bpf_sock_addr *ctx, const int family, const __u32 *to)
 {
