@@ -37,6 +37,13 @@ struct {
 } dev_nat SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, EGRET_DEV_LISTENERS_MAX);
+	__type(key, struct egret_dev_listener_key);
+	__type(value, __u8);
+} dev_listeners SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, EGRET_DEV_FRAGS_MAX);
 	__type(key, struct egret_dev_frag_key);
@@ -193,6 +200,22 @@ static __always_inline int dev_dns(struct __sk_buff *skb, const struct egret_dev
 	return TC_ACT_UNSPEC;
 }
 
+/* A DNS query: to port 53 of any server, or to an address and port egret's resolver listens on
+ * for devices (any device's: each is a host address the device may be allowed to reach). Each
+ * is steered, so every query the resolver gets from a device was recorded by its own device.
+ */
+static __always_inline bool dev_is_dns(const struct pkt *p)
+{
+	struct egret_dev_listener_key k = { .port = bpf_htons(p->f.port) };
+
+	if (p->later_frag || (p->f.protocol != IPPROTO_UDP && p->f.protocol != IPPROTO_TCP))
+		return false;
+	if (p->f.port == EGRET_DNS_PORT)
+		return true;
+	__builtin_memcpy(k.addr, p->f.addr, sizeof(k.addr));
+	return bpf_map_lookup_elem(&dev_listeners, &k) != NULL;
+}
+
 /* A later fragment carries no ports: it passes when its datagram's first fragment did. */
 static __always_inline bool dev_frag_passed(struct __sk_buff *skb, const struct pkt *p)
 {
@@ -247,8 +270,7 @@ static __always_inline int device_out(struct __sk_buff *skb)
 	}
 	if (dev_link_local(&p))
 		return TC_ACT_UNSPEC;
-	if (!p.later_frag && p.f.port == EGRET_DNS_PORT &&
-	    (p.f.protocol == IPPROTO_UDP || p.f.protocol == IPPROTO_TCP))
+	if (dev_is_dns(&p))
 		return dev_dns(skb, dev, &p);
 	if (p.later_frag && dev_frag_passed(skb, &p))
 		return dev_budget_pass(skb, dev, dev->sandbox_id[0]) ? TC_ACT_UNSPEC : TC_ACT_SHOT;

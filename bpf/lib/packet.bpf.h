@@ -14,6 +14,10 @@
 #define IPV6_ROUTING  43
 #define IPV6_FRAGMENT 44
 #define IPV6_DSTOPTS  60
+/* extension headers walked: what Linux sends (hop-by-hop, destination options, routing,
+ * fragment, destination options) and one more; a longer chain is not judged but dropped
+ */
+#define IPV6_EXT_MAX 6
 
 struct pkt {
 	struct flow f;	 /* the destination: family, protocol, address, port (0: none, or a
@@ -90,7 +94,7 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 	nh = ip6.nexthdr;
 	p->routes = nh == IPV6_HOPOPTS || nh == IPV6_ROUTING || nh == IPV6_DSTOPTS;
 	/* hop-by-hop, routing, fragment and destination options headers */
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < IPV6_EXT_MAX; i++) {
 		struct ipv6_opt_hdr oh;
 		struct frag_hdr fh;
 
@@ -112,6 +116,11 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 		off += (oh.hdrlen + 1) * 8;
 		nh = oh.nexthdr;
 	}
+	/* a chain longer than the walk: its protocol and ports are unknown (judged as the last
+	 * header read, a query past a sandbox's device would reach egret's resolver unsteered)
+	 */
+	if (nh == IPV6_HOPOPTS || nh == IPV6_ROUTING || nh == IPV6_FRAGMENT || nh == IPV6_DSTOPTS)
+		return false;
 	p->f.protocol = nh;
 	p->f.mapped = addr_is_v4(p->f.addr);
 	p->l4 = off;
@@ -119,7 +128,8 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 }
 
 /* Fill p from the IP header at l3 of a packet of ethertype proto (network order). False when
- * it is neither IPv4 nor IPv6, or cannot be read. A global function, verified once on its own:
+ * it is neither IPv4 nor IPv6, or cannot be read (nor its IPv6 extension headers walked, nor
+ * the ports of a TCP or UDP packet that is not a later fragment). A global function, verified once on its own:
  * its IPv6 header walk would otherwise multiply the states of every path after it.
  */
 __noinline bool pkt_parse(struct __sk_buff *skb, __u32 l3, __u32 proto, struct pkt *p)
@@ -148,10 +158,11 @@ __noinline bool pkt_parse(struct __sk_buff *skb, __u32 l3, __u32 proto, struct p
 	if (p->later_frag)
 		return true;
 	if (p->f.protocol == IPPROTO_TCP || p->f.protocol == IPPROTO_UDP) {
-		if (!pkt_load(skb, p->l4, ports, sizeof(ports))) {
-			p->sport = bpf_ntohs(ports[0]);
-			p->f.port = bpf_ntohs(ports[1]);
-		}
+		/* judged as port 0 it could pass a rule for any port, as a DNS query unsteered */
+		if (pkt_load(skb, p->l4, ports, sizeof(ports)))
+			return false;
+		p->sport = bpf_ntohs(ports[0]);
+		p->f.port = bpf_ntohs(ports[1]);
 	} else if (p->f.protocol == IPPROTO_ICMP || p->f.protocol == IPPROTO_ICMPV6) {
 		pkt_load(skb, p->l4, &p->icmp_type, 1);
 	}

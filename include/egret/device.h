@@ -8,11 +8,12 @@
 #ifndef EGRET_DEVICE_H
 #define EGRET_DEVICE_H
 
-#define EGRET_DEVICES_MAX     4096  /* devices egret judges */
-#define EGRET_DEV_SANDBOXES   4	    /* sandboxes sharing one device (a pod's containers) */
-#define EGRET_DEV_NAT_MAX     65536 /* DNS queries steered at a device, in flight (LRU) */
-#define EGRET_DEV_FRAGS_MAX   16384 /* fragmented datagrams whose first fragment passed (LRU) */
-#define EGRET_DEV_REPORTS_MAX 4096  /* (device, destination) denials reported this second */
+#define EGRET_DEVICES_MAX	4096  /* devices egret judges */
+#define EGRET_DEV_SANDBOXES	4     /* sandboxes sharing one device (a pod's containers) */
+#define EGRET_DEV_NAT_MAX	65536 /* DNS queries steered at a device, in flight (LRU) */
+#define EGRET_DEV_FRAGS_MAX	16384 /* fragmented datagrams whose first fragment passed (LRU) */
+#define EGRET_DEV_REPORTS_MAX	4096  /* (device, destination) denials reported this second */
+#define EGRET_DEV_LISTENERS_MAX 8192  /* resolver addresses for devices' DNS: 2 a device */
 
 /* The tc filter egretd installs on each device, at both hooks: its own priority and handle,
  * so that it never replaces or removes another's filter.
@@ -51,6 +52,17 @@ struct egret_dev_nat {
 	struct egret_dns_client client;
 	__u32 ifindex;
 	__u32 pad;
+};
+
+/* `dev_listeners` key: an address and port egret's resolver listens on for devices' DNS (its
+ * UDP and TCP sockets share the port). A packet a device sends there is a DNS query steered like
+ * one to port 53, so that the resolver learns its sender from the device it came through, never
+ * from a record another device's query left under the same source address and port.
+ */
+struct egret_dev_listener_key {
+	__u32 addr[4]; /* network order, IPv4 mapped */
+	__u16 port;    /* network order */
+	__u16 pad;
 };
 
 /* `dev_frags` key: a fragmented datagram whose first fragment passed */

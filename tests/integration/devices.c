@@ -510,38 +510,65 @@ static const char vm_policy[] = "mode enforce\n"
 				"}\n";
 
 static const uint8_t vm_mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
-static uint8_t tap_mac[6];
 
-/* tap0 in T with 10.201.0.1, the VM at 10.201.0.2 (its address known: no ARP), sandbox vm1's
- * cgroup made (the VMM would run there); the fd the VM's frames are written to.
+/* The taps made: tapN's fd, its Ethernet address (frames from its VM go there), its VM's
+ * address.
  */
-static int tap_setup(void)
-{
-	char path[PATH_MAX];
-	struct ifreq ifr = { 0 };
-	int fd, s;
+static struct tap {
+	int fd;
+	uint8_t mac[6];
+	char vm[16];
+} taps[2];
 
-	ip("ip tuntap add tap0 mode tap && ip addr add 10.201.0.1/24 dev tap0 && "
-	   "ip link set tap0 up && ip neigh add 10.201.0.2 lladdr 02:00:00:00:00:02 dev tap0 "
-	   "nud permanent");
-	cr_assert_eq(sandbox_path(T, "vm1", path, sizeof(path)), 0);
-	cr_assert_eq(mkdir_p(path, 0755), 0);
-	fd = tun_open("tap0", IFF_TAP);
-	cr_assert(fd >= 0, "cannot open tap0: %s", strerror(-fd));
-	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "tap0");
-	cr_assert_eq(ioctl(s, SIOCGIFHWADDR, &ifr), 0);
-	memcpy(tap_mac, ifr.ifr_hwaddr.sa_data, 6);
-	close(s);
-	return fd;
+static const struct tap *tap_of(int fd)
+{
+	for (size_t i = 0; i < sizeof(taps) / sizeof(taps[0]); i++) {
+		if (taps[i].vm[0] && taps[i].fd == fd)
+			return &taps[i];
+	}
+	cr_assert_fail("fd %d is no tap of the test's", fd);
+	return NULL;
 }
 
-/* A frame from the VM: Ethernet to tap0, then the IP packet. */
+/* tapN in T with 10.20(1+N).0.1, its VM at 10.20(1+N).0.2 (its address known: no ARP), the
+ * sandbox's cgroup made (the VMM would run there); the fd the VM's frames are written to.
+ */
+static int tap_make(int n, const char *sandbox)
+{
+	struct tap *t = &taps[n];
+	char path[PATH_MAX];
+	struct ifreq ifr = { 0 };
+	int s;
+
+	ip("ip tuntap add tap%d mode tap && ip addr add 10.%d.0.1/24 dev tap%d && "
+	   "ip link set tap%d up && ip neigh add 10.%d.0.2 lladdr 02:00:00:00:00:02 dev tap%d "
+	   "nud permanent",
+	   n, 201 + n, n, n, 201 + n, n);
+	cr_assert_eq(sandbox_path(T, sandbox, path, sizeof(path)), 0);
+	cr_assert_eq(mkdir_p(path, 0755), 0);
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "tap%d", n);
+	t->fd = tun_open(ifr.ifr_name, IFF_TAP);
+	cr_assert(t->fd >= 0, "cannot open %s: %s", ifr.ifr_name, strerror(-t->fd));
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(ioctl(s, SIOCGIFHWADDR, &ifr), 0);
+	memcpy(t->mac, ifr.ifr_hwaddr.sa_data, 6);
+	close(s);
+	snprintf(t->vm, sizeof(t->vm), "10.%d.0.2", 201 + n);
+	return t->fd;
+}
+
+/* tap0, sandbox vm1's */
+static int tap_setup(void)
+{
+	return tap_make(0, "vm1");
+}
+
+/* A frame from the VM: Ethernet to its tap, then the IP packet. */
 static void vm_send(int tap, uint16_t ethertype, const uint8_t *pkt, size_t len)
 {
 	uint8_t frame[1600];
 
-	memcpy(frame, tap_mac, 6);
+	memcpy(frame, tap_of(tap)->mac, 6);
 	memcpy(frame + 6, vm_mac, 6);
 	frame[12] = (uint8_t)(ethertype >> 8);
 	frame[13] = (uint8_t)ethertype;
@@ -554,20 +581,26 @@ static void vm_udp(int tap, const char *dst, uint16_t port)
 {
 	uint8_t pkt[128];
 
-	vm_send(tap, 0x0800, pkt, udp4(pkt, "10.201.0.2", 4444, dst, port, "vm", 2));
+	vm_send(tap, 0x0800, pkt, udp4(pkt, tap_of(tap)->vm, 4444, dst, port, "vm", 2));
 }
 
-/* A DNS query for name from the VM to server:53; the answer's first address (A), read from
- * the frames tap0 gives the VM: 0 when the server it asked answered, -1 when nothing came.
- */
-static int vm_resolve(int tap, const char *server, const char *name, char *addr, size_t size,
-		      uint8_t *rcode)
+/* Drop what the tap has for its VM. */
+static void tap_drain(int tap)
 {
-	uint8_t q[256], pkt[320], frame[2048];
+	struct pollfd p = { .fd = tap, .events = POLLIN };
+	uint8_t frame[2048];
+
+	while (poll(&p, 1, 200) == 1 && read(tap, frame, sizeof(frame)) > 0)
+		;
+}
+
+/* A DNS query (id 0xbeef) for name's A record into q (256 bytes); its length. */
+static size_t dns_query(uint8_t *q, const char *name)
+{
 	size_t n = 12;
 	const char *label = name;
 
-	memset(q, 0, sizeof(q));
+	memset(q, 0, 256);
 	q[0] = 0xbe;
 	q[1] = 0xef;
 	q[2] = 1; /* RD */
@@ -586,7 +619,19 @@ static int vm_resolve(int tap, const char *server, const char *name, char *addr,
 	q[n++] = 1; /* A */
 	q[n++] = 0;
 	q[n++] = 1; /* IN */
-	vm_send(tap, 0x0800, pkt, udp4(pkt, "10.201.0.2", 5353, server, 53, q, n));
+	return n;
+}
+
+/* A DNS query for name from the VM to server:53; the answer's first address (A), read from
+ * the frames its tap gives the VM: 0 when the server it asked answered, -1 when nothing came.
+ */
+static int vm_resolve(int tap, const char *server, const char *name, char *addr, size_t size,
+		      uint8_t *rcode)
+{
+	uint8_t q[256], pkt[320], frame[2048];
+	size_t n = dns_query(q, name);
+
+	vm_send(tap, 0x0800, pkt, udp4(pkt, tap_of(tap)->vm, 5353, server, 53, q, n));
 	for (int i = 0; i < 50; i++) {
 		struct pollfd p = { .fd = tap, .events = POLLIN };
 		ssize_t len;
@@ -671,6 +716,184 @@ Test(devices, a_vms_tap_named_by_the_policy_is_judged)
 	cr_expect_str_eq(addr, REMOTE);
 	vm_udp(tap, REMOTE, 7002);
 	cr_expect(got(r_dns, 2000), "the address an allowed answer gave the VM stays shut");
+}
+
+/* ---- two VMs: the resolver's address and port are no way to be taken for the other -------- */
+
+static const char two_vms_policy[] = "mode enforce\n"
+				     "sandbox vm1 {\n"
+				     "  interface tap0\n"
+				     "  allow 10.201.0.1/32\n" /* its gateway, any port */
+				     "  allow 10.202.0.1/32\n" /* the other VM's gateway too */
+				     "}\n"
+				     "sandbox vm2 {\n"
+				     "  interface tap1\n"
+				     "  allow domain *.allowed.test\n"
+				     "}\n";
+
+static bool dns_named(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_DNS_QUERY &&
+	       !strcmp(ev->dns_query->name, arg);
+}
+
+/* The port egret's resolver listens on at gw for its devices, as egretctl status says it
+ * ("DNS to gw:port"); 0 when it says none.
+ */
+static uint16_t resolver_port(const char *gw)
+{
+	char out[16384], want[64];
+	const char *at;
+	unsigned int port = 0;
+
+	snprintf(want, sizeof(want), "DNS to %s:", gw);
+	cr_assert_eq(egretctl(T, out, sizeof(out), "status", NULL), 0, "%s", out);
+	at = strstr(out, want);
+	if (!at || sscanf(at + strlen(want), "%u", &port) != 1 || port > 65535)
+		return 0;
+	return (uint16_t)port;
+}
+
+/* The attack: vm1, allowed to reach both gateways on any port, sends a query straight to the
+ * port egret's resolver listens on for each VM, from vm2's address and the port vm2's last
+ * query came from. The resolver knew a device's sandbox by that address and port (what the
+ * kernel recorded at vm2's query): it took vm1's query for vm2's, with vm2's names and budget.
+ * Now a packet a device sends to any of those ports is steered like one to port 53, and
+ * recorded as its own device's.
+ */
+Test(devices, a_query_sent_to_the_resolvers_port_is_judged_as_its_device)
+{
+	struct {
+		const char *gw;
+		uint16_t port;
+	} to[2] = { { "10.201.0.1", 0 }, { "10.202.0.1", 0 } };
+	const Egret__V1__Event *ev;
+	uint8_t q[256], pkt[320], rcode = 0xff;
+	char addr[64], name[64];
+	struct events evs;
+	int tap0, tap1;
+
+	tap0 = tap_make(0, "vm1");
+	harness_close_at_teardown(&tap0);
+	tap1 = tap_make(1, "vm2");
+	harness_close_at_teardown(&tap1);
+	start(two_vms_policy);
+	cr_assert(device_in_force("tap0") && device_in_force("tap1"), "the taps are not in force");
+	for (int i = 0; i < 2; i++) {
+		to[i].port = resolver_port(to[i].gw);
+		cr_assert_neq(to[i].port, 0, "no resolver for the VMs at %s", to[i].gw);
+	}
+	for (int i = 0; i < 2; i++) {
+		/* vm2 asks from 10.202.0.2:5353: answered as vm2 (the control), and the kernel's
+		 * record of that address and port is vm2's again before each attack (the answer to
+		 * the attack before went to vm2's address, from where vm1 sent it: not read as
+		 * this one's)
+		 */
+		tap_drain(tap1);
+		snprintf(name, sizeof(name), "a%d.allowed.test", i);
+		cr_assert_eq(vm_resolve(tap1, "203.0.113.53", name, addr, sizeof(addr), &rcode), 0,
+			     "no answer to vm2's query");
+		cr_expect_eq(rcode, 0, "vm2's allowed name: rcode %u", rcode);
+		cr_assert_eq(events_wait(T->sink_path, dns_named, name, 5000, &evs), 0);
+		ev = events_find(&evs, dns_named, name, NULL);
+		cr_expect_str_eq(ev->sandbox->name, "vm2");
+		cr_expect(ev->dns_query->allowed);
+		events_free(&evs);
+
+		snprintf(name, sizeof(name), "x%d.allowed.test", i);
+		vm_send(tap0, 0x0800, pkt,
+			udp4(pkt, "10.202.0.2", 5353, to[i].gw, to[i].port, q, dns_query(q, name)));
+		cr_assert_eq(events_wait(T->sink_path, dns_named, name, 5000, &evs), 0,
+			     "vm1's query to %s:%u never reached the resolver", to[i].gw,
+			     to[i].port);
+		ev = events_find(&evs, dns_named, name, NULL);
+		cr_expect_str_eq(ev->sandbox->name, "vm1",
+				 "vm1's query to %s:%u, from vm2's address and port, was taken "
+				 "for %s's",
+				 to[i].gw, to[i].port, ev->sandbox->name);
+		cr_expect_not(ev->dns_query->allowed, "vm1 has no domain rule: %s was allowed",
+			      name);
+		events_free(&evs);
+	}
+}
+
+/* An IPv6 UDP datagram from src:4444 to dst:dport behind nopts destination options headers
+ * (each 8 bytes of padding), its checksum right; its length.
+ */
+static size_t udp6_opts(uint8_t *buf, const char *src, const char *dst, uint16_t dport, int nopts,
+			const void *payload, size_t plen)
+{
+	size_t ulen = 8 + plen, off = 40;
+	uint8_t *u;
+	uint32_t sum = 0;
+
+	memset(buf, 0, 40 + (size_t)nopts * 8 + 8);
+	buf[0] = 0x60;
+	buf[4] = (uint8_t)(((size_t)nopts * 8 + ulen) >> 8);
+	buf[5] = (uint8_t)((size_t)nopts * 8 + ulen);
+	buf[6] = nopts ? 60 : IPPROTO_UDP;
+	buf[7] = 64;
+	inet_pton(AF_INET6, src, buf + 8);
+	inet_pton(AF_INET6, dst, buf + 24);
+	for (int i = 0; i < nopts; i++, off += 8) {
+		buf[off] = i + 1 < nopts ? 60 : IPPROTO_UDP;
+		buf[off + 2] = 1; /* PadN, 4 bytes */
+		buf[off + 3] = 4;
+	}
+	u = buf + off;
+	u[0] = 4444 >> 8;
+	u[1] = 4444 & 0xff;
+	u[2] = (uint8_t)(dport >> 8);
+	u[3] = (uint8_t)dport;
+	u[4] = (uint8_t)(ulen >> 8);
+	u[5] = (uint8_t)ulen;
+	memcpy(u + 8, payload, plen);
+	/* the pseudo-header (addresses, length, protocol), then the datagram */
+	for (int i = 8; i < 40; i += 2)
+		sum += (uint32_t)(buf[i] << 8 | buf[i + 1]);
+	sum += (uint32_t)ulen + IPPROTO_UDP;
+	for (size_t i = 0; i < ulen; i += 2)
+		sum += (uint32_t)(u[i] << 8 | (i + 1 < ulen ? u[i + 1] : 0));
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	u[6] = (uint8_t)((sum ? sum : 0xffff) >> 8);
+	u[7] = (uint8_t)(sum ? sum : 0xffff);
+	return off + ulen;
+}
+
+/* The attack: behind more IPv6 extension headers than egret walked, a datagram was judged as
+ * the last header read (protocol 60, port 0): a rule for any protocol passed it, and a DNS
+ * query to the gateway reached egret's resolver unsteered. A chain egret does not read to its
+ * end is dropped now; one it reads passes as before (the controls).
+ */
+Test(devices, a_datagram_behind_a_long_ipv6_header_chain_is_dropped)
+{
+	static const char policy[] =
+		"mode enforce\n"
+		"sandbox vm1 {\n"
+		"  interface tap0\n"
+		"  allow fd00:201::1/128\n" /* its gateway: any protocol, any port */
+		"}\n";
+	uint8_t pkt[256];
+	int tap, r;
+
+	tap = tap_setup();
+	harness_close_at_teardown(&tap);
+	ip("ip -6 addr add fd00:201::1/64 dev tap0 nodad");
+	r = udp_bind("fd00:201::1", 7003);
+	harness_close_at_teardown(&r);
+	cr_assert(r >= 0, "a listener on the gateway");
+	start(policy);
+	cr_assert(device_in_force("tap0"), "tap0 is not in force");
+	for (int n = 0; n <= 4; n += 4) {
+		vm_send(tap, 0x86dd, pkt,
+			udp6_opts(pkt, "fd00:201::2", "fd00:201::1", 7003, n, "vm", 2));
+		cr_expect(got(r, 2000),
+			  "control: behind %d options headers the datagram was dropped", n);
+	}
+	vm_send(tap, 0x86dd, pkt, udp6_opts(pkt, "fd00:201::2", "fd00:201::1", 7003, 7, "vm", 2));
+	cr_expect(!got(r, 1000), "behind 7 options headers the datagram passed unjudged");
 }
 
 static bool vm1_budget(const Egret__V1__Event *ev, const void *arg)

@@ -454,7 +454,8 @@ static void up_rig_init(struct up_rig *u, const char *policy)
 			      .clients_fd = -1,
 			      .client_gen_fd = -1,
 			      .allow_fd = -1,
-			      .dev_nat_fd = -1 };
+			      .dev_nat_fd = -1,
+			      .dev_listeners_fd = -1 };
 	char server[64];
 	socklen_t len;
 

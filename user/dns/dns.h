@@ -41,7 +41,8 @@ struct dns_maps {
 	int clients_fd;
 	int client_gen_fd; /* dns_client_gen, mapped to skip look-ups of dns_clients (-1: none) */
 	int allow_fd;
-	int dev_nat_fd; /* queries steered at a device (include/egret/device.h) */
+	int dev_nat_fd;	      /* queries steered at a device (include/egret/device.h) */
+	int dev_listeners_fd; /* where the resolver listens for devices: steered there too */
 };
 
 struct resolver;

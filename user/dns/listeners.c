@@ -316,6 +316,48 @@ static bool addr_mapped(const uint32_t addr[4])
 	return addr[0] == 0 && addr[1] == 0 && addr[2] == htonl(0x0000ffff);
 }
 
+/* The kernel steers what a device sends to l's address and port like a query to port 53
+ * (dev_listeners): 0, or -errno when it cannot (the listener is not used then: queries sent
+ * there directly would be judged by the record a query of another device left).
+ */
+static int device_steer(struct resolver *r, const struct dns_listener *l, bool add)
+{
+	struct egret_dev_listener_key k = { .port = htons(addr_mapped(l->addr) ? l->port4
+									       : l->port6) };
+	uint8_t one = 1;
+
+	if (r->m.dev_listeners_fd < 0)
+		return add ? -EBADF : 0;
+	memcpy(k.addr, l->addr, sizeof(k.addr));
+	if (add)
+		return bpf_map_update_elem(r->m.dev_listeners_fd, &k, &one, BPF_ANY) ? -errno : 0;
+	if (bpf_map_delete_elem(r->m.dev_listeners_fd, &k) && errno != ENOENT)
+		log_warn("dns: a device listener's address stays steered (%s)", strerror(errno));
+	return 0;
+}
+
+/* What reached l's sockets before its port was steered (a device guessing the port as it was
+ * bound): not recorded as its device's, so dropped.
+ */
+static void device_drain(struct dns_listener *l)
+{
+	char buf[16];
+
+	for (int i = 0; i < NSOCK; i++) {
+		int fd;
+
+		if (l->w[i].fd < 0)
+			continue;
+		if (i == UDP4 || i == UDP6) {
+			while (recv(l->w[i].fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC) >= 0)
+				;
+			continue;
+		}
+		while ((fd = accept4(l->w[i].fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+			close(fd);
+	}
+}
+
 int resolver__device_listener(struct resolver *r, const uint32_t addr[4], uint16_t *port)
 {
 	struct dns_listener *l = device_find(r, addr);
@@ -344,6 +386,16 @@ int resolver__device_listener(struct resolver *r, const uint32_t addr[4], uint16
 		listener__free(l);
 		return err;
 	}
+	err = device_steer(r, l, true);
+	if (err) {
+		for (int i = 0; i < NSOCK; i++) {
+			if (l->w[i].fd >= 0)
+				close(l->w[i].fd);
+		}
+		listener__free(l);
+		return err;
+	}
+	device_drain(l);
 	for (int i = 0; i < NSOCK; i++) {
 		l->w[i].fn = i == UDP4 || i == UDP6 ? on_udp : conn__on_accept;
 		l->w[i].data = l;
@@ -367,6 +419,7 @@ void resolver__device_release(struct resolver *r, const uint32_t addr[4])
 			continue;
 		if (--l->refs > 0)
 			return;
+		device_steer(r, l, false);
 		for (struct dns_query *q = r->pending; q; q = q->next) {
 			if (q->l == l) {
 				q->l = NULL;
@@ -685,10 +738,14 @@ static void on_udp(struct watch *w, uint32_t events)
  */
 void listener__forget_all(struct resolver *r)
 {
+	struct egret_dev_listener_key dk;
 	uint64_t key;
 
 	while (bpf_map_get_next_key(r->m.listeners_fd, NULL, &key) == 0)
 		bpf_map_delete_elem(r->m.listeners_fd, &key);
+	/* and the device listeners' ports, which a port of the host's may be now */
+	while (bpf_map_get_next_key(r->m.dev_listeners_fd, NULL, &dk) == 0)
+		bpf_map_delete_elem(r->m.dev_listeners_fd, &dk);
 }
 
 void listener__close_all(struct resolver *r)

@@ -527,6 +527,7 @@ int daemon__setup_dns(struct daemon *d)
 		.client_gen_fd = d->loader.maps.dns_client_gen,
 		.allow_fd = d->loader.maps.dns_allow,
 		.dev_nat_fd = d->loader.maps.dev_nat,
+		.dev_listeners_fd = d->loader.maps.dev_listeners,
 	};
 	int err = resolver__new(&d->resolver, &d->opt.dns, &m, &d->loop, &d->engine);
 

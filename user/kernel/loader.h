@@ -68,7 +68,7 @@ int loader__specs(struct loader_specs *out);
 #define LOADER_EGRESS_MAPS(X)                                                                \
 	X(events) X(counters) X(sock_meta) X(policy_v1) X(sandboxes) X(sandbox_rules)        \
 	X(sandbox_meta) X(dns_listeners) X(dns_clients) X(dns_client_gen) X(dns_allow) X(sock_flows)            \
-	X(netns_reported) X(losses) X(losses_reported) X(exec_lost) X(exec_lost_n) X(devices) X(dev_nat) X(dev_frags) X(dev_reported) \
+	X(netns_reported) X(losses) X(losses_reported) X(exec_lost) X(exec_lost_n) X(devices) X(dev_nat) X(dev_listeners) X(dev_frags) X(dev_reported) \
 	X(egress_budgets) X(egress_budget_n)
 #define LOADER_CONFINE_MAPS(X)                                                               \
 	X(task_sandbox) X(sandbox_pids) X(protected_tgids) X(doomed) X(compat_seen)          \
