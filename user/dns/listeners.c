@@ -756,6 +756,9 @@ void listener__close_all(struct resolver *r)
 		r->listeners = l->next;
 		/* queries are refused, not sent to a closed port, until the next egretd listens */
 		bpf_map_delete_elem(r->m.listeners_fd, &l->cookie);
+		/* a device's port, closed, may be a host service's next: no longer steered */
+		if (l->device)
+			device_steer(r, l, false);
 		listener_close(l);
 		listener__free(l);
 	}
