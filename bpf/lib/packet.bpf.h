@@ -129,8 +129,9 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 
 /* Fill p from the IP header at l3 of a packet of ethertype proto (network order). False when
  * it is neither IPv4 nor IPv6, or cannot be read (nor its IPv6 extension headers walked, nor
- * the ports of a TCP or UDP packet that is not a later fragment). A global function, verified once on its own:
- * its IPv6 header walk would otherwise multiply the states of every path after it.
+ * the ports of a TCP or UDP packet that is not a later fragment). A global function, verified
+ * once on its own: its IPv6 header walk would otherwise multiply the states of every path
+ * after it.
  */
 __noinline bool pkt_parse(struct __sk_buff *skb, __u32 l3, __u32 proto, struct pkt *p)
 {
