@@ -193,7 +193,15 @@ static __always_inline int dev_dns(struct __sk_buff *skb, const struct egret_dev
 	v.client.ts_ns = bpf_ktime_get_boot_ns();
 	__builtin_memcpy(v.client.orig_addr, p->f.addr, sizeof(v.client.orig_addr));
 	v.client.orig_port = p->f.port;
-	bpf_map_update_elem(&dev_nat, &k, &v, BPF_ANY);
+	/* the device's record (the answer's way back), then the resolver's (who asked): the query
+	 * goes on only with both written, never judged by an older sender's
+	 */
+	k.ifindex = skb->ifindex;
+	if (bpf_map_update_elem(&dev_nat, &k, &v, BPF_ANY))
+		return TC_ACT_SHOT;
+	k.ifindex = 0;
+	if (bpf_map_update_elem(&dev_nat, &k, &v, BPF_ANY))
+		return TC_ACT_SHOT;
 	if (dev_rewrite(skb, p, true, to, port, mac ? m : NULL))
 		return TC_ACT_SHOT;
 	counter_verdict(EGRET_HOOK_DEVICE, EGRET_VERDICT_ALLOW);
@@ -317,6 +325,7 @@ static __always_inline int device_in(struct __sk_buff *skb)
 	__builtin_memcpy(k.addr, p.f.addr, sizeof(k.addr));
 	k.port = bpf_htons(p.f.port);
 	k.proto = p.f.protocol;
+	k.ifindex = ifindex;
 	n = bpf_map_lookup_elem(&dev_nat, &k);
 	if (!n || n->ifindex != ifindex)
 		return TC_ACT_UNSPEC;

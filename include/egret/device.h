@@ -10,7 +10,7 @@
 
 #define EGRET_DEVICES_MAX	4096  /* devices egret judges */
 #define EGRET_DEV_SANDBOXES	4     /* sandboxes sharing one device (a pod's containers) */
-#define EGRET_DEV_NAT_MAX	65536 /* DNS queries steered at a device, in flight (LRU) */
+#define EGRET_DEV_NAT_MAX	65536 /* records of steered DNS queries in flight, 2 each (LRU) */
 #define EGRET_DEV_FRAGS_MAX	16384 /* fragmented datagrams whose first fragment passed (LRU) */
 #define EGRET_DEV_REPORTS_MAX	4096  /* (device, destination) denials reported this second */
 #define EGRET_DEV_LISTENERS_MAX 8192  /* resolver addresses for devices' DNS: 2 a device */
@@ -39,12 +39,18 @@ enum egret_dev_source {
 	EGRET_DEV_NAMESPACE = 2, /* a veth to a sandbox's network namespace */
 };
 
-/* `dev_nat` key: where a steered DNS query came from (the sandbox's address and port) */
+/* `dev_nat` key: where a steered DNS query came from (the sandbox's address and port). Each
+ * query is recorded twice: under its device, which egret_dev_in reads to give the answer back
+ * the server asked (another device sending from the same address and port cannot take that
+ * away), and under ifindex 0, which the resolver reads (it cannot tell the device a datagram
+ * came through).
+ */
 struct egret_dev_nat_key {
 	__u32 addr[4]; /* network order, IPv4 mapped */
 	__u16 port;    /* network order */
 	__u8 proto;    /* IPPROTO_UDP or IPPROTO_TCP */
 	__u8 pad;
+	__u32 ifindex; /* the device's; 0: the resolver's record */
 };
 
 /* `dev_nat` value: who asked and what server (as dns_clients has it), and on which device */

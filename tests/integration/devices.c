@@ -622,21 +622,25 @@ static size_t dns_query(uint8_t *q, const char *name)
 	return n;
 }
 
-/* A DNS query for name from the VM to server:53; the answer's first address (A), read from
- * the frames its tap gives the VM: 0 when the server it asked answered, -1 when nothing came.
- */
-static int vm_resolve(int tap, const char *server, const char *name, char *addr, size_t size,
-		      uint8_t *rcode)
-{
-	uint8_t q[256], pkt[320], frame[2048];
-	size_t n = dns_query(q, name);
+/* An answer the VM got: from where, its rcode, its first address (A) */
+struct vm_reply {
+	char src[INET_ADDRSTRLEN];
+	uint16_t sport;
+	uint8_t rcode;
+	char addr[INET_ADDRSTRLEN];
+};
 
-	vm_send(tap, 0x0800, pkt, udp4(pkt, tap_of(tap)->vm, 5353, server, 53, q, n));
-	for (int i = 0; i < 50; i++) {
+/* The next answer to DNS id its tap gives the VM at port 5353 (other frames are passed by),
+ * waiting at most ms: 0, or -1 when none came.
+ */
+static int vm_answer(int tap, uint16_t id, struct vm_reply *a, int ms)
+{
+	uint8_t frame[2048];
+
+	for (int i = 0; i < ms / 100; i++) {
 		struct pollfd p = { .fd = tap, .events = POLLIN };
-		ssize_t len;
 		const uint8_t *ip4, *udp, *dns;
-		char src[INET_ADDRSTRLEN];
+		ssize_t len;
 
 		if (poll(&p, 1, 100) != 1)
 			continue;
@@ -645,21 +649,42 @@ static int vm_resolve(int tap, const char *server, const char *name, char *addr,
 			continue;
 		ip4 = frame + 14;
 		udp = ip4 + (ip4[0] & 0x0f) * 4;
-		if (ip4[9] != IPPROTO_UDP || (udp[2] << 8 | udp[3]) != 5353)
-			continue;
 		dns = udp + 8;
-		inet_ntop(AF_INET, ip4 + 12, src, sizeof(src));
-		/* the answer comes from the server the VM asked, port 53 */
-		if (strcmp(src, server) || udp[0] != 0 || udp[1] != 53 || dns[0] != 0xbe)
-			return -2;
-		*rcode = dns[3] & 0x0f;
-		addr[0] = '\0';
+		if (ip4[9] != IPPROTO_UDP || (udp[2] << 8 | udp[3]) != 5353 ||
+		    (dns[0] << 8 | dns[1]) != id)
+			continue;
+		inet_ntop(AF_INET, ip4 + 12, a->src, sizeof(a->src));
+		a->sport = (uint16_t)(udp[0] << 8 | udp[1]);
+		a->rcode = dns[3] & 0x0f;
+		a->addr[0] = '\0';
 		/* the first answer's address: the last 4 bytes when it is one A record */
-		if (*rcode == 0 && dns[7] >= 1 && len >= 4)
-			inet_ntop(AF_INET, frame + len - 4, addr, size);
+		if (a->rcode == 0 && dns[7] >= 1)
+			inet_ntop(AF_INET, frame + len - 4, a->addr, sizeof(a->addr));
 		return 0;
 	}
 	return -1;
+}
+
+/* A DNS query for name from the VM to server:53; the answer's first address (A), read from
+ * the frames its tap gives the VM: 0 when the server it asked answered, -2 when the answer
+ * came from elsewhere, -1 when nothing came.
+ */
+static int vm_resolve(int tap, const char *server, const char *name, char *addr, size_t size,
+		      uint8_t *rcode)
+{
+	uint8_t q[256], pkt[320];
+	size_t n = dns_query(q, name);
+	struct vm_reply a;
+
+	vm_send(tap, 0x0800, pkt, udp4(pkt, tap_of(tap)->vm, 5353, server, 53, q, n));
+	if (vm_answer(tap, 0xbeef, &a, 5000))
+		return -1;
+	/* the answer comes from the server the VM asked, port 53 */
+	if (strcmp(a.src, server) || a.sport != 53)
+		return -2;
+	*rcode = a.rcode;
+	snprintf(addr, size, "%s", a.addr);
+	return 0;
 }
 
 Test(devices, a_vms_tap_named_by_the_policy_is_judged)
@@ -815,6 +840,56 @@ Test(devices, a_query_sent_to_the_resolvers_port_is_judged_as_its_device)
 			      name);
 		events_free(&evs);
 	}
+}
+
+/* The attack: while vm2's query waits for its upstream, vm1 sends a query from vm2's address
+ * and port (to port 53: steered, judged as vm1). The kernel's record of that address and port
+ * was one for both uses: it then named vm1's device, and vm2's answer, leaving egret's resolver
+ * for vm2's tap, was not given back the server vm2 asked (vm2's resolver discards it): vm2's
+ * DNS denied for as long as vm1 kept sending. Now each device has its own record for the way
+ * back.
+ */
+Test(devices, another_vm_sending_from_a_vms_address_does_not_take_its_answer_away)
+{
+	static const char policy[] = "mode enforce\n"
+				     "sandbox vm1 {\n"
+				     "  interface tap0\n"
+				     "}\n"
+				     "sandbox vm2 {\n"
+				     "  interface tap1\n"
+				     "  allow domain *.allowed.test\n"
+				     "}\n";
+	/* an upstream that never answers: vm2's query waits for egret's 5 s timeout (SERVFAIL) */
+	int hole = udp_bind_in(ns_r, REMOTE, 5399), tap0, tap1;
+	const char *extra[] = { "--upstream-dns", REMOTE ":5399", NULL };
+	uint8_t q[256], pkt[320];
+	struct vm_reply a;
+	size_t n;
+
+	harness_close_at_teardown(&hole);
+	cr_assert(hole >= 0, "the silent upstream in R");
+	tap0 = tap_make(0, "vm1");
+	harness_close_at_teardown(&tap0);
+	tap1 = tap_make(1, "vm2");
+	harness_close_at_teardown(&tap1);
+	harness_setup_start(policy, extra);
+	cr_assert(device_in_force("tap0") && device_in_force("tap1"), "the taps are not in force");
+	n = dns_query(q, "b.allowed.test");
+	vm_send(tap1, 0x0800, pkt, udp4(pkt, "10.202.0.2", 5353, "203.0.113.53", 53, q, n));
+	/* egretd has taken vm2's query (and judged it as vm2's) before vm1 sends */
+	usleep(500000 * harness_timeout_scale());
+	n = dns_query(q, "y.allowed.test");
+	q[0] = 0x12; /* another id: its REFUSED, sent to vm2's address, is not read as vm2's */
+	q[1] = 0x34;
+	vm_send(tap0, 0x0800, pkt, udp4(pkt, "10.202.0.2", 5353, "203.0.113.53", 53, q, n));
+	cr_assert_eq(vm_answer(tap1, 0xbeef, &a, 10000 * (int)harness_timeout_scale()), 0,
+		     "vm2 got no answer");
+	cr_expect_eq(a.rcode, 2, "vm2's query to a silent upstream: rcode %u, not SERVFAIL",
+		     a.rcode);
+	cr_expect(!strcmp(a.src, "203.0.113.53") && a.sport == 53,
+		  "vm2's answer came from %s:%u, not from the server it asked: vm1's query from "
+		  "its address took the way back",
+		  a.src, a.sport);
 }
 
 /* An IPv6 UDP datagram from src:4444 to dst:dport behind nopts destination options headers

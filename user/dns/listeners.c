@@ -620,7 +620,9 @@ static uint16_t query_source(const struct sockaddr_storage *ss, uint32_t *addr)
 	return ((const struct sockaddr_in6 *)ss)->sin6_port;
 }
 
-/* A device's query: which sandbox's, by the address and port it came from (dev_nat). */
+/* A device's query: which sandbox's, by the address and port it came from (dev_nat's record
+ * under ifindex 0: a datagram does not say which device it came through).
+ */
 static bool device_client(struct resolver *r, const struct sockaddr_storage *ss, uint8_t proto,
 			  struct egret_dns_client *who)
 {

@@ -51,7 +51,7 @@ EGRET_ABI_SIZE(egret_dns_client, 64);
 EGRET_ABI_SIZE(egret_dns_allow_key, 24);
 EGRET_ABI_SIZE(egret_dns_allow, 8);
 EGRET_ABI_SIZE(egret_device, 64);
-EGRET_ABI_SIZE(egret_dev_nat_key, 20);
+EGRET_ABI_SIZE(egret_dev_nat_key, 24);
 EGRET_ABI_SIZE(egret_dev_nat, 72);
 EGRET_ABI_SIZE(egret_dev_listener_key, 20);
 EGRET_ABI_SIZE(egret_dev_frag_key, 24);
