@@ -98,8 +98,9 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 		struct ipv6_opt_hdr oh;
 		struct frag_hdr fh;
 
-		if (nh != IPV6_HOPOPTS && nh != IPV6_ROUTING && nh != IPV6_FRAGMENT &&
-		    nh != IPV6_DSTOPTS)
+		/* after a later fragment's header comes the datagram's data, not its headers */
+		if (p->later_frag || (nh != IPV6_HOPOPTS && nh != IPV6_ROUTING &&
+				      nh != IPV6_FRAGMENT && nh != IPV6_DSTOPTS))
 			break;
 		if (nh == IPV6_FRAGMENT) {
 			if (pkt_load(skb, off, &fh, sizeof(fh)))
@@ -119,7 +120,8 @@ static __always_inline bool pkt_ipv6(struct __sk_buff *skb, __u32 l3, struct pkt
 	/* a chain longer than the walk: its protocol and ports are unknown (judged as the last
 	 * header read, a query past a sandbox's device would reach egret's resolver unsteered)
 	 */
-	if (nh == IPV6_HOPOPTS || nh == IPV6_ROUTING || nh == IPV6_FRAGMENT || nh == IPV6_DSTOPTS)
+	if (!p->later_frag &&
+	    (nh == IPV6_HOPOPTS || nh == IPV6_ROUTING || nh == IPV6_FRAGMENT || nh == IPV6_DSTOPTS))
 		return false;
 	p->f.protocol = nh;
 	p->f.mapped = addr_is_v4(p->f.addr);

@@ -884,8 +884,10 @@ Test(devices, another_vm_sending_from_a_vms_address_does_not_take_its_answer_awa
 	vm_send(tap0, 0x0800, pkt, udp4(pkt, "10.202.0.2", 5353, "203.0.113.53", 53, q, n));
 	cr_assert_eq(vm_answer(tap1, 0xbeef, &a, 10000 * (int)harness_timeout_scale()), 0,
 		     "vm2 got no answer");
-	cr_expect_eq(a.rcode, 2, "vm2's query to a silent upstream: rcode %u, not SERVFAIL",
-		     a.rcode);
+	/* SERVFAIL at the timeout; REFUSED if egretd took vm2's query only after vm1's had
+	 * moved the resolver's record (the race README states): the way back is the same
+	 */
+	cr_expect(a.rcode == 2 || a.rcode == 5, "vm2's answer: rcode %u", a.rcode);
 	cr_expect(!strcmp(a.src, "203.0.113.53") && a.sport == 53,
 		  "vm2's answer came from %s:%u, not from the server it asked: vm1's query from "
 		  "its address took the way back",
@@ -937,6 +939,36 @@ static size_t udp6_opts(uint8_t *buf, const char *src, const char *dst, uint16_t
 	return off + ulen;
 }
 
+/* The VM's datagram of udp6_opts (one options header, 48 bytes of data that read as an options
+ * header running past the packet's end) to [fd00:201::1]:7003 in two fragments: the options and UDP headers, then the data.
+ */
+static void vm_send_fragmented(int tap)
+{
+	uint8_t data[48], whole[128], frag[128];
+	size_t len;
+
+	for (size_t i = 0; i < sizeof(data); i += 2) {
+		data[i] = 60;	   /* next header: destination options */
+		data[i + 1] = 255; /* of 2 KiB: read as a header, past the packet's end */
+	}
+	len = udp6_opts(whole, "fd00:201::2", "fd00:201::1", 7003, 1, data, sizeof(data));
+	cr_assert_eq(len, 40 + 8 + 8 + sizeof(data));
+	for (int n = 0; n < 2; n++) {
+		size_t from = n ? 56 : 40, part = n ? len - 56 : 16;
+
+		memcpy(frag, whole, 40);
+		frag[4] = (uint8_t)((8 + part) >> 8);
+		frag[5] = (uint8_t)(8 + part);
+		frag[6] = 44; /* a fragment header */
+		memset(frag + 40, 0, 8);
+		frag[40] = 60;	       /* what the fragmentable part begins with */
+		frag[43] = n ? 16 : 1; /* offset 16 bytes (2 units << 3), or more fragments */
+		frag[47] = 0x2a;       /* identification */
+		memcpy(frag + 48, whole + from, part);
+		vm_send(tap, 0x86dd, frag, 48 + part);
+	}
+}
+
 /* The attack: behind more IPv6 extension headers than egret walked, a datagram was judged as
  * the last header read (protocol 60, port 0): a rule for any protocol passed it, and a DNS
  * query to the gateway reached egret's resolver unsteered. A chain egret does not read to its
@@ -969,6 +1001,12 @@ Test(devices, a_datagram_behind_a_long_ipv6_header_chain_is_dropped)
 	}
 	vm_send(tap, 0x86dd, pkt, udp6_opts(pkt, "fd00:201::2", "fd00:201::1", 7003, 7, "vm", 2));
 	cr_expect(!got(r, 1000), "behind 7 options headers the datagram passed unjudged");
+	/* control: a fragmented datagram whose options header is in its fragmentable part: the
+	 * later fragment says next header 60 and then holds only data (here bytes that read as
+	 * more options headers): it passes with its first fragment, not walked as headers
+	 */
+	vm_send_fragmented(tap);
+	cr_expect(got(r, 2000), "a fragmented datagram with an options header was dropped");
 }
 
 static bool vm1_budget(const Egret__V1__Event *ev, const void *arg)
