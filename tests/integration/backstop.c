@@ -398,7 +398,7 @@ Test(backstop_dnat, a_source_route_through_metadata_is_dropped)
 	struct events evs;
 	int err, sniff = sniff_open();
 
-	harness_close_at_teardown(&sniff);
+	harness_own_fd(sniff);
 	cr_assert(sniff >= 0, "AF_PACKET socket on lo: %s", strerror(errno));
 	err = in_sandbox(T, NULL, send_with_option, (void *)&source_routed);
 	cr_assert_eq(err, 0, "control: the source-routed datagram from the host: %s",

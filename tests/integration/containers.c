@@ -1074,7 +1074,7 @@ Test(containers, a_namespace_is_found_again_when_its_reporter_is_gone)
 {
 	char out[4096], nsref[64], box[PATH_MAX];
 	int fd[2];
-	pid_t holder;
+	static pid_t holder; /* read at teardown */
 
 	harness_setup_start("mode enforce\nallow domain allowed.test\n", NULL);
 	cr_assert_eq(sandbox_path(T, "netbox", box, sizeof(box)), 0);

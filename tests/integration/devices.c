@@ -260,9 +260,9 @@ Test(devices, a_veth_sandbox_is_judged_at_its_host_side)
 	const Egret__V1__Event *ev;
 	char status[16384], *dns;
 
-	harness_close_at_teardown(&r_ok);
-	harness_close_at_teardown(&r_no);
-	harness_close_at_teardown(&r_meta);
+	harness_own_fd(r_ok);
+	harness_own_fd(r_no);
+	harness_own_fd(r_meta);
 	cr_assert(r_ok >= 0 && r_no >= 0 && r_meta >= 0, "listeners in R");
 	start(ctr_policy);
 	/* control: nothing judges vh0 yet */
@@ -328,7 +328,7 @@ Test(devices, a_containers_veth_does_not_count_its_sockets_twice)
 	struct dst allowed = { REMOTE, ALLOWED_PORT };
 	int r_ok = udp_bind_in(ns_r, REMOTE, ALLOWED_PORT), arrived = 0;
 
-	harness_close_at_teardown(&r_ok);
+	harness_own_fd(r_ok);
 	cr_assert(r_ok >= 0, "listener in R");
 	start(policy);
 	register_ctr();
@@ -425,8 +425,8 @@ Test(devices, a_packet_a_tun_device_forwards_is_judged)
 	int r_ok = udp_bind_in(ns_r, REMOTE, ALLOWED_PORT),
 	    r_no = udp_bind_in(ns_r, REMOTE, DENIED_PORT);
 
-	harness_close_at_teardown(&r_ok);
-	harness_close_at_teardown(&r_no);
+	harness_own_fd(r_ok);
+	harness_own_fd(r_no);
 	cr_assert(r_ok >= 0 && r_no >= 0, "listeners in R");
 	ip("ip -n %s tuntap add tun0 mode tun && ip -n %s addr add 10.99.0.1/24 dev tun0 && "
 	   "ip -n %s link set tun0 up && ip netns exec %s sysctl -qw net.ipv4.ip_forward=1 "
@@ -469,7 +469,7 @@ Test(devices, a_vxlan_to_a_denied_remote_is_judged)
 	struct events evs;
 	const Egret__V1__Event *ev;
 
-	harness_close_at_teardown(&r_vx);
+	harness_own_fd(r_vx);
 	cr_assert(r_vx >= 0, "listener in R");
 	ip("ip -n %s link add vx0 type vxlan id 42 remote " REMOTE " dstport 4789 dev vs0 && "
 	   "ip netns exec %s sysctl -qw net.ipv6.conf.vx0.disable_ipv6=1 && "
@@ -698,13 +698,13 @@ Test(devices, a_vms_tap_named_by_the_policy_is_judged)
 	struct events evs;
 	const Egret__V1__Event *ev;
 
-	harness_close_at_teardown(&r_ok);
-	harness_close_at_teardown(&r_no);
-	harness_close_at_teardown(&r_meta);
-	harness_close_at_teardown(&r_dns);
+	harness_own_fd(r_ok);
+	harness_own_fd(r_no);
+	harness_own_fd(r_meta);
+	harness_own_fd(r_dns);
 	cr_assert(r_ok >= 0 && r_no >= 0 && r_meta >= 0 && r_dns >= 0, "listeners in R");
 	tap = tap_setup();
-	harness_close_at_teardown(&tap);
+	harness_own_fd(tap);
 	/* control: before egret, the VM's frames are routed to R */
 	vm_udp(tap, REMOTE, DENIED_PORT);
 	cr_assert(got(r_no, 2000), "control: the VM's datagram did not reach R");
@@ -799,9 +799,9 @@ Test(devices, a_query_sent_to_the_resolvers_port_is_judged_as_its_device)
 	int tap0, tap1;
 
 	tap0 = tap_make(0, "vm1");
-	harness_close_at_teardown(&tap0);
+	harness_own_fd(tap0);
 	tap1 = tap_make(1, "vm2");
-	harness_close_at_teardown(&tap1);
+	harness_own_fd(tap1);
 	start(two_vms_policy);
 	cr_assert(device_in_force("tap0") && device_in_force("tap1"), "the taps are not in force");
 	for (int i = 0; i < 2; i++) {
@@ -866,12 +866,12 @@ Test(devices, another_vm_sending_from_a_vms_address_does_not_take_its_answer_awa
 	struct vm_reply a;
 	size_t n;
 
-	harness_close_at_teardown(&hole);
+	harness_own_fd(hole);
 	cr_assert(hole >= 0, "the silent upstream in R");
 	tap0 = tap_make(0, "vm1");
-	harness_close_at_teardown(&tap0);
+	harness_own_fd(tap0);
 	tap1 = tap_make(1, "vm2");
-	harness_close_at_teardown(&tap1);
+	harness_own_fd(tap1);
 	harness_setup_start(policy, extra);
 	cr_assert(device_in_force("tap0") && device_in_force("tap1"), "the taps are not in force");
 	n = dns_query(q, "b.allowed.test");
@@ -986,10 +986,10 @@ Test(devices, a_datagram_behind_a_long_ipv6_header_chain_is_dropped)
 	int tap, r;
 
 	tap = tap_setup();
-	harness_close_at_teardown(&tap);
+	harness_own_fd(tap);
 	ip("ip -6 addr add fd00:201::1/64 dev tap0 nodad");
 	r = udp_bind("fd00:201::1", 7003);
-	harness_close_at_teardown(&r);
+	harness_own_fd(r);
 	cr_assert(r >= 0, "a listener on the gateway");
 	start(policy);
 	cr_assert(device_in_force("tap0"), "tap0 is not in force");
@@ -1033,10 +1033,10 @@ Test(devices, a_vms_tap_counts_against_its_egress_budget)
 	struct events evs;
 	const Egret__V1__Event *ev;
 
-	harness_close_at_teardown(&r_ok);
+	harness_own_fd(r_ok);
 	cr_assert(r_ok >= 0, "listener in R");
 	tap = tap_setup();
-	harness_close_at_teardown(&tap);
+	harness_own_fd(tap);
 	start(policy);
 	cr_assert(device_in_force("tap0"), "tap0 is not in force");
 	for (int i = 0; i < 20; i++) {
@@ -1078,7 +1078,7 @@ Test(devices, a_vms_other_frames_are_dropped_and_reported)
 	int tap = tap_setup();
 	struct events evs;
 
-	harness_close_at_teardown(&tap);
+	harness_own_fd(tap);
 	start(vm_policy);
 	cr_assert(device_in_force("tap0"));
 	vm_send(tap, 0x86dd, v6, sizeof(v6));
@@ -1119,7 +1119,7 @@ Test(devices, anothers_filter_stays_through_attach_restart_and_uninstall)
 	const char *extra[] = { "--upstream-dns", up, NULL };
 
 	snprintf(up, sizeof(up), UPSTREAM ":53");
-	harness_close_at_teardown(&r_no);
+	harness_own_fd(r_no);
 	cr_assert(r_no >= 0);
 	ip("tc qdisc add dev vh0 clsact && tc filter add dev vh0 ingress prio 5 handle 5 bpf da "
 	   "bytecode '1,6 0 0 4294967295'");

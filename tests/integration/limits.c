@@ -258,7 +258,7 @@ Test(limits, the_timeout_holds_when_egretctl_is_killed)
 	char dir[PATH_MAX + 16], file[PATH_MAX + 32];
 	const Egret__V1__Event *ev;
 	struct events evs;
-	pid_t ctl;
+	static pid_t ctl; /* read at teardown */
 	int st, i;
 	bool ran_on;
 
@@ -723,7 +723,7 @@ static int wait_status(pid_t pid, int ms)
 Test(limits, a_policy_timeout_kills_a_runtime_placed_sandbox)
 {
 	char out[8192], dir[PATH_MAX + 16], other[PATH_MAX + 16];
-	pid_t pid, free_pid, again;
+	static pid_t pid, free_pid, again; /* read at teardown */
 	const Egret__V1__Event *ev;
 	struct want w = { EGRET__V1__RESOURCE_LIMIT__KIND__KIND_TIMEOUT, -1, "rbox" };
 	struct events evs;
@@ -827,7 +827,7 @@ static void policy_limits_in_v1(void)
 	char pmnt[PATH_MAX], mmnt[PATH_MAX], out[8192], file[PATH_MAX * 2], text[256];
 	char v2[PATH_MAX + 16], v2t[PATH_MAX + 16], p1[PATH_MAX + 64], m1[PATH_MAX + 64];
 	char pt[PATH_MAX + 64], v2s[PATH_MAX + 16], ps[PATH_MAX + 64];
-	pid_t pid, tpid, spid, hpid;
+	static pid_t pid, tpid, spid, hpid; /* read at teardown */
 
 	cr_assert_eq(cgroup_v1__mount("pids", pmnt, sizeof(pmnt)), 0,
 		     "cgroup v2 has no pids controller and there is no v1 pids hierarchy");
@@ -907,7 +907,7 @@ Test(limits, policy_limits_are_set_in_v2_or_in_a_hybrid_hosts_v1)
 {
 	char out[8192], file[PATH_MAX + 32], dir[PATH_MAX + 16], tight[PATH_MAX + 16];
 	char text[256];
-	pid_t pid;
+	static pid_t pid; /* read at teardown */
 
 	snprintf(file, sizeof(file), "%s/cgroup.controllers", T->cgroup_mount);
 	cr_assert_gt(read_file(file, text, sizeof(text)), 0, "%s", file);

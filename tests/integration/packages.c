@@ -385,6 +385,17 @@ struct writer {
 	char *args[16];	      /* writer_py's, NULL-terminated */
 };
 
+/* How long a writer stays after its last write, for egretd to read its files through its root
+ * (/proc/PID/root): half a second, scaled on a slow machine
+ */
+static char *writer_hold(void)
+{
+	static char hold[16];
+
+	snprintf(hold, sizeof(hold), "%.1f", 0.5 * harness_timeout_scale());
+	return hold;
+}
+
 static int write_as_container(void *arg)
 {
 	struct writer *w = arg;
@@ -466,7 +477,7 @@ Test(packages, a_sandbox_in_its_own_mount_namespace_is_read_in_its_root)
 	w.args[4] = record;
 	w.args[5] = "nsdemo-1.0.dist-info/METADATA,sha256=BOXHASH,44\n";
 	w.args[6] = "sleep";
-	w.args[7] = "0.5";
+	w.args[7] = writer_hold();
 	cr_assert_eq(in_sandbox(T, "pkgbox", write_as_container, &w), 0, "the writer failed");
 	pi = wait_install_under(&evs, site)->package_install;
 	cr_expect_str_eq(pi->name, "nsdemo");
@@ -496,7 +507,7 @@ Test(packages, a_sandbox_in_the_hosts_mount_namespace_is_read_as_before)
 	w.args[4] = record;
 	w.args[5] = "nsctl-1.0.dist-info/METADATA,sha256=CTLHASH,44\n";
 	w.args[6] = "sleep";
-	w.args[7] = "0.5";
+	w.args[7] = writer_hold();
 	cr_assert_eq(in_sandbox(T, "pkgbox", write_as_container, &w), 0, "the writer failed");
 	pi = wait_install_under(&evs, site)->package_install;
 	cr_expect_str_eq(pi->name, "nsctl");
@@ -542,7 +553,7 @@ Test(packages, a_sandbox_symlink_resolves_in_its_root)
 	w.args[7] = record;
 	w.args[8] = "evil-1.0.dist-info/METADATA,sha256=EVILHASH,44\n";
 	w.args[9] = "sleep";
-	w.args[10] = "0.5";
+	w.args[10] = writer_hold();
 	cr_assert_eq(in_sandbox(T, "pkgbox", write_as_container, &w), 0, "the writer failed");
 	ev = wait_install_under(&evs, site);
 	pi = ev->package_install;
@@ -635,7 +646,8 @@ Test(packages, a_writer_gone_is_read_in_its_namespace_through_another_process)
 	const Egret__V1__PackageInstall *pi;
 	struct ns_writer nw = { 0 };
 	struct writer hold = { .own_ns = true };
-	pid_t egretd = T->egretd, holder;
+	pid_t egretd = T->egretd;
+	static pid_t holder; /* read at teardown */
 	struct events evs;
 	int ready[2], rc;
 

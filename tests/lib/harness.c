@@ -4,6 +4,7 @@
  * skipping a test on a kernel too old for it. The harness's parts: see harness.h.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -109,8 +110,30 @@ static struct {
 } teardown_fns[16];
 static size_t nteardown_pids, nteardown_fds, nteardown_fns;
 
+/* What a test registers is read at its teardown, after the test's function has returned: an
+ * address in its stack frame then holds whatever the teardown's own calls left there (a
+ * descriptor of Criterion's, closed under it; a pid, killed). Refused at once.
+ */
+static void assert_not_on_stack(const void *p, const char *what)
+{
+	pthread_attr_t attr;
+	size_t size;
+	void *low;
+
+	if (!p || pthread_getattr_np(pthread_self(), &attr))
+		return;
+	if (!pthread_attr_getstack(&attr, &low, &size))
+		cr_assert(!((const char *)p >= (const char *)low &&
+			    (const char *)p < (const char *)low + size),
+			  "%s: %p is on the test's stack, gone at its teardown; give it static "
+			  "storage (or use harness_own_fd)",
+			  what, p);
+	pthread_attr_destroy(&attr);
+}
+
 void harness_at_teardown(void (*fn)(void *), void *arg)
 {
+	assert_not_on_stack(arg, "harness_at_teardown");
 	cr_assert_lt(nteardown_fns, sizeof(teardown_fns) / sizeof(teardown_fns[0]),
 		     "more clean-ups than harness_at_teardown holds");
 	teardown_fns[nteardown_fns].fn = fn;
@@ -119,6 +142,7 @@ void harness_at_teardown(void (*fn)(void *), void *arg)
 
 void harness_kill_at_teardown(pid_t *pid)
 {
+	assert_not_on_stack(pid, "harness_kill_at_teardown");
 	cr_assert_lt(nteardown_pids, sizeof(teardown_pids) / sizeof(teardown_pids[0]),
 		     "more helper processes than harness_kill_at_teardown holds");
 	teardown_pids[nteardown_pids++] = pid;
@@ -126,9 +150,23 @@ void harness_kill_at_teardown(pid_t *pid)
 
 void harness_close_at_teardown(int *fd)
 {
+	assert_not_on_stack(fd, "harness_close_at_teardown");
 	cr_assert_lt(nteardown_fds, sizeof(teardown_fds) / sizeof(teardown_fds[0]),
 		     "more descriptors than harness_close_at_teardown holds");
 	teardown_fds[nteardown_fds++] = fd;
+}
+
+int harness_own_fd(int fd)
+{
+	static int owned[64];
+	static size_t nowned;
+
+	/* a test process runs one test: the slots are its own */
+	cr_assert_lt(nowned, sizeof(owned) / sizeof(owned[0]),
+		     "more descriptors than harness_own_fd holds");
+	owned[nowned] = fd;
+	harness_close_at_teardown(&owned[nowned++]);
+	return fd;
 }
 
 void harness_teardown(void)

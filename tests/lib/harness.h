@@ -48,6 +48,10 @@ void harness_kill_at_teardown(pid_t *pid);
  */
 void harness_at_teardown(void (*fn)(void *), void *arg);
 void harness_close_at_teardown(int *fd);
+/* fd (when >= 0), a descriptor the test keeps to its end, closed by harness_teardown: a copy is
+ * kept, so a local variable may hold it (the test must not close it itself); returns fd.
+ */
+int harness_own_fd(int fd);
 /* The .fini of every suite: an egretd a test left stopped continued, the registered processes
  * killed and descriptors closed, in the order registered, then every instance of the test
  * removed (T last).
