@@ -118,6 +118,26 @@ static const Egret__V1__Event *exec_of(const struct events *evs, const char *exe
 	return NULL;
 }
 
+static bool is_flow_to(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FLOW &&
+	       ev->flow->dst_port == (uint32_t)(long)arg;
+}
+
+static bool is_exit_code(const Egret__V1__Event *ev, const void *arg)
+{
+	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_EXIT &&
+	       ev->exit->exit_code == (int32_t)(long)arg;
+}
+
+/* an exec whose executable's path ends in arg */
+static bool is_exec_of(const Egret__V1__Event *ev, const void *arg)
+{
+	struct events one = { .ev = (Egret__V1__Event **)&ev, .n = 1 };
+
+	return exec_of(&one, arg, NULL) != NULL;
+}
+
 Test(audit, a_shell_script_in_a_sandbox)
 {
 	char script[PATH_MAX], dir[PATH_MAX], out[8192], want[PATH_MAX * 2];
@@ -143,7 +163,15 @@ Test(audit, a_shell_script_in_a_sandbox)
 	fclose(f);
 	rc = sandbox_cmd(T, "box", out, sizeof(out), "/bin/sh", script, NULL);
 	cr_assert_eq(rc, 3, "%s", out);
-	usleep(300000);
+	/* curl's flow record is made when the connection's last end closes (the server's may
+	 * close after the shell has exited), the shell's exit when it ends: both in
+	 */
+	cr_assert_eq(events_wait(T->sink_path, is_flow_to, (void *)8080L, 5000, &evs), 0,
+		     "no flow record of curl's connection");
+	events_free(&evs);
+	cr_assert_eq(events_wait(T->sink_path, is_exit_code, (void *)3L, 5000, &evs), 0,
+		     "no exit of the script's shell");
+	events_free(&evs);
 	cr_assert_eq(events_read(T->sink_path, &evs), 0);
 
 	sh = exec_of(&evs, "/sh", "box");
@@ -263,7 +291,9 @@ Test(audit, secrets_in_argv_arrive_redacted)
 				 "--token=abc123", "AKIAIOSFODNN7EXAMPLE", "API_KEY=s3cr3t",
 				 "https://u:pw@example.test/", "plain", NULL),
 		     0, "%s", out);
-	usleep(300000);
+	cr_assert_eq(events_wait(T->sink_path, is_exec_of, "/true", 5000, &evs), 0,
+		     "no exec of /true");
+	events_free(&evs);
 	cr_assert_eq(events_read(T->sink_path, &evs), 0);
 	ev = exec_of(&evs, "/true", "box");
 	cr_assert(ev);
@@ -811,12 +841,6 @@ static int flows_handed_over(void *arg)
 	if (kid < 0 || waitpid(kid, &status, 0) != kid || !WIFEXITED(status))
 		return 3;
 	return WEXITSTATUS(status);
-}
-
-static bool is_flow_to(const Egret__V1__Event *ev, const void *arg)
-{
-	return ev->payload_case == EGRET__V1__EVENT__PAYLOAD_FLOW &&
-	       ev->flow->dst_port == (uint32_t)(long)arg;
 }
 
 Test(audit, a_flow_record_names_who_started_it_not_who_closed_it)

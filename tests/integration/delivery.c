@@ -174,6 +174,7 @@ static void wait_caught_up(const char *path, const char *stream, uint64_t max, i
 {
 	struct seen s;
 
+	timeout_ms *= (int)harness_timeout_scale(); /* an emulated guest is slower */
 	for (int waited = 0; waited < timeout_ms; waited += 200) {
 		read_seen(path, stream, &s);
 		free(s.order);
@@ -598,7 +599,8 @@ Test(delivery, otlp_records_decode_with_an_independent_implementation)
 	cr_assert_eq(netns_addr("lo", "169.254.169.254/32"), 0);
 	cr_expect_eq(in_sandbox(T, "otlp-box", connect_metadata_bad_name, NULL), 0,
 		     "the connect got through");
-	for (int waited = 0; waited < 15000 && !deny; waited += 250) {
+	for (int waited = 0; waited < 15000 * (int)harness_timeout_scale() && !deny;
+	     waited += 250) {
 		usleep(250000);
 		f = fopen(out, "r");
 		while (f && getline(&line, &cap, f) > 0) {
@@ -634,7 +636,8 @@ Test(delivery, otlp_records_decode_with_an_independent_implementation)
 	/* the plain sink's receiver decoded the same record from a request with no
 	 * Content-Encoding
 	 */
-	for (int waited = 0; waited < 15000 && !otlp_deny_in(out2); waited += 250)
+	for (int waited = 0; waited < 15000 * (int)harness_timeout_scale() && !otlp_deny_in(out2);
+	     waited += 250)
 		usleep(250000);
 	cr_expect(otlp_deny_in(out2), "no decodable deny record from the plain sink");
 	f = fopen(out2, "r");

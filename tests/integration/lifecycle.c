@@ -323,7 +323,7 @@ static bool wait_file(const char *path, int ms)
 {
 	struct stat st;
 
-	for (; ms > 0; ms -= 20) {
+	for (ms *= (int)harness_timeout_scale(); ms > 0; ms -= 20) {
 		if (stat(path, &st) == 0)
 			return true;
 		usleep(20000);

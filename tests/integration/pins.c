@@ -136,6 +136,7 @@ static long pins_back(unsigned int want, int timeout_ms)
 	return -1;
 }
 
+/* keeper_now and gone: timeout_ms, a liveness bound, is scaled like pins_back's */
 static pid_t keeper_now(int timeout_ms, pid_t not )
 {
 	uint64_t start = ms_now();
@@ -146,7 +147,7 @@ static pid_t keeper_now(int timeout_ms, pid_t not )
 		if (pid && pid != not )
 			return pid;
 		usleep(10000);
-	} while (ms_now() - start < (uint64_t)timeout_ms);
+	} while (ms_now() - start < (uint64_t)timeout_ms * harness_timeout_scale());
 	return 0;
 }
 
@@ -162,7 +163,7 @@ static bool gone(pid_t pid, int timeout_ms)
 		if (read_file(path, st, sizeof(st)) <= 0 || strstr(st, ") Z "))
 			return true;
 		usleep(10000);
-	} while (ms_now() - start < (uint64_t)timeout_ms);
+	} while (ms_now() - start < (uint64_t)timeout_ms * harness_timeout_scale());
 	return false;
 }
 
@@ -409,7 +410,7 @@ Test(pins, an_unmounted_bpffs_is_mounted_again_with_every_pin)
 	cr_assert_gt(layers, 0, "bpffs was not unmounted: %s", strerror(errno));
 	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM);
 	start = ms_now();
-	while (ms_now() - start < 3000 &&
+	while (ms_now() - start < 3000 * harness_timeout_scale() &&
 	       (statfs(EGRET_BPFFS, &sfs) || sfs.f_type != BPF_FS_MAGIC || npins() < before))
 		usleep(10000);
 	cr_expect(statfs(EGRET_BPFFS, &sfs) == 0 && sfs.f_type == BPF_FS_MAGIC,
@@ -716,7 +717,7 @@ Test(pins, a_sandboxed_rename_is_killed_and_the_pin_comes_back)
 		  "the renamer was not killed: status %#x", status);
 	snprintf(from, sizeof(from), "%s/links/egret_connect4", T->state_dir);
 	start = ms_now();
-	while (access(from, F_OK) && ms_now() - start < 2000)
+	while (access(from, F_OK) && ms_now() - start < 2000 * harness_timeout_scale())
 		usleep(5000);
 	cr_expect_eq(access(from, F_OK), 0, "egret_connect4 not put back");
 	cr_expect_eq(missing(names, sizeof(names)), 0, "not in force: %s", names);

@@ -443,10 +443,10 @@ static pid_t spawn_orphan(const char *path)
 		int fd, me = (int)getpid();
 
 		snprintf(script, sizeof(script),
-			 "%s kill %d > %s; %s ptrace %d >> %s; %s kcmp >> %s; sleep 1.5; "
-			 "%s kcmp >> %s",
+			 "%s kill %d > %s; %s ptrace %d >> %s; %s kcmp >> %s; "
+			 "until [ -e %s.go ]; do sleep 0.05; done; %s kcmp >> %s",
 			 EGRET_PROBE_BIN, me, path, EGRET_PROBE_BIN, me, path, EGRET_PROBE_BIN,
-			 path, EGRET_PROBE_BIN, path);
+			 path, path, EGRET_PROBE_BIN, path);
 		snprintf(log, sizeof(log), "%s/run.log", T->tmpdir);
 		fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -462,7 +462,7 @@ static pid_t spawn_orphan(const char *path)
 
 static bool wait_lines(const char *path, int lines, int ms, char *buf, size_t size)
 {
-	for (; ms > 0; ms -= 50) {
+	for (ms *= (int)harness_timeout_scale(); ms > 0; ms -= 50) {
 		int n = read_file(path, buf, size), count = 0;
 
 		for (int i = 0; i < n; i++)
@@ -479,7 +479,7 @@ static bool wait_lines(const char *path, int lines, int ms, char *buf, size_t si
  */
 Test(sandbox, a_dead_egretctl_leaves_refusals_in_place)
 {
-	char out[4096], path[PATH_MAX + 16];
+	char out[4096], path[PATH_MAX + 16], go[PATH_MAX + 32];
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/out", shared);
@@ -492,6 +492,9 @@ Test(sandbox, a_dead_egretctl_leaves_refusals_in_place)
 	cr_expect(strstr(out, "kcmp returned -1 (Operation not permitted)"), "%s", out);
 	cr_assert_eq(kill(pid, SIGKILL), 0);
 	cr_assert_eq(waitpid(pid, NULL, 0), pid);
+	/* egretctl is gone: the command makes its last call */
+	snprintf(go, sizeof(go), "%s.go", path);
+	cr_assert_eq(close(open(go, O_WRONLY | O_CREAT | O_CLOEXEC, 0644)), 0);
 	cr_assert(wait_lines(path, 4, 10000, out, sizeof(out)), "%s", out);
 	cr_expect(strstr(out, "kcmp returned -1 (Function not implemented)"),
 		  "a refused call after egretctl died: %s", out);

@@ -395,9 +395,14 @@ Test(secrets, planted_secrets_never_reach_the_sink)
 		cr_assert_eq(rc, 0, "the file commands failed: %d", rc);
 	}
 
-	/* the last events to come: the two runs of npm */
+	/* the two runs of npm (each reported when npm ends), then the last exec of all: the secret
+	 * executable's (the stream is in time order: every earlier event is in by then)
+	 */
 	cr_assert_eq(events_wait_count(T->sink_path, is_manager_run, "npm", 2, 20000, &evs), 0,
 		     "no PackageRun of the second npm");
+	events_free(&evs);
+	cr_assert_eq(events_wait(T->sink_path, is_exe, "/token=[REDACTED]", 5000, &evs), 0,
+		     "no exec of the secret executable");
 	events_free(&evs);
 	usleep(300000);
 

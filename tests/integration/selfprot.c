@@ -241,6 +241,12 @@ static bool is_reload_by(const Egret__V1__Event *ev, const void *arg)
 	       ev->policy_change->actor_pid == (uint32_t)(uintptr_t)arg;
 }
 
+/* what a SIGHUP from pid arg left: a Tamper event or a reload */
+static bool is_hup_of(const Egret__V1__Event *ev, const void *arg)
+{
+	return is_signal_tamper(ev, arg) || is_reload_by(ev, arg);
+}
+
 /* Join <root>/box by hand (as a runtime would place a process), then SIGHUP egretd. */
 static int hup_from_box(void *arg)
 {
@@ -308,7 +314,9 @@ Test(selfprot, sighup_from_a_sandbox_is_ignored_and_reported)
 	}
 	cr_assert_eq(waitpid(quick, &status, 0), quick);
 	cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "%d", status);
-	usleep(500000);
+	cr_expect_eq(events_wait(T->sink_path, is_hup_of, (void *)(uintptr_t)quick, 5000, &evs), 0,
+		     "nothing reported of the quick sender's SIGHUP");
+	events_free(&evs);
 	cr_expect_eq(in_sandbox(T, "box", connect_denied, NULL), EPERM,
 		     "a sandbox's SIGHUP reloaded the policy");
 	cr_expect_eq(count_of(is_reload_ok, (void *)1), 0, "a reload went through");
