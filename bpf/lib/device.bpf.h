@@ -198,14 +198,18 @@ static __always_inline int dev_dns(struct __sk_buff *skb, const struct egret_dev
 	 */
 	k.ifindex = skb->ifindex;
 	if (bpf_map_update_elem(&dev_nat, &k, &v, BPF_ANY))
-		return TC_ACT_SHOT;
+		goto drop;
 	k.ifindex = 0;
 	if (bpf_map_update_elem(&dev_nat, &k, &v, BPF_ANY))
-		return TC_ACT_SHOT;
+		goto drop;
 	if (dev_rewrite(skb, p, true, to, port, mac ? m : NULL))
-		return TC_ACT_SHOT;
+		goto drop;
 	counter_verdict(EGRET_HOOK_DEVICE, EGRET_VERDICT_ALLOW);
 	return TC_ACT_UNSPEC;
+drop:
+	/* a record or the rewrite could not be written: not sent unsteered, and counted */
+	counter_verdict(EGRET_HOOK_DEVICE, EGRET_VERDICT_DENY);
+	return TC_ACT_SHOT;
 }
 
 /* A DNS query: to port 53 of any server, or to an address and port egret's resolver listens on
