@@ -157,8 +157,10 @@ static __always_inline bool kill_mover_and_moved(struct task_struct *task, __u64
 	return kill_current();
 }
 
-static __always_inline void tamper_report_abi(__u32 kind, __u64 target, __u32 other_pid,
-					      bool killed, __u8 abi)
+/* A tamper event. A global function, so the verifier checks it once per program, not at each
+ * of a program's calls (sigsys, fork and a cgroup move have several).
+ */
+__noinline int tamper_report_abi(__u32 kind, __u64 target, __u32 other_pid, bool killed, __u8 abi)
 {
 	struct egret_tamper_event *e;
 	__u64 sandbox = sandbox_of_current();
@@ -166,7 +168,7 @@ static __always_inline void tamper_report_abi(__u32 kind, __u64 target, __u32 ot
 	counter_inc(EGRET_CNT_TAMPER);
 	e = event_reserve_for(sizeof(*e), EGRET_EV_TAMPER, sandbox);
 	if (!e)
-		return;
+		return 0;
 	event_fill_hdr(&e->hdr, EGRET_EV_TAMPER, sandbox);
 	e->target = target;
 	e->kind = kind;
@@ -175,6 +177,7 @@ static __always_inline void tamper_report_abi(__u32 kind, __u64 target, __u32 ot
 	e->abi = abi;
 	__builtin_memset(e->pad, 0, sizeof(e->pad));
 	event_submit(e);
+	return 0;
 }
 
 static __always_inline void tamper_report(__u32 kind, __u64 target, __u32 other_pid, bool killed)
