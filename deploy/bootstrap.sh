@@ -78,7 +78,7 @@ test)
 bench)
 	install_packages "$top/deploy/bench-packages.txt"
 	build
-	for b in connect dns audit sinks pkg packet; do
+	for b in connect dns audit sinks pkg packet start; do
 		echo "bootstrap: egret_bench_$b"
 		"$build/tests/bench/egret_bench_$b" || die "egret_bench_$b failed"
 	done
