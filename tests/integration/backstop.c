@@ -155,6 +155,41 @@ Test(backstop_dnat, udp_dnat_to_metadata_is_dropped)
 	events_free(&evs);
 }
 
+static int do_nothing(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+/* Root in a sandbox may make cgroups inside its own (a delegated subtree, a container's
+ * systemd) and send from one: the packet's socket is then in a cgroup no one registered, and
+ * the backstop must find the sandbox by walking its ancestry (sandbox_of_skb's slow path, a
+ * call of its own since stop 42). Judged as the host's, the DNAT'd datagram would reach the
+ * metadata address.
+ */
+Test(backstop_dnat, a_datagram_from_a_cgroup_nested_in_a_sandbox_is_judged_as_the_sandboxs)
+{
+	struct events evs;
+	const Egret__V1__Event *ev;
+	int err;
+
+	err = in_sandbox(T, NULL, do_udp_allowed, NULL);
+	cr_assert_eq(err, 0, "control: the DNAT'd datagram from the host: %s", strerror(err));
+	cr_assert(readable(meta_udp, 1000), "control: the metadata address got no datagram");
+	drain(meta_udp, false);
+
+	cr_assert_eq(in_sandbox(T, "nest", do_nothing, NULL), 0, "the sandbox nest");
+	err = in_sandbox(T, "nest/inner", do_udp_allowed, NULL);
+	cr_expect(!readable(meta_udp, 500),
+		  "a datagram from a cgroup nested in the sandbox reached metadata");
+	cr_assert_eq(events_wait(T->sink_path, is_skb_meta_deny, "udp", 5000, &evs), 0,
+		     "no egress-backstop denial for the nested cgroup's datagram (send said %s)",
+		     strerror(err));
+	ev = events_find(&evs, is_skb_meta_deny, "udp", NULL);
+	cr_expect_str_eq(ev->sandbox->name, "nest", "judged as %s", ev->sandbox->name);
+	events_free(&evs);
+}
+
 /* A connected UDP socket's datagram sent with ancillary data: the kernel runs sendmsg's hook
  * with no address; it goes to the peer connect() allowed.
  */
