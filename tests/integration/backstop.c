@@ -110,6 +110,20 @@ static bool is_skb_meta_deny(const Egret__V1__Event *ev, const void *arg)
 	       !strcmp(ev->net_connect->protocol, proto);
 }
 
+/* The positive control: the same DNAT'd connect (tcp) or datagram from the host reaches the
+ * metadata address, so the sandbox's case can fail. What came is taken.
+ */
+static void dnat_control(bool tcp)
+{
+	int err = in_sandbox(T, NULL, tcp ? do_tcp_allowed : do_udp_allowed, NULL);
+
+	cr_assert_eq(err, 0, "control: the DNAT'd %s from the host: %s",
+		     tcp ? "connect" : "datagram", strerror(err));
+	cr_assert(readable(tcp ? meta_tcp : meta_udp, 1000),
+		  "control: the metadata address got no %s", tcp ? "connection" : "datagram");
+	drain(tcp ? meta_tcp : meta_udp, tcp);
+}
+
 TestSuite(backstop_dnat, .init = setup_dnat, .fini = harness_teardown, .timeout = 60);
 
 /* connect() to an allowed address, which the nat table turns into the metadata address after
@@ -121,10 +135,7 @@ Test(backstop_dnat, tcp_dnat_to_metadata_is_dropped)
 	const Egret__V1__Event *ev;
 	int err;
 
-	err = in_sandbox(T, NULL, do_tcp_allowed, NULL);
-	cr_assert_eq(err, 0, "control: the DNAT'd connect from the host: %s", strerror(err));
-	cr_assert(readable(meta_tcp, 1000), "control: the metadata listener got no connection");
-	drain(meta_tcp, true);
+	dnat_control(true);
 
 	err = in_sandbox(T, "box", do_tcp_allowed, NULL);
 	cr_expect_neq(err, 0, "the sandbox's DNAT'd connect reached the metadata address");
@@ -142,10 +153,7 @@ Test(backstop_dnat, udp_dnat_to_metadata_is_dropped)
 	struct events evs;
 	int err;
 
-	err = in_sandbox(T, NULL, do_udp_allowed, NULL);
-	cr_assert_eq(err, 0, "control: the DNAT'd datagram from the host: %s", strerror(err));
-	cr_assert(readable(meta_udp, 1000), "control: the metadata address got no datagram");
-	drain(meta_udp, false);
+	dnat_control(false);
 
 	err = in_sandbox(T, "box", do_udp_allowed, NULL);
 	cr_expect(!readable(meta_udp, 500), "the sandbox's DNAT'd datagram reached metadata");
@@ -173,10 +181,7 @@ Test(backstop_dnat, a_datagram_from_a_cgroup_nested_in_a_sandbox_is_judged_as_th
 	const Egret__V1__Event *ev;
 	int err;
 
-	err = in_sandbox(T, NULL, do_udp_allowed, NULL);
-	cr_assert_eq(err, 0, "control: the DNAT'd datagram from the host: %s", strerror(err));
-	cr_assert(readable(meta_udp, 1000), "control: the metadata address got no datagram");
-	drain(meta_udp, false);
+	dnat_control(false);
 
 	cr_assert_eq(in_sandbox(T, "nest", do_nothing, NULL), 0, "the sandbox nest");
 	err = in_sandbox(T, "nest/inner", do_udp_allowed, NULL);
